@@ -1,0 +1,195 @@
+"""The ``benchlib`` command line.
+
+User errors print one message (what, where, how to fix) and exit with code 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from benchlib.errors import BenchlibError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="benchlib: benchmark MySQL-family replication on real lab clusters.")
+lab_app = typer.Typer(no_args_is_help=True, help="Bring up, inspect, tune, heal and tear down local labs.")
+app.add_typer(lab_app, name="lab")
+
+DEMO_SPEC = Path("examples/labs/demo.toml")
+
+
+def _err(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def _progress(text: str) -> None:
+    typer.echo(f"  {text}", err=True)
+
+
+@app.command()
+def doctor() -> None:
+    """Report system packages, versions and WAN capabilities; print the install command for what is missing."""
+    from benchlib.doctor import checks, report_lines
+
+    found = checks()
+    for line in report_lines(found):
+        typer.echo(line)
+    if any(not c.ok and c.required for c in found):
+        raise typer.Exit(1)
+
+
+@lab_app.command("up")
+def lab_up(spec: Path = typer.Argument(..., help="lab spec (TOML), e.g. examples/labs/async-1p2r.toml"),
+           timeout: float = typer.Option(120.0, help="seconds to wait for the lab to be ready")) -> None:
+    """Bring a lab up (or heal it, if the same spec is already up) and print its status."""
+    from benchlib.lab.lab import Lab
+
+    lab = Lab.up(spec, timeout=timeout, progress=_progress)
+    _print_status(lab)
+
+
+@lab_app.command("status")
+def lab_status(name: Optional[str] = typer.Argument(None, help="lab name (default: the only lab that is up)"),
+               as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Each node's role, port, pid and replication state (threads, GTIDs, semi-sync, wsrep)."""
+    from benchlib.lab.lab import Lab
+
+    lab = Lab.open(name)
+    if as_json:
+        typer.echo(json.dumps([asdict(s) for s in lab.status()], indent=2, default=str))
+    else:
+        _print_status(lab)
+
+
+@lab_app.command("list")
+def lab_list() -> None:
+    """The labs that are up."""
+    from benchlib.lab.lab import list_labs
+
+    for name in list_labs():
+        typer.echo(name)
+
+
+@lab_app.command("down")
+def lab_down(name: Optional[str] = typer.Argument(None, help="lab name (default: the only lab that is up)")) -> None:
+    """Stop every node and relay of a lab, delete its namespaces and its directory."""
+    from benchlib.lab.lab import Lab
+
+    lab = Lab.open(name)
+    lab.down()
+    typer.echo(f"lab {lab.name} is down")
+
+
+@lab_app.command("heal")
+def lab_heal(name: Optional[str] = typer.Argument(None, help="lab name"),
+             timeout: float = typer.Option(120.0, help="seconds to wait for rejoined nodes")) -> None:
+    """Restart nodes that are down and wait until they have rejoined (async: GTID position; Galera: IST)."""
+    from benchlib.lab.lab import Lab
+
+    lab = Lab.open(name)
+    restarted = lab.heal(timeout=timeout, progress=_progress)
+    typer.echo(f"restarted: {', '.join(restarted)}" if restarted else "every node was up")
+    _print_status(lab)
+
+
+@lab_app.command("set")
+def lab_set(assignments: list[str] = typer.Argument(..., help="setting=value, e.g. fc_limit=256 parallel_threads=4"),
+            name: Optional[str] = typer.Option(None, "--lab", help="lab name"),
+            cluster: Optional[str] = typer.Option(None, "--cluster", help="only this cluster")) -> None:
+    """Change runtime settings of a running lab without rebuilding it."""
+    from benchlib.errors import SettingError
+    from benchlib.lab.lab import Lab
+
+    settings: dict[str, Any] = {}
+    for a in assignments:
+        key, eq, value = a.partition("=")
+        if not eq or not key:
+            raise SettingError(f"{a!r} is not setting=value", hint="e.g. benchlib lab set fc_limit=256")
+        settings[key.strip()] = value.strip()
+    lab = Lab.open(name)
+    for c, applied in lab.set(settings, cluster=cluster).items():
+        typer.echo(f"{c}: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
+
+
+@lab_app.command("rtt")
+def lab_rtt(name: Optional[str] = typer.Argument(None, help="lab name")) -> None:
+    """Measure the round-trip time to every node of every WAN site."""
+    from benchlib.lab.lab import Lab
+    from benchlib.lab.wan import measure_rtt
+
+    lab = Lab.open(name)
+    if not lab.layout.sites:
+        typer.echo("this lab has no WAN sites")
+        return
+    for node in lab.layout.nodes.values():
+        if node.site:
+            site = lab.layout.sites[node.site]
+            m = measure_rtt(node)
+            typer.echo(f"{node.name:14} site {site.name:8} requested {site.rtt_ms:g} ms   measured "
+                       f"min {m['min_ms']:.2f} / median {m['median_ms']:.2f} / max {m['max_ms']:.2f} ms")
+
+
+@lab_app.command("cleanup")
+def lab_cleanup(all_labs: bool = typer.Option(False, "--all", help="also take down every lab that is up")) -> None:
+    """Find and stop what crashed runs left behind: processes, namespaces, directories."""
+    from benchlib.lab.lab import cleanup
+
+    r = cleanup(all_labs=all_labs)
+    typer.echo(f"labs taken down: {', '.join(r.labs) or 'none'}; orphan processes stopped: {r.processes}; "
+               f"namespaces removed: {', '.join(r.namespaces) or 'none'}; directories removed: {len(r.directories)}")
+
+
+@app.command()
+def demo(spec: Path = typer.Option(DEMO_SPEC, help="lab spec to demonstrate"),
+         keep: bool = typer.Option(False, help="leave the lab up afterwards")) -> None:
+    """The main job: bring up the demo lab, print its status, tear it down."""
+    from benchlib.lab.lab import Lab
+
+    typer.echo(f"bringing up {spec} ...")
+    lab = Lab.up(spec, progress=_progress)
+    try:
+        _print_status(lab)
+    finally:
+        if not keep:
+            lab.down()
+            typer.echo(f"lab {lab.name} is down")
+
+
+def _print_status(lab) -> None:
+    from benchlib.lab.status import format_status
+
+    for line in format_status(lab.name, lab.status()):
+        typer.echo(line)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except BenchlibError as exc:
+        _err(f"error: {exc.render()}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _err("aborted")
+        sys.exit(1)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+"""A lab: every cluster of one spec, running on this machine.
+
+``Lab.up(spec)`` brings a lab from nothing to ready; a failure at any step tears
+down everything the attempt created and raises one ``BenchlibError``.
+``Lab.open(name)`` attaches to a running lab for status, settings, heal and down.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pymysql
+
+from benchlib.errors import BenchlibError, LabError, MissingDependencyError, NodeStartError
+from benchlib.lab import wan
+from benchlib.lab import node as nodeops
+from benchlib.lab import procs, secrets, seed, sql, state
+from benchlib.lab.layout import Layout, NodePlan, build_layout, busy_ports, lab_root, pick_base_port, ports_needed
+from benchlib.lab.mycnf import GALERA_PROVIDER, render
+from benchlib.lab.spec import LabSpec, load_spec
+from benchlib.lab.topology import Topology, for_cluster
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _run_as() -> str | None:
+    """mariadbd runs as 'mysql' when we are root (rsync SST refuses root), else as ourselves."""
+    return "mysql" if os.geteuid() == 0 else None
+
+
+def check_binaries(spec: LabSpec) -> None:
+    need = {"mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server"}
+    topologies = {c.topology for c in spec.clusters.values()}
+    if "galera" in topologies:
+        need.update({"rsync": "rsync", "wsrep_sst_rsync": "mariadb-server"})
+    if spec.sites:
+        need["ip"] = "iproute2"
+    missing = sorted({pkg for exe, pkg in need.items() if shutil.which(exe) is None})
+    if "galera" in topologies and not Path(GALERA_PROVIDER).exists():
+        missing.append("galera-4")
+    if missing:
+        raise MissingDependencyError(
+            f"missing system packages for this lab: {', '.join(missing)}",
+            hint=f"apt-get install -y {' '.join(missing)} (or run ./scripts/demo as root; `benchlib doctor` checks everything)",
+        )
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            pwd.getpwnam("mysql")
+        except KeyError:
+            raise MissingDependencyError("no 'mysql' system user to run the servers as",
+                                         hint="apt-get install -y mariadb-server creates it") from None
+    if spec.sites:
+        wan.check_capable()
+
+
+@dataclass
+class NodeStatus:
+    name: str
+    cluster: str
+    topology: str
+    role: str
+    site: str | None
+    port: int
+    pid: int | None
+    up: bool
+    detail: dict[str, Any]
+
+
+class Lab:
+    def __init__(self, layout: Layout, record: state.LabRecord, creds: secrets.Credentials):
+        self.layout = layout
+        self.record = record
+        self.creds = creds
+
+    # -- attach -------------------------------------------------------------------------
+    @property
+    def spec(self) -> LabSpec:
+        return self.layout.spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def dir(self) -> Path:
+        return self.layout.dir
+
+    @classmethod
+    def open(cls, name: str | None = None, root: Path | None = None) -> "Lab":
+        root = root or lab_root()
+        if name is None:
+            names = list_labs(root)
+            if len(names) != 1:
+                raise LabError(
+                    "no lab is up" if not names else f"several labs are up ({', '.join(names)}): name one",
+                    hint="benchlib lab up SPEC" if not names else "benchlib lab status NAME",
+                )
+            name = names[0]
+        lab_dir = root / name
+        record = state.read(lab_dir)
+        if record is None:
+            raise LabError(f"no lab named {name!r} under {root}", hint="benchlib lab list shows the labs that are up")
+        spec = record.lab_spec()
+        layout = build_layout(spec, root, record.base_port, record.net_index)
+        return cls(layout, record, secrets.load(lab_dir))
+
+    def refresh(self) -> None:
+        self.record = state.read(self.dir) or self.record
+
+    # -- connections ----------------------------------------------------------------------
+    def node(self, name: str) -> NodePlan:
+        try:
+            return self.layout.nodes[name]
+        except KeyError:
+            raise LabError(f"no node {name!r} in lab {self.name}",
+                           hint=f"nodes: {', '.join(self.layout.nodes)}") from None
+
+    def connect(self, node: NodePlan | str, *, user: str = "root", tcp: bool = False, database: str | None = None):
+        node = self.node(node) if isinstance(node, str) else node
+        try:
+            return sql.connect(node, self.creds, user=user, tcp=tcp, database=database)
+        except pymysql.err.OperationalError as exc:
+            raise LabError(f"cannot connect to {node.name} ({exc.args[-1] if exc.args else exc})",
+                           hint="benchlib lab status shows which nodes are down; benchlib lab heal restarts them") from None
+
+    def topology(self, cluster: str) -> Topology:
+        return for_cluster(self, cluster)
+
+    def settings(self, cluster: str) -> dict[str, Any]:
+        return dict(self.record.settings.get(cluster, {}))
+
+    def pid(self, node: NodePlan | str) -> int | None:
+        name = node if isinstance(node, str) else node.name
+        return self.record.pids.get(name)
+
+    def is_up(self, node: NodePlan) -> bool:
+        return nodeops.is_up(node, self.pid(node))
+
+    def dsn(self, node: NodePlan | str) -> dict[str, Any]:
+        """Where a client reaches ``node`` over TCP (password by reference to the lab's secret file)."""
+        node = self.node(node) if isinstance(node, str) else node
+        return {"host": node.listen_host, "port": node.port, "user": "bench", "password_file": str(secrets.secrets_path(self.dir))}
+
+    # -- bring-up ---------------------------------------------------------------------------
+    @classmethod
+    def up(cls, spec: LabSpec | str | Path, *, root: Path | None = None, timeout: float = 120.0,
+           progress: Progress = _quiet) -> "Lab":
+        """Bring a lab up from nothing, or heal it when the same spec is already up."""
+        if not isinstance(spec, LabSpec):
+            spec = load_spec(spec)
+        root = (root or lab_root()).absolute()
+        check_binaries(spec)
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o755)  # mysqld runs as 'mysql' and must traverse it
+        lab_dir = root / spec.name
+        with state.locked(root / ".lock"):
+            existing = state.read(lab_dir)
+            if existing is not None:
+                if LabSpec.model_validate(existing.spec) != spec:
+                    raise LabError(
+                        f"lab {spec.name!r} is already up with a different spec",
+                        hint=f"benchlib lab down {spec.name}, then up again (or give the lab another name)",
+                    )
+                lab = cls.open(spec.name, root)
+                progress(f"lab {spec.name} exists: healing")
+                lab.heal(timeout=timeout, progress=progress)
+                return lab
+            if lab_dir.exists():
+                raise LabError(
+                    f"{lab_dir} exists but holds no lab record (left by a crashed run)",
+                    hint="benchlib lab cleanup removes it",
+                )
+            taken = _ports_of_other_labs(root)
+            if spec.base_port is not None:
+                base_port = spec.base_port
+                clash = taken.intersection(range(base_port, base_port + ports_needed(spec)))
+                if clash:
+                    raise LabError(f"base_port {base_port}: ports {min(clash)}.. belong to another lab",
+                                   hint="choose another base_port in the spec, or omit it to pick free ports")
+            else:
+                base_port = pick_base_port(spec, taken)
+            net_index = wan.allocate_index(root) if spec.sites else None
+            layout = build_layout(spec, root, base_port, net_index)
+            busy = busy_ports(layout)
+            if busy:
+                port, what = busy[0]
+                more = f" (and {len(busy) - 1} more)" if len(busy) > 1 else ""
+                raise LabError(
+                    f"port {port} ({what}) is already in use{more}",
+                    hint="stop what holds it (ss -ltnp), choose another base_port in the spec, or omit base_port",
+                )
+            lab_dir.mkdir()
+            os.chmod(lab_dir, 0o755)
+            creds = secrets.create(lab_dir)
+            record = state.LabRecord(name=spec.name, spec=spec.model_dump(mode="json"), base_port=base_port,
+                                     net_index=net_index, run_as=_run_as())
+            state.write(lab_dir, record)
+        lab = cls(layout, record, creds)
+        try:
+            lab._build(timeout, progress)
+        except BaseException as exc:
+            progress("bring-up failed: removing everything it created")
+            lab._destroy()
+            if isinstance(exc, BenchlibError):
+                raise
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise LabError(f"lab {spec.name} failed to come up: {exc.__class__.__name__}: {exc}") from exc
+        return lab
+
+    def _build(self, timeout: float, progress: Progress) -> None:
+        t0 = time.monotonic()
+        run_as = self.record.run_as
+        galera_clusters = [c for c, cl in self.spec.clusters.items() if cl.topology == "galera"]
+        plain_clusters = [c for c in self.spec.clusters if c not in galera_clusters]
+        seeds_dir = self.dir / ".seeds"
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            net = pool.submit(self._network_up) if self.layout.sites else None
+            tmpl = seed.template(self.layout.dir.parent, run_as)
+            jobs = {}
+            if plain_clusters:
+                jobs["plain"] = pool.submit(seed.make_seed, tmpl, seeds_dir / "plain", self.creds, run_as, None)
+            for c in galera_clusters:
+                first = self.layout.cluster_nodes(c)[0]
+                jobs[c] = pool.submit(seed.make_seed, tmpl, seeds_dir / c, self.creds, run_as, first.galera_port)
+            seeds = {k: f.result() for k, f in jobs.items()}
+            progress(f"seeds ready ({time.monotonic() - t0:.1f} s)")
+
+            def place(node: NodePlan) -> None:
+                nodeops.prepare_dir(node, render(self.layout, node), run_as)
+                nodeops.copy_datadir(seeds[node.cluster if node.cluster in seeds else "plain"], node.datadir)
+
+            list(pool.map(place, self.layout.nodes.values()))
+            shutil.rmtree(seeds_dir, ignore_errors=True)
+            if net is not None:
+                net.result()
+                progress(f"network ready ({time.monotonic() - t0:.1f} s)")
+        topologies = [self.topology(c) for c in self.spec.clusters]
+        for topo in topologies:
+            topo.prepare()
+        self._start_nodes(list(self.layout.nodes.values()), fresh=True)
+        self._wait_connectable(list(self.layout.nodes.values()), timeout, "start")
+        progress(f"servers started ({time.monotonic() - t0:.1f} s)")
+        with ThreadPoolExecutor(max_workers=len(topologies)) as pool:
+            for f in [pool.submit(t.form, timeout) for t in topologies]:
+                f.result()
+        progress(f"lab {self.name} ready in {time.monotonic() - t0:.1f} s")
+
+    def _network_up(self) -> None:
+        pid = wan.up(self.layout)
+        with state.update(self.dir) as rec:
+            rec.relay_pid = pid
+        self.record.relay_pid = pid
+
+    def _start_nodes(self, nodes: list[NodePlan], *, fresh: bool) -> None:
+        pids = {}
+        for node in nodes:
+            extra = self.topology(node.cluster).start_extra_args(node, fresh)
+            pids[node.name] = nodeops.start(node, self.record.run_as, *extra)
+        with state.update(self.dir) as rec:
+            rec.pids.update(pids)
+        self.record.pids.update(pids)
+
+    def _wait_connectable(self, nodes: list[NodePlan], timeout: float, what: str) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            futures = [pool.submit(nodeops.wait_connectable, n, self.pid(n), self.creds, timeout, what=what) for n in nodes]
+            errors = []
+            for f in futures:
+                try:
+                    f.result().close()
+                except NodeStartError as exc:
+                    errors.append(exc)
+            if errors:
+                raise errors[0]
+
+    # -- status ----------------------------------------------------------------------------
+    def status(self) -> list[NodeStatus]:
+        out = []
+        for node in self.layout.nodes.values():
+            up = self.is_up(node)
+            detail: dict[str, Any] = {}
+            if up:
+                try:
+                    with sql.connect(node, self.creds, timeout=2) as conn:
+                        detail = self.topology(node.cluster).node_status(node, conn)
+                except pymysql.err.MySQLError as exc:
+                    detail = {"error": str(exc.args[-1] if exc.args else exc)}
+            out.append(NodeStatus(node.name, node.cluster, node.topology, node.role, node.site, node.port,
+                                  self.pid(node) if up else None, up, detail))
+        return out
+
+    # -- heal ---------------------------------------------------------------------------------
+    def heal(self, *, timeout: float = 120.0, progress: Progress = _quiet) -> list[str]:
+        """Restart every node that is not running and wait until it has rejoined."""
+        if self.layout.sites and not wan.is_up(self.layout, self.record.relay_pid):
+            progress("WAN relay is down: restoring the network")
+            wan.down(self.layout, self.record.relay_pid)
+            self._network_up()
+        restarted: list[str] = []
+        for cluster in self.spec.clusters:
+            topo = self.topology(cluster)
+            dead = [n for n in topo.nodes if not self.is_up(n)]
+            if not dead:
+                continue
+            for group in topo.restart_order(dead):
+                if not group:
+                    continue
+                progress(f"restarting {', '.join(n.name for n in group)}")
+                self._start_nodes(group, fresh=False)
+                self._wait_connectable(group, timeout, "restart")
+                topo.after_group(group, timeout)
+            self._reapply_settings(topo, dead)
+            topo.after_heal(dead, timeout)
+            restarted += [n.name for n in dead]
+        return restarted
+
+    def _reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
+        for key, value in self.settings(topo.cluster).items():
+            topo.apply_setting(key, value, nodes if key != "semisync" else topo.nodes)
+
+    # -- runtime settings ------------------------------------------------------------------------
+    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
+        """Apply runtime settings to every cluster that has them (or to ``cluster``), without restart.
+
+        Returns {cluster: {setting: value}} of what was applied. Unknown settings,
+        bad values and settings that need a restart raise ``SettingError``.
+        """
+        from benchlib.errors import SettingError
+
+        clusters = [cluster] if cluster else list(self.spec.clusters)
+        if cluster and cluster not in self.spec.clusters:
+            raise SettingError(f"no cluster {cluster!r} in lab {self.name}", hint=f"clusters: {', '.join(self.spec.clusters)}")
+        applied: dict[str, dict[str, Any]] = {}
+        plan = []
+        for key, raw in settings.items():
+            targets = [c for c in clusters if key in self.topology(c).SETTINGS]
+            if not targets:
+                known = sorted({k for c in clusters for k in self.topology(c).SETTINGS})
+                raise SettingError(f"{key!r} is not a runtime setting of {' or '.join(clusters)}",
+                                   hint=f"runtime settings here: {', '.join(known)}; other server options need a new lab")
+            for c in targets:
+                plan.append((c, key, self.topology(c).parse_setting(key, raw)))
+        for c, key, value in plan:
+            topo = self.topology(c)
+            topo.apply_setting(key, value, topo.nodes)
+            applied.setdefault(c, {})[key] = value
+            with state.update(self.dir) as rec:
+                rec.settings.setdefault(c, {})[key] = value
+            self.record.settings.setdefault(c, {})[key] = value
+        return applied
+
+    # -- teardown -------------------------------------------------------------------------------
+    def down(self) -> None:
+        """Stop every process of the lab, remove its network and its directory."""
+        self._destroy()
+
+    def _destroy(self) -> None:
+        kill_lab_processes(self.dir, self.record.pids, self.layout)
+        wan.down(self.layout, self.record.relay_pid)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def kill_lab_processes(lab_dir: Path, pids: dict[str, int], layout: Layout | None) -> None:
+    """SIGKILL every process of a lab: its nodes, relay, seed servers and SST helpers."""
+    targets = []
+    if layout is not None:
+        targets = [(pids[n.name], n.marker) for n in layout.nodes.values() if n.name in pids]
+    marker = f"{lab_dir}/"
+    targets += [(p.pid, marker) for p in procs.find(marker)]
+    procs.stop(targets, graceful=False)
+    # SST scripts can spawn rsync daemons a moment later: sweep until none is left
+    for _ in range(20):
+        left = procs.find(marker)
+        if not left:
+            break
+        procs.stop([(p.pid, marker) for p in left], graceful=False)
+
+
+def _ports_of_other_labs(root: Path) -> set[int]:
+    taken: set[int] = set()
+    for name in list_labs(root):
+        rec = state.read(root / name)
+        if rec:
+            spec = rec.lab_spec()
+            taken.update(range(rec.base_port, rec.base_port + ports_needed(spec)))
+    return taken
+
+
+def list_labs(root: Path | None = None) -> list[str]:
+    root = root or lab_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "lab.json").exists())
+
+
+@dataclass
+class CleanupReport:
+    processes: int
+    namespaces: list[str]
+    directories: list[str]
+    labs: list[str]
+
+
+def cleanup(root: Path | None = None, *, all_labs: bool = False) -> CleanupReport:
+    """Stop orphans left by crashed runs: processes, namespaces and directories of no live lab.
+
+    With ``all_labs``, every lab under the root is taken down too.
+    """
+    root = (root or lab_root()).absolute()
+    labs_down = []
+    if all_labs:
+        for name in list_labs(root):
+            try:
+                Lab.open(name, root).down()
+            except BenchlibError:
+                pass
+            labs_down.append(name)
+    live = set(list_labs(root))
+    nprocs = 0
+    dirs = []
+    if root.is_dir():
+        for d in root.iterdir():
+            if d.name.startswith(".") or not d.is_dir() or d.name in live:
+                continue
+            found = procs.find(f"{d}/")
+            nprocs += len(found)
+            kill_lab_processes(d, {}, None)
+            shutil.rmtree(d, ignore_errors=True)
+            dirs.append(str(d))
+        # processes whose lab directory is already gone
+        for p in procs.find(f"{root}/"):
+            owner = next((name for name in live if any(f"{root}/{name}/" in a for a in p.cmdline)), None)
+            if owner is None and not any(f"{root}/.cache/" in a for a in p.cmdline):
+                procs.stop([(p.pid, f"{root}/")], graceful=False)
+                nprocs += 1
+    namespaces = wan.cleanup_orphans(live)
+    return CleanupReport(nprocs, namespaces, dirs, labs_down)

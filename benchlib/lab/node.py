@@ -1,0 +1,112 @@
+"""One mariadbd process of a lab: its directory, start, readiness and stop."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pymysql
+
+from benchlib.errors import NodeStartError
+from benchlib.lab import procs, sql
+from benchlib.lab.layout import NodePlan
+from benchlib.lab.secrets import Credentials
+
+MARIADBD = "mariadbd"
+NOISE = ("Could not increase number of max_open_files",)
+
+
+def log_tail(path: Path, lines: int = 12) -> str:
+    """The last meaningful lines of an error log, indented for a message."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return f"    (no log at {path})"
+    keep = [line for line in text if line.strip() and not any(n in line for n in NOISE)]
+    errors = [line for line in keep if "[ERROR]" in line or "WSREP_SST: [ERROR]" in line]
+    chosen = (errors[-6:] if errors else []) + [line for line in keep[-lines:] if line not in errors[-6:]]
+    return "\n".join(f"    {line[:300]}" for line in chosen[-lines:]) or f"    (empty log {path})"
+
+
+def chown_tree(path: Path, user: str | None) -> None:
+    if user is None:
+        return
+    shutil.chown(path, user, user)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            shutil.chown(os.path.join(root, name), user, user)
+
+
+def copy_datadir(src: Path, dst: Path) -> None:
+    """Copy a prepared datadir (owner, modes and sparse files kept)."""
+    subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dst)], check=True)
+
+
+def prepare_dir(node: NodePlan, cnf_text: str, run_as: str | None) -> None:
+    node.dir.mkdir(parents=True, exist_ok=True)
+    node.tmpdir.mkdir(exist_ok=True)
+    node.cnf.write_text(cnf_text)
+    if run_as:
+        shutil.chown(node.dir, run_as, run_as)
+        shutil.chown(node.tmpdir, run_as, run_as)
+
+
+def argv(node: NodePlan, run_as: str | None, *extra: str) -> list[str]:
+    cmd = [MARIADBD, node.marker]
+    if run_as:
+        cmd.append(f"--user={run_as}")
+    cmd += list(extra)
+    if node.netns:
+        cmd = ["ip", "netns", "exec", node.netns, *cmd]
+    return cmd
+
+
+def start(node: NodePlan, run_as: str | None, *extra: str) -> int:
+    """Start mariadbd for ``node`` in the background (its own session); return its pid."""
+    if node.socket.exists():
+        node.socket.unlink()  # a stale socket of a killed server
+    with open(node.dir / "stdout.log", "ab") as out:
+        proc = subprocess.Popen(
+            argv(node, run_as, *extra),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return proc.pid
+
+
+def is_up(node: NodePlan, pid: int | None) -> bool:
+    return procs.is_running(pid, node.marker)
+
+
+def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: float = 60.0, *, what: str = "start"):
+    """Wait until ``node`` accepts a root connection on its socket; return that connection.
+
+    Raises ``NodeStartError`` with the error-log tail when the process exits or
+    the timeout passes.
+    """
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while time.monotonic() < deadline:
+        if not procs.is_running(pid, node.marker):
+            raise NodeStartError(
+                f"node {node.name} exited during {what} (port {node.port})",
+                hint=f"read {node.error_log}; common causes: port in use, bad server option in the spec",
+                detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}",
+            )
+        if node.socket.exists():
+            try:
+                return sql.connect(node, creds, timeout=2)
+            except pymysql.err.OperationalError as exc:
+                last_error = str(exc.args[-1]) if exc.args else str(exc)
+        time.sleep(0.02)
+    raise NodeStartError(
+        f"node {node.name} did not accept connections within {timeout:.0f} s ({last_error or 'no socket'})",
+        hint=f"read {node.error_log}",
+        detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}",
+    )

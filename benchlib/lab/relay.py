@@ -1,0 +1,140 @@
+"""A user-space WAN emulator: a delaying IPv4 router between TUN devices.
+
+Used where the kernel has no ``netem`` qdisc. One relay process serves one lab:
+a *hub* TUN device in the root namespace (address 198.18.L.1/24) and one TUN
+device per WAN site, moved into that site's network namespace (198.18.L.(10+s)).
+Every packet read from one device is written to the device owning its
+destination address after the one-way delay of the path (half the site's RTT
+each way; site to site: the sum of both halves), with optional uniform jitter.
+Packets leave in the order they arrived on each output (like netem without
+reordering). The devices are not persistent: they vanish when the relay exits.
+
+Run as ``python -m benchlib.lab.relay --lab-dir=DIR/ --config JSON``; prints
+``READY`` on stdout once the devices are up and configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import fcntl
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+TUNSETIFF = 0x400454CA
+IFF_TUN = 0x0001
+IFF_NO_PI = 0x1000
+MTU = 16000
+READ_SIZE = 65536
+
+
+def open_tun(name: str) -> int:
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
+    return fd
+
+
+def ip(*args: str) -> None:
+    res = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {res.stderr.strip()}")
+
+
+class Relay:
+    def __init__(self, config: dict):
+        self.config = config
+        self.fds: dict[int, dict] = {}  # fd -> {"one_way": s, "jitter": s, "addr": bytes}
+        self.by_addr: dict[bytes, int] = {}
+        self.queues: dict[int, collections.deque] = {}
+        self.last_due: dict[int, float] = {}
+
+    def setup(self) -> None:
+        cfg = self.config
+        hub = open_tun(cfg["hub_tun"])
+        ip("link", "set", cfg["hub_tun"], "mtu", str(MTU), "up")
+        ip("addr", "add", f"{cfg['hub_address']}/24", "dev", cfg["hub_tun"])
+        self._add(hub, cfg["hub_address"], 0.0, 0.0)
+        for site in cfg["sites"]:
+            fd = open_tun(site["tun"])
+            ip("link", "set", site["tun"], "netns", site["netns"])
+            ip("-n", site["netns"], "link", "set", site["tun"], "mtu", str(MTU), "up")
+            ip("-n", site["netns"], "addr", "add", f"{site['address']}/24", "dev", site["tun"])
+            self._add(fd, site["address"], site["rtt_ms"] / 2000.0, site["jitter_ms"] / 1000.0)
+
+    def _add(self, fd: int, address: str, one_way: float, jitter: float) -> None:
+        self.fds[fd] = {"one_way": one_way, "jitter": jitter}
+        self.by_addr[socket.inet_aton(address)] = fd
+        self.queues[fd] = collections.deque()
+        self.last_due[fd] = 0.0
+
+    def _route(self, src_fd: int, packet: bytes, now: float) -> None:
+        if len(packet) < 20 or packet[0] >> 4 != 4:
+            return  # IPv4 only
+        out = self.by_addr.get(packet[16:20])
+        if out is None or out == src_fd:
+            return
+        a, b = self.fds[src_fd], self.fds[out]
+        delay = a["one_way"] + b["one_way"]
+        jitter = a["jitter"] + b["jitter"]
+        if jitter:
+            delay = max(0.0, delay + random.uniform(-jitter, jitter))
+        due = max(now + delay, self.last_due[out])  # never reorder on an output
+        self.last_due[out] = due
+        self.queues[out].append((due, packet))
+
+    def serve(self) -> None:
+        fds = list(self.fds)
+        while True:
+            now = time.monotonic()
+            next_due = None
+            for fd, q in self.queues.items():
+                while q and q[0][0] <= now:
+                    try:
+                        os.write(fd, q.popleft()[1])
+                    except BlockingIOError:
+                        break  # the kernel queue is full: drop, as a link would
+                    except OSError:
+                        pass
+                if q and (next_due is None or q[0][0] < next_due):
+                    next_due = q[0][0]
+            timeout = None if next_due is None else max(0.0, next_due - time.monotonic())
+            ready, _, _ = select.select(fds, [], [], timeout)
+            now = time.monotonic()
+            for fd in ready:
+                for _ in range(256):
+                    try:
+                        packet = os.read(fd, READ_SIZE)
+                    except BlockingIOError:
+                        break
+                    self._route(fd, packet, now)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lab-dir", required=True, help="the lab this relay belongs to (marks the process)")
+    parser.add_argument("--config", required=True, help="JSON: hub_tun, hub_address, sites[]")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    relay = Relay(json.loads(args.config))
+    try:
+        relay.setup()
+    except (OSError, RuntimeError) as exc:
+        print(f"ERROR {exc}", flush=True)
+        return 1
+    print("READY", flush=True)
+    sys.stdout.close()
+    os.close(1)
+    relay.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Lab specs: a small TOML file describing one or more clusters on this machine.
+
+A spec names the lab, optional server defaults, one or more clusters (each with a
+topology: ``single``, ``async``, ``semisync`` or ``galera``) and optional WAN
+*sites*: groups of nodes placed in their own network namespace behind a link with
+a round-trip delay to the rest of the lab.
+
+    name = "demo"
+
+    [defaults]
+    durability = "durable"        # or "relaxed"
+    buffer_pool = "128M"
+
+    [clusters.async]
+    topology = "async"
+    replicas = 2
+
+    [clusters.galera]
+    topology = "galera"
+    nodes = 3
+    fc_limit = 16
+
+    [sites.far]
+    nodes = ["galera-3"]
+    rtt_ms = 100
+
+Nodes are named ``<cluster>-<i>``; node 1 is the primary (async, semisync,
+single) or the first Galera node. Validation errors name every bad field.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from benchlib.errors import SpecError
+
+LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
+CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"
+SITE_NAME = r"^[a-z][a-z0-9]{0,11}$"
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMGkmg]?)i?[Bb]?\s*$")
+DURABILITY = {
+    "durable": {"sync_binlog": 1, "innodb_flush_log_at_trx_commit": 1},
+    "relaxed": {"sync_binlog": 0, "innodb_flush_log_at_trx_commit": 2},
+}
+
+
+def parse_size(value: str | int) -> int:
+    """'128M' -> 134217728; plain integers are bytes."""
+    if isinstance(value, int):
+        return value
+    m = _SIZE.match(str(value))
+    if not m:
+        raise ValueError(f"not a size: {value!r} (use bytes or a number with K, M or G, e.g. '128M')")
+    n, unit = int(m.group(1)), m.group(2).upper()
+    return n * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit]
+
+
+def _size_field(lo: int, hi: int):
+    def check(value: str | int) -> str:
+        n = parse_size(value)
+        if not lo <= n <= hi:
+            raise ValueError(f"{value!r} is outside {lo >> 20}M..{hi >> 20}M")
+        return str(value)
+
+    return check
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Strict):
+    """Server settings shared by every node of a cluster (overridable per cluster)."""
+
+    durability: Literal["durable", "relaxed"] | None = None
+    buffer_pool: str | None = None
+    redo_log: str | None = None
+    performance_schema: bool | None = None
+    max_connections: int | None = Field(default=None, ge=10, le=100_000)
+    server: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    _check_pool = field_validator("buffer_pool")(lambda v: v and _size_field(16 << 20, 64 << 30)(v))
+    _check_redo = field_validator("redo_log")(lambda v: v and _size_field(4 << 20, 16 << 30)(v))
+
+    @field_validator("server")
+    @classmethod
+    def _option_names(cls, v: dict) -> dict:
+        for key in v:
+            if not re.fullmatch(r"[a-z][a-z0-9_-]*", key):
+                raise ValueError(f"{key!r} is not a server option name (letters, digits, _ and -)")
+        return v
+
+
+DEFAULT_SERVER = ServerSettings(
+    durability="durable", buffer_pool="128M", redo_log="96M", performance_schema=False, max_connections=1000
+)
+
+
+class _ClusterBase(ServerSettings):
+    """Fields every topology has: the server settings plus the topology name."""
+
+    @property
+    def node_count(self) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class SingleCluster(_ClusterBase):
+    topology: Literal["single"]
+    binlog: bool = True
+
+    @property
+    def node_count(self) -> int:
+        return 1
+
+
+class AsyncCluster(_ClusterBase):
+    topology: Literal["async"]
+    replicas: int = Field(default=2, ge=1, le=8)
+    parallel_threads: int | list[int] = Field(default=0, description="slave_parallel_threads, one value or one per replica")
+    parallel_mode: (
+        Literal["optimistic", "conservative", "aggressive", "minimal", "none"]
+        | list[Literal["optimistic", "conservative", "aggressive", "minimal", "none"]]
+    ) = "optimistic"
+
+    @property
+    def node_count(self) -> int:
+        return 1 + self.replicas
+
+    @model_validator(mode="after")
+    def _per_replica_lists(self):
+        for field in ("parallel_threads", "parallel_mode"):
+            value = getattr(self, field)
+            if isinstance(value, list) and len(value) != self.replicas:
+                raise ValueError(f"{field}: a list needs one value per replica ({self.replicas}), got {len(value)}")
+        threads = self.parallel_threads if isinstance(self.parallel_threads, list) else [self.parallel_threads]
+        if any(not 0 <= t <= 256 for t in threads):
+            raise ValueError("parallel_threads: each value must be between 0 and 256")
+        return self
+
+    def replica_parallel(self, index: int) -> tuple[int, str]:
+        """(threads, mode) of replica ``index`` (1-based)."""
+        t = self.parallel_threads[index - 1] if isinstance(self.parallel_threads, list) else self.parallel_threads
+        m = self.parallel_mode[index - 1] if isinstance(self.parallel_mode, list) else self.parallel_mode
+        return t, m
+
+
+class SemisyncCluster(AsyncCluster):
+    topology: Literal["semisync"]  # type: ignore[assignment]
+    wait_point: Literal["AFTER_SYNC", "AFTER_COMMIT"] = "AFTER_SYNC"
+    timeout_ms: int = Field(default=10_000, ge=1, le=3_600_000)
+
+
+class GaleraCluster(_ClusterBase):
+    topology: Literal["galera"]
+    nodes: int = Field(default=3, ge=3, le=9)
+    binlog: bool = False
+    fc_limit: int = Field(default=16, ge=1, le=2_147_483_647)
+    fc_factor: float = Field(default=1.0, ge=0.0, le=1.0)
+    applier_threads: int = Field(default=4, ge=1, le=512)
+    gcache: str = "128M"
+    provider_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    _check_gcache = field_validator("gcache")(lambda v: _size_field(1 << 20, 64 << 30)(v))
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes
+
+
+Cluster = Annotated[
+    Union[SingleCluster, AsyncCluster, SemisyncCluster, GaleraCluster], Field(discriminator="topology")
+]
+
+
+class Site(_Strict):
+    """Nodes placed in their own network namespace, ``rtt_ms`` away from the rest of the lab."""
+
+    nodes: list[str] = Field(min_length=1)
+    rtt_ms: float = Field(gt=0, le=5000)
+    jitter_ms: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _jitter_below_delay(self):
+        if self.jitter_ms * 2 > self.rtt_ms:
+            raise ValueError(f"jitter_ms ({self.jitter_ms}) must be at most half of rtt_ms ({self.rtt_ms})")
+        return self
+
+
+class LabSpec(_Strict):
+    name: str = Field(pattern=LAB_NAME)
+    base_port: int | None = Field(default=None, ge=1024, le=65000)
+    shaper: Literal["auto", "netem", "tun-relay"] = "auto"
+    defaults: ServerSettings = Field(default_factory=ServerSettings)
+    clusters: dict[str, Cluster] = Field(min_length=1)
+    sites: dict[str, Site] = Field(default_factory=dict)
+
+    @field_validator("clusters")
+    @classmethod
+    def _cluster_names(cls, v: dict) -> dict:
+        for key in v:
+            if not re.fullmatch(CLUSTER_NAME, key):
+                raise ValueError(f"cluster name {key!r}: lower-case letters and digits, starting with a letter, at most 12")
+        return v
+
+    @field_validator("sites")
+    @classmethod
+    def _site_names(cls, v: dict) -> dict:
+        for key in v:
+            if not re.fullmatch(SITE_NAME, key):
+                raise ValueError(f"site name {key!r}: lower-case letters and digits, starting with a letter, at most 12")
+        return v
+
+    @model_validator(mode="after")
+    def _sites_name_real_nodes(self):
+        known = set(self.node_names())
+        seen: dict[str, str] = {}
+        for site_name, site in self.sites.items():
+            for node in site.nodes:
+                if node not in known:
+                    raise ValueError(
+                        f"sites.{site_name}.nodes: no node {node!r} in this lab (nodes are: {', '.join(sorted(known))})"
+                    )
+                if node in seen:
+                    raise ValueError(f"sites: node {node!r} is in both {seen[node]!r} and {site_name!r}")
+                seen[node] = site_name
+        return self
+
+    def node_names(self) -> list[str]:
+        return [f"{c}-{i}" for c, cl in self.clusters.items() for i in range(1, cl.node_count + 1)]
+
+    def settings_for(self, cluster: str) -> ServerSettings:
+        """Effective server settings of a cluster: built-in defaults < [defaults] < the cluster's own."""
+        merged = DEFAULT_SERVER.model_dump()
+        for layer in (self.defaults, self.clusters[cluster]):
+            for key in ServerSettings.model_fields:
+                value = getattr(layer, key)
+                if key == "server":
+                    merged["server"] = {**merged["server"], **value}
+                elif value is not None:
+                    merged[key] = value
+        return ServerSettings(**merged)
+
+    def site_of(self, node: str) -> str | None:
+        for name, site in self.sites.items():
+            if node in site.nodes:
+                return name
+        return None
+
+
+def _format_validation(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p in {"single", "async", "semisync", "galera"}))
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see examples/labs/)"
+        elif e["type"] == "union_tag_invalid":
+            msg = "topology must be one of: single, async, semisync, galera"
+        elif e["type"] == "string_pattern_mismatch" and loc == "name":
+            msg = f"lab name {e['input']!r}: lower-case letters, digits and '-', starting with a letter, at most 24"
+        elif e["type"] == "union_tag_not_found":
+            msg = "missing 'topology' (one of: single, async, semisync, galera)"
+        elif "input" in e and e["type"] not in {"missing"} and not isinstance(e["input"], dict):
+            msg = f"{msg} (got {e['input']!r})"
+        lines.append(f"  {source}: {loc or '(top level)'}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
+    """Parse and validate TOML text; raise ``SpecError`` naming every bad field."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: not valid TOML: {exc}", hint="fix the syntax at the line and column given") from None
+    try:
+        return LabSpec.model_validate(data)
+    except ValidationError as exc:
+        n = exc.error_count()
+        raise SpecError(
+            f"{source}: invalid lab spec ({n} problem{'s' if n > 1 else ''})",
+            detail=_format_validation(exc, source),
+            hint="correct the fields listed below; examples/labs/ has a valid spec for every topology",
+        ) from None
+
+
+def load_spec(path: str | Path) -> LabSpec:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise SpecError(f"lab spec not found: {p}", hint="give the path of a TOML file, e.g. examples/labs/async-1p2r.toml") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read lab spec {p}: {exc.__class__.__name__}", hint="give the path of a readable TOML file") from None
+    return parse_spec(text, str(p))

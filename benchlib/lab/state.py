@@ -1,0 +1,106 @@
+"""The on-disk record of a lab: ``<lab dir>/lab.json``, read and written under a lock.
+
+The record holds what cannot be recomputed from the spec: the chosen base port
+and network index, node pids, the relay pid, and the runtime settings applied
+since the lab came up (so ``heal`` restores them). Writes are atomic (write a
+temporary file, rename) and every read-modify-write holds an exclusive
+``flock`` on ``<lab dir>/.lock``: parallel updates never lose an entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from benchlib.errors import LabError
+
+FORMAT = 1
+
+
+@dataclass
+class LabRecord:
+    name: str
+    spec: dict[str, Any]
+    base_port: int
+    net_index: int | None
+    run_as: str | None
+    created: float = field(default_factory=time.time)
+    pids: dict[str, int] = field(default_factory=dict)
+    relay_pid: int | None = None
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    format: int = FORMAT
+
+    def lab_spec(self):
+        """The validated spec this lab was brought up from."""
+        from pydantic import ValidationError
+
+        from benchlib.lab.spec import LabSpec
+
+        try:
+            return LabSpec.model_validate(self.spec)
+        except ValidationError as exc:
+            raise LabError(f"lab {self.name}: stored spec no longer validates ({exc.error_count()} problems)",
+                           hint="take the lab down (benchlib lab cleanup --all) and bring it up again") from None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: Path) -> "LabRecord":
+        version = data.get("format")
+        if version != FORMAT:
+            raise LabError(
+                f"{path}: lab record format {version!r} is not supported by this benchlib (expects {FORMAT})",
+                hint=f"remove the lab with: benchlib lab cleanup",
+            )
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Exclusive advisory lock on ``path`` (created if needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def record_path(lab_dir: Path) -> Path:
+    return lab_dir / "lab.json"
+
+
+def read(lab_dir: Path) -> LabRecord | None:
+    path = record_path(lab_dir)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as exc:
+        raise LabError(f"{path} is damaged ({exc})", hint="remove the lab with: benchlib lab cleanup") from None
+    return LabRecord.from_json(data, path)
+
+
+def write(lab_dir: Path, record: LabRecord) -> None:
+    path = record_path(lab_dir)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def update(lab_dir: Path) -> Iterator[LabRecord]:
+    """Read-modify-write the record of an existing lab under its lock."""
+    with locked(lab_dir / ".lock"):
+        record = read(lab_dir)
+        if record is None:
+            raise LabError(f"no lab at {lab_dir}", hint="bring it up with: benchlib lab up SPEC")
+        yield record
+        write(lab_dir, record)
