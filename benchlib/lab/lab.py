@@ -12,7 +12,8 @@ import shutil
 import signal
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -26,7 +27,7 @@ from benchlib.lab import procs, secrets, seed, sql, state
 from benchlib.lab.layout import Layout, NodePlan, build_layout, busy_ports, lab_root, pick_base_port, ports_needed
 from benchlib.lab.mycnf import GALERA_PROVIDER, render
 from benchlib.lab.spec import LabSpec, load_spec
-from benchlib.lab.topology import Topology, for_cluster
+from benchlib.lab.topology import RESTART_ONLY, Topology, for_cluster
 
 Progress = Callable[[str], None]
 
@@ -214,7 +215,10 @@ class Lab:
             lab._build(timeout, progress)
         except BaseException as exc:
             progress("bring-up failed: removing everything it created")
+            kept = lab._keep_logs()
             lab._destroy()
+            if isinstance(exc, BenchlibError) and kept:
+                exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"the servers' error logs are kept in {kept}"
             if isinstance(exc, BenchlibError):
                 raise
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -276,16 +280,17 @@ class Lab:
         self.record.pids.update(pids)
 
     def _wait_connectable(self, nodes: list[NodePlan], timeout: float, what: str) -> None:
+        """Wait until every node accepts connections; on the first failure stop waiting for the rest."""
+        abort = threading.Event()
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            futures = [pool.submit(nodeops.wait_connectable, n, self.pid(n), self.creds, timeout, what=what) for n in nodes]
-            errors = []
-            for f in futures:
+            futures = [pool.submit(nodeops.wait_connectable, n, self.pid(n), self.creds, timeout, what=what, abort=abort)
+                       for n in nodes]
+            for f in as_completed(futures):
                 try:
                     f.result().close()
-                except NodeStartError as exc:
-                    errors.append(exc)
-            if errors:
-                raise errors[0]
+                except NodeStartError:
+                    abort.set()
+                    raise
 
     # -- status ----------------------------------------------------------------------------
     def status(self) -> list[NodeStatus]:
@@ -348,6 +353,13 @@ class Lab:
         plan = []
         for key, raw in settings.items():
             targets = [c for c in clusters if key in self.topology(c).SETTINGS]
+            if not targets and key in RESTART_ONLY:
+                hint = {"wait_point": "semisync_wait_point", "timeout_ms": "semisync_timeout_ms"}.get(key)
+                raise SettingError(
+                    f"{key!r} cannot change on a running lab (it needs a server restart or a new build)",
+                    hint=f"use the runtime setting {hint}" if hint else
+                    "change it in the spec, then: benchlib lab down, benchlib lab up SPEC",
+                )
             if not targets:
                 known = sorted({k for c in clusters for k in self.topology(c).SETTINGS})
                 raise SettingError(f"{key!r} is not a runtime setting of {' or '.join(clusters)}",
@@ -367,6 +379,17 @@ class Lab:
     def down(self) -> None:
         """Stop every process of the lab, remove its network and its directory."""
         self._destroy()
+
+    def _keep_logs(self) -> Path | None:
+        """Copy every node's error log out of the lab before a failed bring-up removes it."""
+        logs = [n.error_log for n in self.layout.nodes.values() if n.error_log.exists()]
+        if not logs:
+            return None
+        dest = self.dir.parent / ".failed" / f"{self.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        dest.mkdir(parents=True, exist_ok=True)
+        for log in logs:
+            shutil.copy(log, dest / f"{log.parent.name}.error.log")
+        return dest
 
     def _destroy(self) -> None:
         kill_lab_processes(self.dir, self.record.pids, self.layout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def is_up(node: NodePlan, pid: int | None) -> bool:
     return procs.is_running(pid, node.marker)
 
 
-def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: float = 60.0, *, what: str = "start"):
+def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: float = 60.0, *, what: str = "start",
+                     abort: threading.Event | None = None):
     """Wait until ``node`` accepts a root connection on its socket; return that connection.
 
     Raises ``NodeStartError`` with the error-log tail when the process exits or
@@ -93,10 +95,12 @@ def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: floa
     deadline = time.monotonic() + timeout
     last_error = ""
     while time.monotonic() < deadline:
+        if abort is not None and abort.is_set():
+            raise NodeStartError(f"stopped waiting for {node.name}: another node failed")
         if not procs.is_running(pid, node.marker):
             raise NodeStartError(
                 f"node {node.name} exited during {what} (port {node.port})",
-                hint=f"read {node.error_log}; common causes: port in use, bad server option in the spec",
+                hint="common causes: a port in use, a server option in the spec that mariadbd rejects",
                 detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}",
             )
         if node.socket.exists():

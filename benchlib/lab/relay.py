@@ -92,6 +92,9 @@ class Relay:
 
     def serve(self) -> None:
         fds = list(self.fds)
+        # select() oversleeps by a steady amount on VMs (about 0.2 ms here): wake that
+        # much early, tracked as a moving estimate, so packets leave on time.
+        early = 0.0002
         while True:
             now = time.monotonic()
             next_due = None
@@ -105,9 +108,12 @@ class Relay:
                         pass
                 if q and (next_due is None or q[0][0] < next_due):
                     next_due = q[0][0]
-            timeout = None if next_due is None else max(0.0, next_due - time.monotonic())
+            timeout = None if next_due is None else max(0.0, next_due - time.monotonic() - early)
             ready, _, _ = select.select(fds, [], [], timeout)
             now = time.monotonic()
+            if not ready and timeout:
+                over = now - (next_due - early)
+                early = min(0.002, max(0.0, 0.9 * early + 0.1 * (early + over)))
             for fd in ready:
                 for _ in range(256):
                     try:
@@ -115,6 +121,20 @@ class Relay:
                     except BlockingIOError:
                         break
                     self._route(fd, packet, now)
+
+
+def _raise_priority() -> None:
+    """Real-time priority: the emulated delay must not grow when the benchmark loads both cores.
+
+    The relay sleeps in select() between packets, so it cannot starve the machine
+    (and the kernel caps real-time tasks at 95% of each second anyway)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    except (PermissionError, OSError, AttributeError):
+        try:
+            os.nice(-10)
+        except OSError:
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError) as exc:
         print(f"ERROR {exc}", flush=True)
         return 1
+    _raise_priority()
     print("READY", flush=True)
     sys.stdout.close()
     os.close(1)

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from benchlib.lab.lab import Lab
 
 REGISTRY: dict[str, type["Topology"]] = {}
+#: spec fields a DBA may try to change on a running lab: they need a new lab.
+RESTART_ONLY = {"binlog", "nodes", "replicas", "buffer_pool", "redo_log", "gcache", "performance_schema",
+                "max_connections", "wait_point", "timeout_ms", "topology"}
 
 
 def register(cls: type["Topology"]) -> type["Topology"]:
@@ -44,7 +47,10 @@ def _bool(value: Any) -> bool:
 
 def _int(lo: int, hi: int) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
-        n = int(str(value))
+        try:
+            n = int(str(value))
+        except ValueError:
+            raise ValueError(f"expects an integer from {lo} to {hi}") from None
         if not lo <= n <= hi:
             raise ValueError(f"expects an integer from {lo} to {hi}")
         return n
@@ -65,7 +71,10 @@ def _choice(*options: str) -> Callable[[Any], str]:
 
 def _float(lo: float, hi: float) -> Callable[[Any], float]:
     def parse(value: Any) -> float:
-        x = float(str(value))
+        try:
+            x = float(str(value))
+        except ValueError:
+            raise ValueError(f"expects a number from {lo:g} to {hi:g}") from None
         if not lo <= x <= hi:
             raise ValueError(f"expects a number from {lo:g} to {hi:g}")
         return x
