@@ -5,7 +5,7 @@ a *hub* TUN device in the root namespace (address 198.18.L.1/24) and one TUN
 device per WAN site, moved into that site's network namespace (198.18.L.(10+s)).
 Every packet read from one device is written to the device owning its
 destination address after the one-way delay of the path (half the site's RTT
-each way; site to site: the sum of both halves), with optional uniform jitter.
+each way; site to site: the sum of both halves), with optional uniform jitter (a site's ``jitter_ms`` bounds the round trip: half of it each way).
 Packets leave in the order they arrived on each output (like netem without
 reordering). The devices are not persistent: they vanish when the relay exits.
 
@@ -67,7 +67,7 @@ class Relay:
             ip("link", "set", site["tun"], "netns", site["netns"])
             ip("-n", site["netns"], "link", "set", site["tun"], "mtu", str(MTU), "up")
             ip("-n", site["netns"], "addr", "add", f"{site['address']}/24", "dev", site["tun"])
-            self._add(fd, site["address"], site["rtt_ms"] / 2000.0, site["jitter_ms"] / 1000.0)
+            self._add(fd, site["address"], site["rtt_ms"] / 2000.0, site["jitter_ms"] / 2000.0)
 
     def _add(self, fd: int, address: str, one_way: float, jitter: float) -> None:
         self.fds[fd] = {"one_way": one_way, "jitter": jitter}

@@ -1,0 +1,99 @@
+"""Shared fixtures: real labs under a short per-session root, torn down and checked for leftovers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from benchlib.lab import procs, wan
+from benchlib.lab.layout import port_free
+from benchlib.lab.spec import LabSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "labs"
+# A short root: node socket paths must stay under 107 characters.
+LAB_ROOT = Path(f"/tmp/blt{os.getpid()}")
+os.environ["BENCHLIB_LAB_ROOT"] = str(LAB_ROOT)
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)")
+
+
+def example_spec(file: str, name: str, **changes) -> LabSpec:
+    """An example spec from examples/labs/ under another lab name (tests never clash with a user's labs)."""
+    data = tomllib.loads((EXAMPLES / file).read_text())
+    data["name"] = name
+    data.update(changes)
+    return LabSpec.model_validate(data)
+
+
+def leftovers(lab) -> list[str]:
+    """Everything of ``lab`` still on the machine: processes, listening ports, namespaces, TUN devices."""
+    found = [f"process {p.pid}: {' '.join(p.cmdline)[:120]}" for p in procs.find(f"{lab.dir}/")]
+    for node in lab.layout.nodes.values():
+        if not node.site and not port_free(node.port):
+            found.append(f"port {node.port} of {node.name} still in use")
+    namespaces = set(wan.list_namespaces())
+    found += [f"namespace {s.netns}" for s in lab.layout.sites.values() if s.netns in namespaces]
+    if lab.layout.hub_tun:
+        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+        if f" {lab.layout.hub_tun}:" in links:
+            found.append(f"TUN device {lab.layout.hub_tun}")
+    if lab.dir.exists():
+        found.append(f"directory {lab.dir}")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lab_root():
+    LAB_ROOT.mkdir(exist_ok=True)
+    yield LAB_ROOT
+    from benchlib.lab.lab import cleanup
+
+    cleanup(LAB_ROOT, all_labs=True)
+    stray = procs.find(f"{LAB_ROOT}/")
+    shutil.rmtree(LAB_ROOT, ignore_errors=True)
+    assert not stray, f"processes left behind: {stray}"
+
+
+class LabFactory:
+    """Brings labs up and guarantees they are taken down (and leave nothing) even when a test fails."""
+
+    def __init__(self):
+        self.labs = []
+
+    def up(self, spec: LabSpec, **kwargs):
+        from benchlib.lab.lab import Lab
+
+        lab = Lab.up(spec, **kwargs)
+        self.labs.append(lab)
+        return lab
+
+    def teardown(self) -> list[str]:
+        problems = []
+        for lab in self.labs:
+            lab.refresh()
+            lab.down()
+            problems += leftovers(lab)
+        self.labs.clear()
+        return problems
+
+
+@pytest.fixture(scope="module")
+def labs():
+    factory = LabFactory()
+    yield factory
+    problems = factory.teardown()
+    assert not problems, f"left behind after down: {problems}"
+
+
+@pytest.fixture
+def fresh_labs():
+    factory = LabFactory()
+    yield factory
+    problems = factory.teardown()
+    assert not problems, f"left behind after down: {problems}"

@@ -1,0 +1,174 @@
+"""Async and semi-sync MariaDB labs: real servers, real replication."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from benchlib.errors import SettingError
+from benchlib.lab import sql
+from tests.conftest import example_spec
+
+
+def write_rows(lab, node, table: str, values: list[int]) -> None:
+    with lab.connect(node) as conn:
+        sql.execute(conn, "CREATE DATABASE IF NOT EXISTS sbtest",
+                    f"CREATE TABLE IF NOT EXISTS sbtest.{table} (id INT PRIMARY KEY)")
+        with conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO sbtest.{table} VALUES (%s)", [(v,) for v in values])
+
+
+def rows_on(lab, node, table: str) -> list[int]:
+    with lab.connect(node) as conn:
+        return [r["id"] for r in sql.query(conn, f"SELECT id FROM sbtest.{table} ORDER BY id")]
+
+
+def wait_caught_up(lab, primary, replicas, timeout=30) -> None:
+    with lab.connect(primary) as conn:
+        pos = sql.scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos")
+    for r in replicas:
+        with lab.connect(r) as conn:
+            assert sql.scalar(conn, "SELECT MASTER_GTID_WAIT(%s, %s)", (pos, timeout)) == 0, f"{r} not caught up"
+
+
+@pytest.fixture(scope="module")
+def async_lab(labs):
+    return labs.up(example_spec("async-1p2r.toml", "t-async"))
+
+
+def test_status_shows_roles_and_threads(async_lab):
+    status = {s.name: s for s in async_lab.status()}
+    assert status["async-1"].role == "primary" and status["async-1"].up
+    for r in ("async-2", "async-3"):
+        assert status[r].role == "replica"
+        assert status[r].detail["io_running"] == "Yes" and status[r].detail["sql_running"] == "Yes"
+        assert status[r].pid and status[r].port
+
+
+def test_write_on_primary_reads_back_on_every_replica(async_lab):
+    write_rows(async_lab, "async-1", "t1", [1, 2, 3])
+    wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
+    for r in ("async-2", "async-3"):
+        assert rows_on(async_lab, r, "t1") == [1, 2, 3]
+
+
+def test_bench_account_reaches_primary_over_tcp(async_lab):
+    with async_lab.connect("async-1", user="bench", tcp=True, database="sbtest") as conn:
+        assert sql.scalar(conn, "SELECT CURRENT_USER()").startswith("bench@")
+
+
+def test_runtime_parallel_apply_and_durability(async_lab):
+    applied = async_lab.set({"parallel_threads": 4, "parallel_mode": "conservative", "durability": "relaxed"})
+    assert applied["async"] == {"parallel_threads": 4, "parallel_mode": "conservative", "durability": "relaxed"}
+    for r in ("async-2", "async-3"):
+        with async_lab.connect(r) as conn:
+            v = sql.global_variables(conn, ["slave_parallel_threads", "slave_parallel_mode", "sync_binlog",
+                                            "innodb_flush_log_at_trx_commit"])
+            assert v == {"slave_parallel_threads": "4", "slave_parallel_mode": "conservative", "sync_binlog": "0",
+                         "innodb_flush_log_at_trx_commit": "2"}
+        assert {s.name: s for s in async_lab.status()}[r].detail["sql_running"] == "Yes"
+    write_rows(async_lab, "async-1", "t2", list(range(50)))
+    wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
+    assert rows_on(async_lab, "async-3", "t2") == list(range(50))
+    async_lab.set({"parallel_threads": 0, "durability": "durable"})
+
+
+def test_semisync_switched_on_and_off_at_runtime(async_lab):
+    async_lab.set({"semisync": "on"})
+    with async_lab.connect("async-1") as conn:
+        before = int(sql.global_status(conn, "Rpl_semi_sync_master_yes_tx")["rpl_semi_sync_master_yes_tx"])
+        st = sql.global_status(conn, "Rpl_semi_sync_master_")
+        assert st["rpl_semi_sync_master_status"] == "ON"
+        assert int(st["rpl_semi_sync_master_clients"]) == 2
+    write_rows(async_lab, "async-1", "t3", [7])
+    with async_lab.connect("async-1") as conn:
+        after = int(sql.global_status(conn, "Rpl_semi_sync_master_yes_tx")["rpl_semi_sync_master_yes_tx"])
+    assert after > before  # the commit waited for a replica's ack
+    async_lab.set({"semisync": "off"})
+    with async_lab.connect("async-1") as conn:
+        assert sql.global_status(conn, "Rpl_semi_sync_master_status")["rpl_semi_sync_master_status"] == "OFF"
+
+
+def test_bad_runtime_settings_are_refused(async_lab):
+    with pytest.raises(SettingError, match="expects an integer from 0 to 256"):
+        async_lab.set({"parallel_threads": "many"})
+    with pytest.raises(SettingError, match="is not a runtime setting"):
+        async_lab.set({"fc_limit": 10})  # a Galera setting on an async lab
+    with pytest.raises(SettingError, match="cannot change on a running lab"):
+        async_lab.set({"replicas": 3})
+
+
+def test_killed_replica_and_primary_heal_and_resume_from_gtid(async_lab):
+    write_rows(async_lab, "async-1", "t4", [1])
+    wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
+    os.kill(async_lab.pid("async-3"), signal.SIGKILL)
+    write_rows(async_lab, "async-1", "t4", [2, 3])  # written while the replica is down
+    os.kill(async_lab.pid("async-1"), signal.SIGKILL)
+    time.sleep(0.2)
+    status = {s.name: s for s in async_lab.status()}
+    assert not status["async-1"].up and not status["async-3"].up
+    assert status["async-2"].up
+    restarted = async_lab.heal()
+    assert sorted(restarted) == ["async-1", "async-3"]
+    write_rows(async_lab, "async-1", "t4", [4])
+    wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
+    assert rows_on(async_lab, "async-3", "t4") == [1, 2, 3, 4]
+    with async_lab.connect("async-3") as conn:
+        st = sql.slave_status(conn)
+        assert st["Using_Gtid"] == "Slave_Pos" and st["Slave_SQL_Running"] == "Yes"
+
+
+def test_heal_restores_runtime_settings(async_lab):
+    async_lab.set({"parallel_threads": 2})
+    os.kill(async_lab.pid("async-2"), signal.SIGKILL)
+    async_lab.heal()
+    with async_lab.connect("async-2") as conn:
+        assert sql.scalar(conn, "SELECT @@GLOBAL.slave_parallel_threads") == 2
+    async_lab.set({"parallel_threads": 0})
+
+
+def test_up_on_existing_lab_heals_it(async_lab):
+    from benchlib.lab.lab import Lab
+
+    os.kill(async_lab.pid("async-2"), signal.SIGKILL)
+    again = Lab.up(async_lab.spec)
+    assert all(s.up for s in again.status())
+    async_lab.refresh()
+
+
+@pytest.fixture(scope="module")
+def semisync_lab(labs):
+    return labs.up(example_spec("semisync-1p2r.toml", "t-semi"))
+
+
+def test_semisync_lab_is_ready_with_all_clients(semisync_lab):
+    with semisync_lab.connect("semi-1") as conn:
+        st = sql.global_status(conn, "Rpl_semi_sync_master_")
+        v = sql.global_variables(conn, ["rpl_semi_sync_master_wait_point", "rpl_semi_sync_master_timeout"])
+    assert st["rpl_semi_sync_master_status"] == "ON"
+    assert int(st["rpl_semi_sync_master_clients"]) == 2
+    assert v == {"rpl_semi_sync_master_wait_point": "AFTER_SYNC", "rpl_semi_sync_master_timeout": "10000"}
+    t0 = time.monotonic()
+    write_rows(semisync_lab, "semi-1", "s1", [1])
+    assert time.monotonic() - t0 < 5  # no blocking for the timeout: replicas were attached first
+    with semisync_lab.connect("semi-1") as conn:
+        assert int(sql.global_status(conn, "Rpl_semi_sync_master_no_tx")["rpl_semi_sync_master_no_tx"]) == 0
+
+
+def test_semisync_primary_heals_with_semisync_back_on(semisync_lab):
+    os.kill(semisync_lab.pid("semi-1"), signal.SIGKILL)
+    semisync_lab.heal()
+    with semisync_lab.connect("semi-1") as conn:
+        st = sql.global_status(conn, "Rpl_semi_sync_master_")
+    assert st["rpl_semi_sync_master_status"] == "ON" and int(st["rpl_semi_sync_master_clients"]) == 2
+
+
+def test_single_lab(labs):
+    lab = labs.up(example_spec("single.toml", "t-single"))
+    write_rows(lab, "solo-1", "x", [1, 2])
+    assert rows_on(lab, "solo-1", "x") == [1, 2]
+    [status] = lab.status()
+    assert status.role == "single" and status.detail["gtid_binlog_pos"]

@@ -1,0 +1,102 @@
+"""Galera labs: formation without state transfer, runtime flow control, kill and IST rejoin."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from benchlib.lab import sql
+from benchlib.lab.topology import provider_option
+from tests.conftest import example_spec
+from tests.lab.test_async import rows_on, write_rows
+
+
+@pytest.fixture(scope="module")
+def galera_lab(labs):
+    return labs.up(example_spec("galera-3.toml", "t-galera"))
+
+
+def wait_rows(lab, node, table, expected, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = rows_on(lab, node, table)
+        except Exception:
+            got = None
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_cluster_synced_with_full_size(galera_lab):
+    for s in galera_lab.status():
+        assert s.up and s.role == "galera"
+        assert s.detail["wsrep_state"] == "Synced" and s.detail["cluster_status"] == "Primary"
+        assert s.detail["cluster_size"] == 3 and s.detail["ready"] == "ON"
+
+
+def test_formed_without_state_transfer(galera_lab):
+    for node in galera_lab.layout.nodes.values():
+        log = node.error_log.read_text()
+        assert "wsrep_sst_rsync" not in log, f"{node.name} ran a state transfer at formation"
+
+
+def test_write_on_one_node_reads_back_everywhere(galera_lab):
+    write_rows(galera_lab, "galera-1", "g1", [1, 2, 3])
+    for n in ("galera-2", "galera-3"):
+        assert wait_rows(galera_lab, n, "g1", [1, 2, 3]) == [1, 2, 3]
+    write_rows(galera_lab, "galera-3", "g1", [4])  # any node takes writes
+    assert wait_rows(galera_lab, "galera-1", "g1", [1, 2, 3, 4]) == [1, 2, 3, 4]
+
+
+def test_flow_control_and_appliers_change_at_runtime(galera_lab):
+    galera_lab.set({"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8, "durability": "relaxed"})
+    for node in galera_lab.layout.nodes.values():
+        with galera_lab.connect(node) as conn:
+            opts = sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options")
+            assert provider_option(opts, "gcs.fc_limit") == "256"
+            assert float(provider_option(opts, "gcs.fc_factor")) == 0.8
+            assert sql.scalar(conn, "SELECT @@GLOBAL.wsrep_slave_threads") == 8
+            assert sql.scalar(conn, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == 2
+    assert galera_lab.settings("galera") == {"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8,
+                                              "durability": "relaxed"}
+
+
+def test_killed_node_shows_down_then_rejoins_by_ist(galera_lab):
+    victim = galera_lab.node("galera-2")
+    os.kill(galera_lab.pid(victim), signal.SIGKILL)
+    time.sleep(0.2)
+    assert not {s.name: s for s in galera_lab.status()}["galera-2"].up
+    write_rows(galera_lab, "galera-1", "g2", list(range(20)))  # missed by the dead node
+    assert galera_lab.heal() == ["galera-2"]
+    assert rows_on(galera_lab, "galera-2", "g2") == list(range(20))
+    log = victim.error_log.read_text()
+    assert "IST received" in log or "Receiving IST" in log, "rejoined without IST"
+    for s in galera_lab.status():
+        assert s.detail["cluster_size"] == 3 and s.detail["wsrep_state"] == "Synced"
+    with galera_lab.connect(victim) as conn:  # runtime settings were restored on the restarted node
+        assert provider_option(sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options"), "gcs.fc_limit") == "256"
+
+
+def test_whole_cluster_killed_recovers_its_primary_component(galera_lab):
+    write_rows(galera_lab, "galera-1", "g3", [1])
+    for node in galera_lab.layout.nodes.values():
+        os.kill(galera_lab.pid(node), signal.SIGKILL)
+    time.sleep(0.3)
+    assert not any(s.up for s in galera_lab.status())
+    galera_lab.heal()
+    for n in ("galera-1", "galera-2", "galera-3"):
+        assert rows_on(galera_lab, n, "g3") == [1]
+    assert all(s.detail["cluster_size"] == 3 for s in galera_lab.status())
+
+
+def test_binlog_on_galera(labs):
+    lab = labs.up(example_spec("galera-3.toml", "t-galbin", clusters={"g": {"topology": "galera", "binlog": True}}))
+    with lab.connect("g-2") as conn:
+        assert sql.scalar(conn, "SELECT @@GLOBAL.log_bin") == 1
+        assert sql.scalar(conn, "SELECT @@GLOBAL.log_slave_updates") == 1
+    write_rows(lab, "g-1", "b", [5])
+    assert wait_rows(lab, "g-3", "b", [5]) == [5]
