@@ -250,6 +250,7 @@ class Lab:
 
             list(pool.map(place, self.layout.nodes.values()))
             shutil.rmtree(seeds_dir, ignore_errors=True)
+            progress(f"datadirs copied ({time.monotonic() - t0:.1f} s)")
             if net is not None:
                 net.result()
                 progress(f"network ready ({time.monotonic() - t0:.1f} s)")

@@ -97,7 +97,9 @@ def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: floa
     while time.monotonic() < deadline:
         if abort is not None and abort.is_set():
             raise NodeStartError(f"stopped waiting for {node.name}: another node failed")
-        if not procs.is_running(pid, node.marker):
+        # No marker check here: /proc/PID/cmdline is briefly empty while the process execs,
+        # and a child we just started cannot have its pid reused before we reap it.
+        if not procs.is_running(pid):
             raise NodeStartError(
                 f"node {node.name} exited during {what} (port {node.port})",
                 hint="common causes: a port in use, a server option in the spec that mariadbd rejects",

@@ -1,0 +1,87 @@
+"""Bring-up time and idle memory of the 6-node lab (async primary + 2 replicas, 3-node Galera).
+
+Measures `Lab.up` from nothing to fully ready (replicas caught up with the
+primary, every Galera node Synced in a primary component of 3), then the idle
+resident memory of the lab's processes, then takes it down. "Cold" runs start
+with an empty template cache (mariadb-install-db runs once); "warm" runs reuse it.
+Prints every run and the medians. Figures, not assertions.
+
+    python bench/lab_up.py [--warm 5] [--cold 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
+sys.path.insert(0, str(ROOT))
+
+from benchlib.lab.lab import Lab, cleanup  # noqa: E402
+from benchlib.lab.layout import lab_root  # noqa: E402
+from benchlib.lab.spec import LabSpec  # noqa: E402
+
+
+def rss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def one_run(spec: LabSpec, cold: bool) -> tuple[float, float]:
+    if cold:
+        shutil.rmtree(lab_root() / ".cache", ignore_errors=True)
+    t0 = time.perf_counter()
+    lab = Lab.up(spec)
+    elapsed = time.perf_counter() - t0
+    try:
+        time.sleep(2)  # idle
+        mem = rss_mib(list(lab.record.pids.values()))
+    finally:
+        lab.down()
+    return elapsed, mem
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--warm", type=int, default=5)
+    ap.add_argument("--cold", type=int, default=3)
+    args = ap.parse_args()
+    base = tomllib.loads((ROOT / "examples/labs/demo.toml").read_text())
+    base["name"] = "bench6"
+    specs = {"buffer_pool=128M (demo.toml)": LabSpec.model_validate(base)}
+    small = {**base, "defaults": {**base.get("defaults", {}), "buffer_pool": "64M"}}
+    specs["buffer_pool=64M"] = LabSpec.model_validate(small)
+    cleanup(all_labs=True)
+    print(f"6-node lab (async 1 primary + 2 replicas, Galera 3), {os.cpu_count()} cores, root {lab_root()}")
+    spec = specs["buffer_pool=128M (demo.toml)"]
+    results: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
+    for kind, n in (("cold", args.cold), ("warm", args.warm)):
+        for i in range(n):
+            t, m = one_run(spec, cold=(kind == "cold"))
+            results[kind].append((t, m))
+            print(f"  {kind} run {i + 1}: ready in {t:.2f} s, idle RSS {m:.0f} MiB")
+    for kind, rows in results.items():
+        if rows:
+            ts = [t for t, _ in rows]
+            print(f"{kind:5} bring-up: median {statistics.median(ts):.2f} s (min {min(ts):.2f}, max {max(ts):.2f}, n={len(ts)})")
+    mems = [m for rows in results.values() for _, m in rows]
+    print(f"idle memory, buffer_pool=128M: median {statistics.median(mems):.0f} MiB RSS (6 mariadbd)")
+    t, m = one_run(specs["buffer_pool=64M"], cold=False)
+    print(f"idle memory, buffer_pool=64M:  {m:.0f} MiB RSS (6 mariadbd; ready in {t:.2f} s)")
+    print("reference (shared/notes/lab-facts.md): straightforward build 12 s, dbdeployer 7.8 s for 3 async nodes; "
+          "target <= 5 s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Bad input and faults: one clear error, nothing left running, orphans found by cleanup."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from benchlib.errors import LabError, MissingDependencyError, NodeStartError
+from benchlib.lab import procs, state
+from benchlib.lab.lab import Lab, cleanup, list_labs
+from benchlib.lab.layout import lab_root
+from benchlib.lab.spec import parse_spec
+from tests.conftest import example_spec, leftovers, needs_root
+
+
+def test_node_that_fails_to_start_leaves_nothing(tmp_path):
+    spec = example_spec("galera-3.toml", "t-badopt",
+                        clusters={"galera": {"topology": "galera", "server": {"innodb_no_such_option": 1}}})
+    with pytest.raises(NodeStartError) as info:
+        Lab.up(spec)
+    message = info.value.render()
+    assert "exited during start" in message
+    assert "unknown variable 'innodb_no_such_option=1'" in message  # the error-log tail
+    assert "error logs are kept in" in message
+    assert "t-badopt" not in list_labs()
+    assert not procs.find(f"{lab_root()}/t-badopt/")
+    assert not (lab_root() / "t-badopt").exists()
+
+
+def test_port_in_use_is_named(tmp_path):
+    spec = parse_spec('name = "t-port"\nbase_port = 23500\n[clusters.a]\ntopology = "async"\nreplicas = 1\n')
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind(("127.0.0.1", 23510))
+        held.listen()
+        with pytest.raises(LabError) as info:
+            Lab.up(spec)
+    assert "port 23510 (a-2 mysql) is already in use" in info.value.render()
+    assert not (lab_root() / "t-port").exists()
+
+
+def test_missing_binary_is_named(monkeypatch):
+    spec = example_spec("galera-3.toml", "t-nobin")
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda exe, *a, **k: None if exe == "rsync" else real_which(exe, *a, **k))
+    with pytest.raises(MissingDependencyError) as info:
+        Lab.up(spec)
+    assert "missing system packages for this lab: rsync" in info.value.render()
+    assert "apt-get install -y rsync" in info.value.render()
+
+
+def test_second_lab_with_same_name_and_other_spec_is_refused(fresh_labs):
+    fresh_labs.up(example_spec("single.toml", "t-twice"))
+    with pytest.raises(LabError, match="already up with a different spec"):
+        Lab.up(example_spec("async-1p2r.toml", "t-twice"))
+
+
+def test_two_labs_side_by_side_get_distinct_ports(fresh_labs):
+    a = fresh_labs.up(example_spec("single.toml", "t-side-a"))
+    b = fresh_labs.up(example_spec("single.toml", "t-side-b"))
+    assert {n.port for n in a.layout.nodes.values()}.isdisjoint(n.port for n in b.layout.nodes.values())
+
+
+def test_cleanup_stops_orphans_of_a_crashed_run():
+    lab = Lab.up(example_spec("async-1p2r.toml", "t-orphan"))
+    pids = list(lab.record.pids.values())
+    state.record_path(lab.dir).unlink()  # the record of a crashed run is gone, its servers still run
+    assert all(procs.is_running(p) for p in pids)
+    report = cleanup()
+    assert report.processes >= 3 and str(lab.dir) in report.directories
+    assert not any(procs.is_running(p) for p in pids)
+    assert leftovers(lab) == []
+
+
+@needs_root
+def test_cleanup_removes_orphan_namespaces():
+    lab = Lab.up(example_spec("wan-semisync.toml", "t-orphns"))
+    state.record_path(lab.dir).unlink()  # a crashed run: no record, servers, relay and namespace still there
+    report = cleanup()
+    assert "bl-t-orphns-far" in report.namespaces
+    assert leftovers(lab) == []
+
+
+def test_interrupted_bring_up_leaves_nothing(monkeypatch):
+    from benchlib.lab import topology
+
+    def boom(self, timeout):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(topology.Async, "form", boom)
+    spec = example_spec("async-1p2r.toml", "t-intr")
+    with pytest.raises(KeyboardInterrupt):
+        Lab.up(spec)
+    assert not procs.find(f"{lab_root()}/t-intr/")
+    assert not (lab_root() / "t-intr").exists()
+
+
+def test_cli_bad_spec_exits_2_with_one_message(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[clusters.a]\ntopology = "async"\nreplicas = "two"\n')
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "up", str(bad)], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert f"{bad}: invalid lab spec (1 problem)" in res.stderr
+    assert "clusters.a.replicas" in res.stderr
+
+
+def test_cli_open_unknown_lab(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "status", "no-such-lab"],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "no lab named 'no-such-lab'" in res.stderr and "Traceback" not in res.stderr
