@@ -71,7 +71,10 @@ def test_jitter_and_galera_across_sites(fresh_labs):
     lab = fresh_labs.up(spec)
     assert all(s.detail["cluster_size"] == 3 for s in lab.status())
     m = wan.measure_rtt(lab.node("galera-3"), samples=21)
-    assert 35.5 <= m["min_ms"] and m["max_ms"] <= 45.5 and abs(m["median_ms"] - 40) <= 2.5, m
+    # jitter is applied (the round trips spread) around the requested RTT; packets never overtake each
+    # other on a link, so one may wait behind an earlier, more delayed one: the upper bound is loose.
+    assert abs(m["median_ms"] - 40) <= 2.5 and m["min_ms"] >= 35.5 and m["max_ms"] <= 52, m
+    assert m["max_ms"] - m["min_ms"] >= 2, m
     write_rows(lab, "galera-1", "g", [1])
     assert rows_on(lab, "galera-3", "g") == [1]
 
