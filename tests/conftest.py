@@ -39,10 +39,8 @@ def leftovers(lab) -> list[str]:
             found.append(f"port {node.port} of {node.name} still in use")
     namespaces = set(wan.list_namespaces())
     found += [f"namespace {s.netns}" for s in lab.layout.sites.values() if s.netns in namespaces]
-    if lab.layout.hub_tun:
-        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-        if f" {lab.layout.hub_tun}:" in links:
-            found.append(f"TUN device {lab.layout.hub_tun}")
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    found += [f"device {d}" for d in wan.root_devices(lab.layout) if f" {d}:" in links or f" {d}@" in links]
     if lab.dir.exists():
         found.append(f"directory {lab.dir}")
     return found

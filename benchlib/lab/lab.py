@@ -195,6 +195,7 @@ class Lab:
             else:
                 base_port = pick_base_port(spec, taken)
             net_index = wan.allocate_index(root) if spec.sites else None
+            shaper = wan.resolve_shaper(spec.shaper) if spec.sites else None
             layout = build_layout(spec, root, base_port, net_index)
             busy = busy_ports(layout)
             if busy:
@@ -208,7 +209,7 @@ class Lab:
             os.chmod(lab_dir, 0o755)
             creds = secrets.create(lab_dir)
             record = state.LabRecord(name=spec.name, spec=spec.model_dump(mode="json"), base_port=base_port,
-                                     net_index=net_index, run_as=_run_as())
+                                     net_index=net_index, run_as=_run_as(), shaper=shaper)
             state.write(lab_dir, record)
         lab = cls(layout, record, creds)
         try:
@@ -266,19 +267,26 @@ class Lab:
         progress(f"lab {self.name} ready in {time.monotonic() - t0:.1f} s")
 
     def _network_up(self) -> None:
-        pid = wan.up(self.layout)
+        pid = wan.up(self.layout, self.record.shaper)
         with state.update(self.dir) as rec:
-            rec.relay_pid = pid
-        self.record.relay_pid = pid
+            rec.link_pid = pid
+        self.record.link_pid = pid
 
     def _start_nodes(self, nodes: list[NodePlan], *, fresh: bool) -> None:
+        """Start ``nodes``; a topology with a group port (Galera) has its nodes started one after
+        another, each once the previous one listens, so no node dials a peer that is not there yet."""
         pids = {}
-        for node in nodes:
-            extra = self.topology(node.cluster).start_extra_args(node, fresh)
-            pids[node.name] = nodeops.start(node, self.record.run_as, *extra)
-        with state.update(self.dir) as rec:
-            rec.pids.update(pids)
-        self.record.pids.update(pids)
+        try:
+            for node in sorted(nodes, key=lambda n: self.topology(n.cluster).group_port(n) is not None):
+                topo = self.topology(node.cluster)
+                pids[node.name] = nodeops.start(node, self.record.run_as, *topo.start_extra_args(node, fresh))
+                port = topo.group_port(node)
+                if port is not None:
+                    nodeops.wait_listening(node, pids[node.name], node.listen_host, port)
+        finally:
+            with state.update(self.dir) as rec:
+                rec.pids.update(pids)
+            self.record.pids.update(pids)
 
     def _wait_connectable(self, nodes: list[NodePlan], timeout: float, what: str) -> None:
         """Wait until every node accepts connections; on the first failure stop waiting for the rest."""
@@ -312,9 +320,9 @@ class Lab:
     # -- heal ---------------------------------------------------------------------------------
     def heal(self, *, timeout: float = 120.0, progress: Progress = _quiet) -> list[str]:
         """Restart every node that is not running and wait until it has rejoined."""
-        if self.layout.sites and not wan.is_up(self.layout, self.record.relay_pid):
-            progress("WAN relay is down: restoring the network")
-            wan.down(self.layout, self.record.relay_pid)
+        if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
+            progress("WAN links are down: restoring them")
+            wan.down(self.layout, self.record.shaper, self.record.link_pid)
             self._network_up()
         restarted: list[str] = []
         for cluster in self.spec.clusters:
@@ -394,7 +402,7 @@ class Lab:
 
     def _destroy(self) -> None:
         kill_lab_processes(self.dir, self.record.pids, self.layout)
-        wan.down(self.layout, self.record.relay_pid)
+        wan.down(self.layout, self.record.shaper, self.record.link_pid)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -83,6 +84,25 @@ def start(node: NodePlan, run_as: str | None, *extra: str) -> int:
 
 def is_up(node: NodePlan, pid: int | None) -> bool:
     return procs.is_running(pid, node.marker)
+
+
+def wait_listening(node: NodePlan, pid: int, host: str, port: int, timeout: float = 30.0) -> None:
+    """Wait until ``host:port`` accepts TCP connections (the process must stay alive meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not procs.is_running(pid):
+            raise NodeStartError(
+                f"node {node.name} exited during start (port {node.port})",
+                hint="common causes: a port in use, a server option in the spec that mariadbd rejects",
+                detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}",
+            )
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.005)
+    raise NodeStartError(f"node {node.name} did not listen on {host}:{port} within {timeout:.0f} s",
+                         detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}")
 
 
 def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: float = 60.0, *, what: str = "start",

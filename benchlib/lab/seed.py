@@ -105,7 +105,7 @@ def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str |
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        conn = _wait_seed(proc.pid, marker, socket, log)
+        conn = _wait_seed(proc.pid, marker, socket, log, galera=galera_port is not None)
         with conn.cursor() as cur:
             cur.execute("SELECT User, Host FROM mysql.user WHERE NOT (User='root' AND Host='localhost') AND User <> 'mariadb.sys'")
             for row in cur.fetchall():
@@ -124,19 +124,25 @@ def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str |
     return data
 
 
-def _wait_seed(pid: int, marker: str, socket: Path, log: Path):
+def _wait_seed(pid: int, marker: str, socket: Path, log: Path, *, galera: bool):
+    """Connect to the seed server once it serves queries (a Galera seed: once wsrep_ready is ON;
+    its socket accepts connections earlier, when queries still fail with error 1047)."""
     import pymysql
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if not procs.is_running(pid, marker):
+        if not procs.is_running(pid):
             raise NodeStartError("the seed server exited while starting", detail=f"  {log}:\n{log_tail(log)}")
         if socket.exists():
             try:
-                return pymysql.connect(unix_socket=str(socket), user="root", password="", autocommit=True,
+                conn = pymysql.connect(unix_socket=str(socket), user="root", password="", autocommit=True,
                                        cursorclass=pymysql.cursors.DictCursor, connect_timeout=2)
             except pymysql.err.OperationalError:
-                pass
+                conn = None
+            if conn is not None:
+                if not galera or sql.global_status(conn, "wsrep_ready").get("wsrep_ready") == "ON":
+                    return conn
+                conn.close()
         time.sleep(0.02)
     raise NodeStartError("the seed server did not start within 60 s", detail=f"  {log}:\n{log_tail(log)}")
 

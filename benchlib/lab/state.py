@@ -32,7 +32,8 @@ class LabRecord:
     run_as: str | None
     created: float = field(default_factory=time.time)
     pids: dict[str, int] = field(default_factory=dict)
-    relay_pid: int | None = None
+    shaper: str | None = None  # link shaper of the WAN sites (see wan.SHAPERS)
+    link_pid: int | None = None  # its helper process (the TUN relay), if it has one
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     format: int = FORMAT
 

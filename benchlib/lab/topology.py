@@ -104,6 +104,10 @@ class Topology:
     def start_extra_args(self, node: NodePlan, fresh: bool) -> tuple[str, ...]:
         return ()
 
+    def group_port(self, node: NodePlan) -> int | None:
+        """The port a node's peers dial to form the group (None: nodes start independently)."""
+        return None
+
     def form(self, timeout: float) -> None:
         """Wire freshly started nodes together and wait until the cluster is ready."""
         self.wait_ready(timeout)
@@ -359,6 +363,9 @@ class Galera(Topology):
         "fc_factor": (_float(0.0, 1.0), "gcs.fc_factor: fraction of fc_limit at which flow control is released"),
         "applier_threads": (_int(1, 512), "wsrep_slave_threads: parallel appliers per node"),
     }
+
+    def group_port(self, node):
+        return node.galera_port
 
     def prepare(self) -> None:
         from benchlib.lab.seed import write_gvwstate

@@ -1,10 +1,17 @@
 """WAN sites: network namespaces behind delayed links, and RTT measurement.
 
 Each site of a lab is one network namespace (``bl-<lab>-<site>``). The link
-between a site and the rest of the lab is shaped by a *link shaper*: the kernel's
-``netem`` qdisc where it exists, else the user-space TUN relay
-(``benchlib.lab.relay``). This machine kind has no netem, so ``auto`` picks the
-relay here; both give the same addressing (see ``layout``).
+between a site and the rest of the lab is made by a *link shaper* (one small
+interface, one registry):
+
+- ``netem``: a veth pair per site with the kernel's ``netem`` qdisc on both ends
+  (half the round trip each way); site-to-site traffic is forwarded by the root
+  namespace, with forwarding switched on for the lab's own veth ends only.
+- ``tun-relay``: the user-space relay of ``benchlib.lab.relay`` between TUN devices,
+  for kernels without netem (this machine kind).
+
+``auto`` picks netem where the kernel has it. Both give the same addresses (see
+``layout``) and the same delay semantics: site to site is the sum of both halves.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from benchlib.errors import MissingDependencyError, NetworkError
 from benchlib.lab import procs
@@ -93,17 +101,63 @@ def allocate_index(root: Path) -> int:
                        hint="benchlib lab cleanup --all")
 
 
-def up(layout: Layout) -> int:
-    """Create the lab's namespaces and start its relay; return the relay pid."""
-    created = []
-    try:
-        for site in layout.sites.values():
-            if site.netns in list_namespaces():
-                raise NetworkError(f"network namespace {site.netns} already exists",
-                                   hint="benchlib lab cleanup removes namespaces of labs that are gone")
-            _ip("netns", "add", site.netns)
-            created.append(site.netns)
-            _ip("-n", site.netns, "link", "set", "lo", "up")
+class LinkShaper:
+    """Makes the delayed links between the root namespace and a lab's site namespaces."""
+
+    name: ClassVar[str]
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+
+    @classmethod
+    def available(cls) -> bool:
+        raise NotImplementedError
+
+    def up(self) -> int | None:
+        """Create the links (namespaces exist already); return the pid of a helper process, if any."""
+        raise NotImplementedError
+
+    def is_up(self, pid: int | None) -> bool:
+        raise NotImplementedError
+
+    def down(self, pid: int | None) -> None:
+        raise NotImplementedError
+
+
+SHAPERS: dict[str, type[LinkShaper]] = {}
+
+
+def register(cls: type[LinkShaper]) -> type[LinkShaper]:
+    SHAPERS[cls.name] = cls
+    return cls
+
+
+def resolve_shaper(requested: str) -> str:
+    """The shaper a lab uses: ``auto`` is netem where the kernel has it, else the TUN relay."""
+    if requested == "auto":
+        return "netem" if SHAPERS["netem"].available() else "tun-relay"
+    if not SHAPERS[requested].available():
+        raise MissingDependencyError(
+            f"link shaper {requested!r} is not available on this machine",
+            hint="set shaper = \"auto\" in the spec (it falls back to the TUN relay where the kernel has no netem)",
+        )
+    return requested
+
+
+@register
+class TunRelayShaper(LinkShaper):
+    name = "tun-relay"
+
+    @classmethod
+    def available(cls) -> bool:
+        try:
+            os.close(os.open("/dev/net/tun", os.O_RDWR))
+            return True
+        except OSError:
+            return False
+
+    def up(self) -> int:
+        layout = self.layout
         config = {
             "hub_tun": layout.hub_tun,
             "hub_address": layout.hub_address,
@@ -112,14 +166,11 @@ def up(layout: Layout) -> int:
                 for s in layout.sites.values()
             ],
         }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "benchlib.lab.relay", f"{layout.relay_marker}/", "--config", json.dumps(config)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=open(layout.dir / "relay.log", "ab"),
-            start_new_session=True,
-            text=True,
-        )
+        with open(layout.dir / "relay.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "benchlib.lab.relay", f"{layout.relay_marker}/", "--config", json.dumps(config)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True, text=True,
+            )
         line = proc.stdout.readline().strip()
         proc.stdout.close()
         if line != "READY":
@@ -127,14 +178,94 @@ def up(layout: Layout) -> int:
             raise NetworkError(f"the WAN relay did not start: {line or 'no output'}",
                                hint=f"see {layout.dir / 'relay.log'}; `benchlib doctor` checks namespaces and /dev/net/tun")
         return proc.pid
+
+    def is_up(self, pid):
+        return procs.is_running(pid, self.layout.relay_marker)
+
+    def down(self, pid):
+        if pid:  # the relay's TUN devices are not persistent: they vanish with it
+            procs.stop([(pid, self.layout.relay_marker)], graceful=False)
+
+
+@register
+class NetemShaper(LinkShaper):
+    name = "netem"
+
+    @classmethod
+    def available(cls) -> bool:
+        return netem_available()
+
+    def root_end(self, site) -> str:
+        return f"bl{self.layout.net_index}v{site.number}"
+
+    def _qdisc(self, dev: str, netns: str | None, one_way_ms: float, jitter_ms: float) -> None:
+        cmd = ["tc"] + (["-n", netns] if netns else []) + ["qdisc", "replace", "dev", dev, "root", "netem",
+                                                           "delay", f"{one_way_ms:g}ms"]
+        if jitter_ms:
+            cmd.append(f"{jitter_ms:g}ms")
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise NetworkError(f"{' '.join(cmd)} failed: {res.stderr.strip()}")
+
+    def up(self) -> None:
+        layout = self.layout
+        hub = layout.hub_address
+        forward = len(layout.sites) > 1
+        for site in layout.sites.values():
+            root_end = self.root_end(site)
+            _ip("link", "add", root_end, "type", "veth", "peer", "name", site.tun)
+            _ip("link", "set", site.tun, "netns", site.netns)
+            _ip("addr", "add", hub, "peer", site.address, "dev", root_end)
+            _ip("link", "set", root_end, "up")
+            _ip("-n", site.netns, "addr", "add", site.address, "peer", hub, "dev", site.tun)
+            _ip("-n", site.netns, "link", "set", site.tun, "up")
+            # other sites via the hub (a veth is Ethernet: an on-link route would ARP for them and get no answer)
+            _ip("-n", site.netns, "route", "add", f"{hub.rsplit('.', 1)[0]}.0/24", "via", hub, "dev", site.tun,
+                "src", site.address)
+            if forward:  # site to site through the root namespace, on the lab's own devices only
+                Path(f"/proc/sys/net/ipv4/conf/{root_end}/forwarding").write_text("1\n")
+            self._qdisc(root_end, None, site.rtt_ms / 2, site.jitter_ms / 2)
+            self._qdisc(site.tun, site.netns, site.rtt_ms / 2, site.jitter_ms / 2)
+        return None
+
+    def is_up(self, pid):
+        links = _ip("-o", "link", "show", check=False).stdout
+        return all(f" {self.root_end(s)}@" in links for s in self.layout.sites.values())
+
+    def down(self, pid):
+        for site in self.layout.sites.values():
+            _ip("link", "del", self.root_end(site), check=False)  # removes its peer too
+
+
+def root_devices(layout: Layout) -> list[str]:
+    """Every device name a lab's shapers may create in the root namespace."""
+    if not layout.net_index:
+        return []
+    return [layout.hub_tun] + [f"bl{layout.net_index}v{s.number}" for s in layout.sites.values()]
+
+
+def up(layout: Layout, shaper: str) -> int | None:
+    """Create the lab's namespaces and links; return the pid of the shaper's helper, if any."""
+    created = []
+    link = SHAPERS[shaper](layout)
+    try:
+        for site in layout.sites.values():
+            if site.netns in list_namespaces():
+                raise NetworkError(f"network namespace {site.netns} already exists",
+                                   hint="benchlib lab cleanup removes namespaces of labs that are gone")
+            _ip("netns", "add", site.netns)
+            created.append(site.netns)
+            _ip("-n", site.netns, "link", "set", "lo", "up")
+        return link.up()
     except BaseException:
+        link.down(None)
         for ns in created:
-            _ip("netns", "del", ns, check=False)
+            _delete_namespace(ns)
         raise
 
 
-def is_up(layout: Layout, relay_pid: int | None) -> bool:
-    return procs.is_running(relay_pid, layout.relay_marker)
+def is_up(layout: Layout, shaper: str, pid: int | None) -> bool:
+    return SHAPERS[shaper](layout).is_up(pid)
 
 
 def list_namespaces() -> list[str]:
@@ -153,10 +284,11 @@ def _delete_namespace(ns: str) -> None:
     _ip("netns", "del", ns, check=False)
 
 
-def down(layout: Layout, relay_pid: int | None) -> None:
-    """Stop the relay (its TUN devices vanish with it) and delete the lab's namespaces."""
-    if relay_pid:
-        procs.stop([(relay_pid, layout.relay_marker)], graceful=False)
+def down(layout: Layout, shaper: str | None, pid: int | None) -> None:
+    """Remove the lab's links and delete its namespaces."""
+    if not layout.sites:
+        return
+    SHAPERS[shaper or "tun-relay"](layout).down(pid)
     present = set(list_namespaces())
     for site in layout.sites.values():
         if site.netns in present:
