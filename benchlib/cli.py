@@ -135,6 +135,37 @@ def lab_rtt(name: Optional[str] = typer.Argument(None, help="lab name")) -> None
                        f"min {m['min_ms']:.2f} / median {m['median_ms']:.2f} / max {m['max_ms']:.2f} ms")
 
 
+@lab_app.command("check")
+def lab_check(name: Optional[str] = typer.Argument(None, help="lab name")) -> None:
+    """Check every node is up and in sync, and time a write on each cluster's node 1 until every node sees it."""
+    from benchlib.lab.check import check, format_check
+    from benchlib.lab.lab import Lab
+
+    result = check(Lab.open(name))
+    for line in format_check(result):
+        typer.echo(line)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@lab_app.command("sql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def lab_sql(ctx: typer.Context,
+            node: str = typer.Argument(..., help="node name, e.g. async-1"),
+            name: Optional[str] = typer.Option(None, "--lab", help="lab name"),
+            user: str = typer.Option("bench", help="bench (over TCP, as a client would) or root (unix socket)")) -> None:
+    """Open the mariadb client on a node (extra arguments go to the client, e.g. -e "SHOW SLAVE STATUS\\G").
+
+    The password is read from a mode-600 client option file, never passed on the command line."""
+    import os
+
+    from benchlib.lab.lab import Lab
+
+    lab = Lab.open(name)
+    argv = ["mariadb", f"--defaults-extra-file={lab.client_option_file(user)}", *lab.client_args(lab.node(node), user),
+            *ctx.args]
+    os.execvp(argv[0], argv)
+
+
 @lab_app.command("cleanup")
 def lab_cleanup(all_labs: bool = typer.Option(False, "--all", help="also take down every lab that is up")) -> None:
     """Find and stop what crashed runs left behind: processes, namespaces, directories."""
@@ -155,6 +186,10 @@ def demo(spec: Path = typer.Option(DEMO_SPEC, help="lab spec to demonstrate"),
     lab = Lab.up(spec, progress=_progress)
     try:
         _print_status(lab)
+        from benchlib.lab.check import check, format_check
+
+        for line in format_check(check(lab)):
+            typer.echo(line)
     finally:
         if not keep:
             lab.down()

@@ -156,6 +156,24 @@ class Lab:
         node = self.node(node) if isinstance(node, str) else node
         return {"host": node.listen_host, "port": node.port, "user": "bench", "password_file": str(secrets.secrets_path(self.dir))}
 
+    def client_option_file(self, user: str) -> Path:
+        """A mode-600 [client] option file holding ``user``'s password (for mariadb, sysbench and other clients)."""
+        if user not in secrets.ACCOUNTS:
+            raise LabError(f"no account {user!r} in a lab", hint=f"accounts: {', '.join(secrets.ACCOUNTS)}")
+        path = self.dir / "client" / f"{user}.cnf"
+        if not path.exists():
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"[client]\nuser = {user}\npassword = {self.creds.password(user)}\n")
+        return path
+
+    def client_args(self, node: NodePlan, user: str) -> list[str]:
+        """Where a command-line client reaches ``node``: root over its socket, others over TCP."""
+        if user == "root":
+            return [f"--socket={node.socket}"]
+        return [f"--host={node.listen_host}", f"--port={node.port}", "--protocol=TCP"]
+
     # -- bring-up ---------------------------------------------------------------------------
     @classmethod
     def up(cls, spec: LabSpec | str | Path, *, root: Path | None = None, timeout: float = 120.0,
@@ -337,8 +355,12 @@ class Lab:
                 self._start_nodes(group, fresh=False)
                 self._wait_connectable(group, timeout, "restart")
                 topo.after_group(group, timeout)
-            self._reapply_settings(topo, dead)
-            topo.after_heal(dead, timeout)
+            try:
+                self._reapply_settings(topo, dead)
+                topo.after_heal(dead, timeout)
+            except pymysql.err.MySQLError as exc:
+                raise LabError(f"{cluster}: heal failed: {exc.args[-1] if exc.args else exc}",
+                               hint="benchlib lab status; if a node cannot rejoin: benchlib lab down, then up") from None
             restarted += [n.name for n in dead]
         return restarted
 
@@ -377,7 +399,12 @@ class Lab:
                 plan.append((c, key, self.topology(c).parse_setting(key, raw)))
         for c, key, value in plan:
             topo = self.topology(c)
-            topo.apply_setting(key, value, topo.nodes)
+            try:
+                topo.apply_setting(key, value, topo.nodes)
+            except pymysql.err.MySQLError as exc:
+                raise SettingError(f"{c}: applying {key}={value} failed: {exc.args[-1] if exc.args else exc}",
+                                   hint="benchlib lab status shows the nodes' state; benchlib lab heal restarts "
+                                        "nodes that are down") from None
             applied.setdefault(c, {})[key] = value
             with state.update(self.dir) as rec:
                 rec.settings.setdefault(c, {})[key] = value

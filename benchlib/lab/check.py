@@ -1,0 +1,102 @@
+"""Health check of a running lab: every node up and in sync, and a write seen everywhere.
+
+For each cluster, one row is written on its writer (node 1) and the time until it
+is visible on every other node is measured from this process's clock (polling
+every millisecond). Problems are listed, each with what to do.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pymysql
+
+from benchlib.lab import sql
+
+if TYPE_CHECKING:
+    from benchlib.lab.lab import Lab
+
+TABLE = "benchlib.lab_check"
+
+
+@dataclass
+class CheckResult:
+    problems: list[str] = field(default_factory=list)
+    visible_ms: dict[str, dict[str, float]] = field(default_factory=dict)  # cluster -> node -> ms
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check(lab: "Lab", timeout: float = 10.0) -> CheckResult:
+    result = CheckResult()
+    status = {s.name: s for s in lab.status()}
+    for s in status.values():
+        if not s.up:
+            result.problems.append(f"{s.name} is down (benchlib lab heal restarts it)")
+        elif "error" in s.detail:
+            result.problems.append(f"{s.name}: {s.detail['error']}")
+        elif s.role == "replica" and (s.detail["io_running"] != "Yes" or s.detail["sql_running"] != "Yes"):
+            result.problems.append(f"{s.name}: replication IO={s.detail['io_running']} SQL={s.detail['sql_running']} "
+                                   f"{s.detail.get('last_error', '')}".rstrip())
+        elif s.role == "galera" and (s.detail["wsrep_state"] != "Synced" or
+                                     s.detail["cluster_size"] != len(lab.layout.cluster_nodes(s.cluster))):
+            result.problems.append(f"{s.name}: {s.detail['wsrep_state']}, cluster size {s.detail['cluster_size']}")
+    for cluster in lab.spec.clusters:
+        nodes = lab.layout.cluster_nodes(cluster)
+        writer, readers = nodes[0], nodes[1:]
+        if not readers or not all(status[n.name].up for n in nodes):
+            continue
+        token = str(uuid.uuid4())
+        try:
+            with lab.connect(writer) as conn:
+                sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
+                            f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                            "token CHAR(36) NOT NULL, KEY (token))")
+                conns = {r.name: lab.connect(r) for r in readers}  # connected before the write: not timed
+                try:
+                    with conn.cursor() as cur:
+                        t0 = time.perf_counter()
+                        cur.execute(f"INSERT INTO {TABLE} (token) VALUES (%s)", (token,))
+                    seen = _wait_visible(conns, token, t0, timeout)
+                finally:
+                    for c in conns.values():
+                        c.close()
+            result.visible_ms[cluster] = seen
+            for reader in readers:
+                if reader.name not in seen:
+                    result.problems.append(f"{reader.name}: a row written on {writer.name} was not visible "
+                                           f"after {timeout:.0f} s")
+        except pymysql.err.MySQLError as exc:
+            result.problems.append(f"{cluster}: test write failed: {exc.args[-1] if exc.args else exc}")
+    return result
+
+
+def _wait_visible(conns: dict, token: str, t0: float, timeout: float) -> dict[str, float]:
+    """Poll every reader about once a millisecond; ms after ``t0`` at which each first saw ``token``."""
+    seen: dict[str, float] = {}
+    while len(seen) < len(conns) and time.perf_counter() - t0 < timeout:
+        for name, conn in conns.items():
+            if name in seen:
+                continue
+            try:
+                if sql.query(conn, f"SELECT 1 FROM {TABLE} WHERE token = %s", (token,)):
+                    seen[name] = (time.perf_counter() - t0) * 1000
+            except pymysql.err.ProgrammingError:
+                pass  # the table has not reached this node yet
+        time.sleep(0.001)
+    return seen
+
+
+def format_check(result: CheckResult) -> list[str]:
+    lines = []
+    for cluster, seen in result.visible_ms.items():
+        lines.append(f"{cluster}: a write on node 1 became visible on " +
+                     ", ".join(f"{n} after {ms:.1f} ms" for n, ms in seen.items()))
+    lines += [f"PROBLEM {p}" for p in result.problems]
+    lines.append("check: ok" if result.ok else f"check: {len(result.problems)} problem(s)")
+    return lines

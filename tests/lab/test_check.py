@@ -1,0 +1,56 @@
+"""benchlib lab check and lab sql on a real lab."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from benchlib.lab.check import check, format_check
+from benchlib.lab.lab import list_labs
+from tests.conftest import ROOT, example_spec
+
+
+@pytest.fixture(scope="module")
+def lab(labs):
+    return labs.up(example_spec("async-1p2r.toml", "t-check"))
+
+
+def test_check_times_a_write_to_every_replica(lab):
+    result = check(lab)
+    assert result.ok, result.problems
+    assert set(result.visible_ms["async"]) == {"async-2", "async-3"}
+    assert all(0 < ms < 5000 for ms in result.visible_ms["async"].values())
+    assert format_check(result)[-1] == "check: ok"
+
+
+def test_check_reports_a_down_node(lab):
+    os.kill(lab.pid("async-3"), signal.SIGKILL)
+    try:
+        result = check(lab)
+        assert not result.ok
+        assert any(p.startswith("async-3 is down") for p in result.problems)
+    finally:
+        lab.heal()
+    assert check(lab).ok
+
+
+def test_sql_command_uses_an_option_file(lab):
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "sql", "async-2", "--lab", "t-check",
+                          "-N", "-e", "SELECT CURRENT_USER()"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "bench@127.0.0.1"
+    opt = lab.client_option_file("bench")
+    assert opt.stat().st_mode & 0o777 == 0o600
+
+
+def test_demo_command_is_the_main_job():
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "demo"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "galera-3" in res.stdout and "Synced Primary size=3" in res.stdout
+    assert "check: ok" in res.stdout and "lab demo is down" in res.stdout
+    assert "demo" not in list_labs()
