@@ -203,27 +203,31 @@ def _print_status(lab) -> None:
         typer.echo(line)
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt  # a bring-up in progress rolls back, as on Ctrl-C
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
     try:
-        app(standalone_mode=False)
+        # standalone_mode=False: typer returns the exit code (130 after Ctrl-C/SIGTERM, N for Exit(N))
+        # and lets benchlib's own errors through, so they print as one message without a traceback.
+        rc = app(standalone_mode=False)
     except BenchlibError as exc:
         _err(f"error: {exc.render()}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        _err("interrupted")
-        sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        _err("aborted")
-        sys.exit(1)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+        rc = 130
+    except Exception as exc:
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # typer's usage errors (its own vendored click)
             exc.show()
-            sys.exit(2)
+            sys.exit(exc.exit_code)
         raise
+    if rc == 130:
+        _err("interrupted")
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":

@@ -186,23 +186,24 @@ class Lab:
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o755)  # mysqld runs as 'mysql' and must traverse it
         lab_dir = root / spec.name
-        with state.locked(root / ".lock"):
-            existing = state.read(lab_dir)
-            if existing is not None:
-                if LabSpec.model_validate(existing.spec) != spec:
-                    raise LabError(
-                        f"lab {spec.name!r} is already up with a different spec",
-                        hint=f"benchlib lab down {spec.name}, then up again (or give the lab another name)",
-                    )
-                lab = cls.open(spec.name, root)
-                progress(f"lab {spec.name} exists: healing")
-                lab.heal(timeout=timeout, progress=progress)
-                return lab
-            if lab_dir.exists():
+        existing = state.read(lab_dir)
+        if existing is not None:
+            if existing.lab_spec() != spec:
                 raise LabError(
-                    f"{lab_dir} exists but holds no lab record (left by a crashed run)",
-                    hint="benchlib lab cleanup removes it",
+                    f"lab {spec.name!r} is already up with a different spec",
+                    hint=f"benchlib lab down {spec.name}, then up again (or give the lab another name)",
                 )
+            lab = cls.open(spec.name, root)
+            progress(f"lab {spec.name} exists: healing")
+            lab.heal(timeout=timeout, progress=progress)
+            return lab
+        with state.locked(root / ".lock"):  # allocation of names, ports and networks
+            if state.read(lab_dir) is not None:
+                raise LabError(f"lab {spec.name!r} was just brought up by another process",
+                               hint=f"benchlib lab status {spec.name}")
+            if lab_dir.exists():
+                raise LabError(f"{lab_dir} exists but holds no lab record (left by a crashed run)",
+                               hint="benchlib lab cleanup removes it")
             taken = _ports_of_other_labs(root)
             if spec.base_port is not None:
                 base_port = spec.base_port

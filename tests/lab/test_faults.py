@@ -114,3 +114,22 @@ def test_cli_open_unknown_lab(tmp_path):
     res = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "status", "no-such-lab"],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "no lab named 'no-such-lab'" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_sigterm_during_bring_up_rolls_back(tmp_path):
+    import signal
+    import time
+
+    spec = tmp_path / "g.toml"
+    spec.write_text('name = "t-term"\n[clusters.g]\ntopology = "galera"\nnodes = 3\n')
+    proc = subprocess.Popen([sys.executable, "-m", "benchlib.cli", "lab", "up", str(spec)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not procs.find(f"{lab_root()}/t-term/g-") and time.monotonic() < deadline:
+        time.sleep(0.01)  # wait until servers are starting
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not procs.find(f"{lab_root()}/t-term/")
+    assert not (lab_root() / "t-term").exists()
