@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import time
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import pymysql
 
-from benchlib.errors import BenchlibError, LabError, MissingDependencyError, NodeStartError
+from benchlib.errors import BenchlibError, LabError, MissingDependencyError, NodeStartError, SettingError
 from benchlib.lab import wan
 from benchlib.lab import node as nodeops
 from benchlib.lab import procs, secrets, seed, sql, state
@@ -150,11 +148,6 @@ class Lab:
 
     def is_up(self, node: NodePlan) -> bool:
         return nodeops.is_up(node, self.pid(node))
-
-    def dsn(self, node: NodePlan | str) -> dict[str, Any]:
-        """Where a client reaches ``node`` over TCP (password by reference to the lab's secret file)."""
-        node = self.node(node) if isinstance(node, str) else node
-        return {"host": node.listen_host, "port": node.port, "user": "bench", "password_file": str(secrets.secrets_path(self.dir))}
 
     def client_option_file(self, user: str) -> Path:
         """A mode-600 [client] option file holding ``user``'s password (for mariadb, sysbench and other clients)."""
@@ -376,8 +369,6 @@ class Lab:
         Returns {cluster: {setting: value}} of what was applied. Unknown settings,
         bad values and settings that need a restart raise ``SettingError``.
         """
-        from benchlib.errors import SettingError
-
         clusters = [cluster] if cluster else list(self.spec.clusters)
         if cluster and cluster not in self.spec.clusters:
             raise SettingError(f"no cluster {cluster!r} in lab {self.name}", hint=f"clusters: {', '.join(self.spec.clusters)}")

@@ -40,8 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from benchlib.errors import SpecError
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
-CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"
-SITE_NAME = r"^[a-z][a-z0-9]{0,11}$"
+CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"  # clusters and sites
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGkmg]?)i?[Bb]?\s*$")
 DURABILITY = {
     "durable": {"sync_binlog": 1, "innodb_flush_log_at_trx_commit": 1},
@@ -199,20 +198,13 @@ class LabSpec(_Strict):
     clusters: dict[str, Cluster] = Field(min_length=1)
     sites: dict[str, Site] = Field(default_factory=dict)
 
-    @field_validator("clusters")
+    @field_validator("clusters", "sites")
     @classmethod
-    def _cluster_names(cls, v: dict) -> dict:
+    def _table_names(cls, v: dict, info) -> dict:
+        kind = {"clusters": "cluster", "sites": "site"}[info.field_name]
         for key in v:
             if not re.fullmatch(CLUSTER_NAME, key):
-                raise ValueError(f"cluster name {key!r}: lower-case letters and digits, starting with a letter, at most 12")
-        return v
-
-    @field_validator("sites")
-    @classmethod
-    def _site_names(cls, v: dict) -> dict:
-        for key in v:
-            if not re.fullmatch(SITE_NAME, key):
-                raise ValueError(f"site name {key!r}: lower-case letters and digits, starting with a letter, at most 12")
+                raise ValueError(f"{kind} name {key!r}: lower-case letters and digits, starting with a letter, at most 12")
         return v
 
     @model_validator(mode="after")

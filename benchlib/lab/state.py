@@ -55,7 +55,7 @@ class LabRecord:
         if version != FORMAT:
             raise LabError(
                 f"{path}: lab record format {version!r} is not supported by this benchlib (expects {FORMAT})",
-                hint=f"remove the lab with: benchlib lab cleanup",
+                hint="remove the lab with: benchlib lab cleanup",
             )
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)

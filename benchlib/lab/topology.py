@@ -16,7 +16,7 @@ from benchlib.errors import ReplicationError, SettingError
 from benchlib.lab import sql
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
-from benchlib.lab.spec import DURABILITY, AsyncCluster, GaleraCluster, SemisyncCluster
+from benchlib.lab.spec import DURABILITY
 
 if TYPE_CHECKING:
     from benchlib.lab.lab import Lab
@@ -45,17 +45,23 @@ def _bool(value: Any) -> bool:
     raise ValueError("expects on or off")
 
 
-def _int(lo: int, hi: int) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
+def _number(cast: type, lo: float, hi: float) -> Callable[[Any], Any]:
+    what = f"{'an integer' if cast is int else 'a number'} from {lo:,} to {hi:,}".replace(",", "")
+
+    def parse(value: Any):
         try:
-            n = int(str(value))
+            x = cast(str(value))
         except ValueError:
-            raise ValueError(f"expects an integer from {lo} to {hi}") from None
-        if not lo <= n <= hi:
-            raise ValueError(f"expects an integer from {lo} to {hi}")
-        return n
+            raise ValueError(f"expects {what}") from None
+        if not lo <= x <= hi:
+            raise ValueError(f"expects {what}")
+        return x
 
     return parse
+
+
+def _int(lo: int, hi: int) -> Callable[[Any], int]:
+    return _number(int, lo, hi)
 
 
 def _choice(*options: str) -> Callable[[Any], str]:
@@ -70,16 +76,7 @@ def _choice(*options: str) -> Callable[[Any], str]:
 
 
 def _float(lo: float, hi: float) -> Callable[[Any], float]:
-    def parse(value: Any) -> float:
-        try:
-            x = float(str(value))
-        except ValueError:
-            raise ValueError(f"expects a number from {lo:g} to {hi:g}") from None
-        if not lo <= x <= hi:
-            raise ValueError(f"expects a number from {lo:g} to {hi:g}")
-        return x
-
-    return parse
+    return _number(float, lo, hi)
 
 
 class Topology:
