@@ -21,6 +21,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
+    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])  # `python bench/lab_up.py` runs in the project's venv
 os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
 sys.path.insert(0, str(ROOT))
 
@@ -29,16 +32,20 @@ from benchlib.lab.layout import lab_root  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
 
 
-def rss_mib(pids: list[int]) -> float:
-    total = 0
+def memory_mib(pids: list[int]) -> tuple[float, float]:
+    """(sum of RSS, sum of PSS) in MiB. RSS counts the shared mariadbd binary and libgalera once per
+    process; PSS splits shared pages between the processes that map them: the lab's real footprint."""
+    rss = pss = 0
     for pid in pids:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return total / 1024
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss += int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss += int(line.split()[1])
+    return rss / 1024, pss / 1024
 
 
-def one_run(spec: LabSpec, cold: bool) -> tuple[float, float]:
+def one_run(spec: LabSpec, cold: bool) -> tuple[float, tuple[float, float]]:
     if cold:
         shutil.rmtree(lab_root() / ".cache", ignore_errors=True)
     t0 = time.perf_counter()
@@ -46,7 +53,7 @@ def one_run(spec: LabSpec, cold: bool) -> tuple[float, float]:
     elapsed = time.perf_counter() - t0
     try:
         time.sleep(2)  # idle
-        mem = rss_mib(list(lab.record.pids.values()))
+        mem = memory_mib(list(lab.record.pids.values()))
     finally:
         lab.down()
     return elapsed, mem
@@ -70,15 +77,17 @@ def main() -> None:
         for i in range(n):
             t, m = one_run(spec, cold=(kind == "cold"))
             results[kind].append((t, m))
-            print(f"  {kind} run {i + 1}: ready in {t:.2f} s, idle RSS {m:.0f} MiB")
+            print(f"  {kind} run {i + 1}: ready in {t:.2f} s, idle memory PSS {m[1]:.0f} MiB (RSS sum {m[0]:.0f})")
     for kind, rows in results.items():
         if rows:
             ts = [t for t, _ in rows]
             print(f"{kind:5} bring-up: median {statistics.median(ts):.2f} s (min {min(ts):.2f}, max {max(ts):.2f}, n={len(ts)})")
-    mems = [m for rows in results.values() for _, m in rows]
-    print(f"idle memory, buffer_pool=128M: median {statistics.median(mems):.0f} MiB RSS (6 mariadbd)")
+    pss = [m[1] for rows in results.values() for _, m in rows]
+    rss = [m[0] for rows in results.values() for _, m in rows]
+    print(f"idle memory, buffer_pool=128M: median PSS {statistics.median(pss):.0f} MiB "
+          f"(RSS summed over the 6 mariadbd: {statistics.median(rss):.0f} MiB)")
     t, m = one_run(specs["buffer_pool=64M"], cold=False)
-    print(f"idle memory, buffer_pool=64M:  {m:.0f} MiB RSS (6 mariadbd; ready in {t:.2f} s)")
+    print(f"idle memory, buffer_pool=64M:  PSS {m[1]:.0f} MiB (RSS sum {m[0]:.0f} MiB; ready in {t:.2f} s)")
     print("reference (shared/notes/lab-facts.md): straightforward build 12 s, dbdeployer 7.8 s for 3 async nodes; "
           "target <= 5 s")
 
