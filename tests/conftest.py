@@ -31,6 +31,16 @@ def example_spec(file: str, name: str, **changes) -> LabSpec:
     return LabSpec.model_validate(data)
 
 
+def kill9(lab, *names: str) -> None:
+    """SIGKILL nodes and wait until they are gone (a killed process lingers for a moment)."""
+    import signal
+
+    pids = [lab.pid(n) for n in names]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert not procs.wait_gone(pids, 10)
+
+
 def leftovers(lab) -> list[str]:
     """Everything of ``lab`` still on the machine: processes, listening ports, namespaces, TUN devices."""
     found = [f"process {p.pid}: {' '.join(p.cmdline)[:120]}" for p in procs.find(f"{lab.dir}/")]

@@ -232,9 +232,7 @@ class Lab:
             lab._destroy()
             if isinstance(exc, BenchlibError) and kept:
                 exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"the servers' error logs are kept in {kept}"
-            if isinstance(exc, BenchlibError):
-                raise
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            if isinstance(exc, (BenchlibError, KeyboardInterrupt, SystemExit)):
                 raise
             raise LabError(f"lab {spec.name} failed to come up: {exc.__class__.__name__}: {exc}") from exc
         return lab
@@ -245,12 +243,13 @@ class Lab:
         galera_clusters = [c for c, cl in self.spec.clusters.items() if cl.topology == "galera"]
         plain_clusters = [c for c in self.spec.clusters if c not in galera_clusters]
         seeds_dir = self.dir / ".seeds"
+        plain = "_plain"  # the seed shared by non-Galera clusters ('_' is never in a cluster name)
         with ThreadPoolExecutor(max_workers=8) as pool:
             net = pool.submit(self._network_up) if self.layout.sites else None
             tmpl = seed.template(self.layout.dir.parent, run_as)
             jobs = {}
             if plain_clusters:
-                jobs["plain"] = pool.submit(seed.make_seed, tmpl, seeds_dir / "plain", self.creds, run_as, None)
+                jobs[plain] = pool.submit(seed.make_seed, tmpl, seeds_dir / plain, self.creds, run_as, None)
             for c in galera_clusters:
                 first = self.layout.cluster_nodes(c)[0]
                 jobs[c] = pool.submit(seed.make_seed, tmpl, seeds_dir / c, self.creds, run_as, first.galera_port)
@@ -259,7 +258,7 @@ class Lab:
 
             def place(node: NodePlan) -> None:
                 nodeops.prepare_dir(node, render(self.layout, node), run_as)
-                nodeops.copy_datadir(seeds[node.cluster if node.cluster in seeds else "plain"], node.datadir)
+                nodeops.copy_datadir(seeds.get(node.cluster, seeds.get(plain)), node.datadir)
 
             list(pool.map(place, self.layout.nodes.values()))
             shutil.rmtree(seeds_dir, ignore_errors=True)
@@ -342,6 +341,8 @@ class Lab:
             dead = [n for n in topo.nodes if not self.is_up(n)]
             if not dead:
                 continue
+            # a node killed a moment ago may still hold its port and socket: wait until it is gone
+            procs.wait_gone([p for n in dead if (p := self.pid(n))], 30)
             for group in topo.restart_order(dead):
                 if not group:
                     continue
@@ -399,8 +400,8 @@ class Lab:
                                         "nodes that are down") from None
             applied.setdefault(c, {})[key] = value
             with state.update(self.dir) as rec:
-                rec.settings.setdefault(c, {})[key] = value
-            self.record.settings.setdefault(c, {})[key] = value
+                _record_setting(rec.settings, c, key, value)
+            _record_setting(self.record.settings, c, key, value)
         return applied
 
     # -- teardown -------------------------------------------------------------------------------
@@ -423,6 +424,14 @@ class Lab:
         kill_lab_processes(self.dir, self.record.pids, self.layout)
         wan.down(self.layout, self.record.shaper, self.record.link_pid)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _record_setting(settings: dict[str, dict[str, Any]], cluster: str, key: str, value: Any) -> None:
+    """Remember a setting last in order: heal re-applies settings in the order they were made, so a
+    later ``sync_binlog`` still wins over an earlier ``durability`` and the other way round."""
+    mine = settings.setdefault(cluster, {})
+    mine.pop(key, None)
+    mine[key] = value
 
 
 def kill_lab_processes(lab_dir: Path, pids: dict[str, int], layout: Layout | None) -> None:

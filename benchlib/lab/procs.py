@@ -46,13 +46,25 @@ def reap(pid: int) -> None:
         pass
 
 
+def kill_pending(pid: int) -> bool:
+    """True when SIGKILL was sent to ``pid`` but it has not died yet."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    for line in status.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & (1 << (signal.SIGKILL - 1)):
+            return True
+    return False
+
+
 def is_running(pid: int | None, marker: str | None = None) -> bool:
-    """True when ``pid`` is a live (non-zombie) process whose argv contains ``marker``."""
+    """True when ``pid`` is a live process whose argv contains ``marker``: not a zombie, not being killed."""
     if not pid:
         return False
     reap(pid)
     info = proc_info(pid)
-    if info is None or not info.running:
+    if info is None or not info.running or kill_pending(pid):
         return False
     return marker is None or any(marker in a for a in info.cmdline)
 

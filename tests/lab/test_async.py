@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 import pytest
 
 from benchlib.errors import SettingError
 from benchlib.lab import sql
-from tests.conftest import example_spec
+from tests.conftest import example_spec, kill9
 
 
 def write_rows(lab, node, table: str, values: list[int]) -> None:
@@ -104,10 +102,9 @@ def test_bad_runtime_settings_are_refused(async_lab):
 def test_killed_replica_and_primary_heal_and_resume_from_gtid(async_lab):
     write_rows(async_lab, "async-1", "t4", [1])
     wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
-    os.kill(async_lab.pid("async-3"), signal.SIGKILL)
+    kill9(async_lab, "async-3")
     write_rows(async_lab, "async-1", "t4", [2, 3])  # written while the replica is down
-    os.kill(async_lab.pid("async-1"), signal.SIGKILL)
-    time.sleep(0.2)
+    kill9(async_lab, "async-1")
     status = {s.name: s for s in async_lab.status()}
     assert not status["async-1"].up and not status["async-3"].up
     assert status["async-2"].up
@@ -123,7 +120,7 @@ def test_killed_replica_and_primary_heal_and_resume_from_gtid(async_lab):
 
 def test_heal_restores_runtime_settings(async_lab):
     async_lab.set({"parallel_threads": 2})
-    os.kill(async_lab.pid("async-2"), signal.SIGKILL)
+    kill9(async_lab, "async-2")
     async_lab.heal()
     with async_lab.connect("async-2") as conn:
         assert sql.scalar(conn, "SELECT @@GLOBAL.slave_parallel_threads") == 2
@@ -133,7 +130,7 @@ def test_heal_restores_runtime_settings(async_lab):
 def test_up_on_existing_lab_heals_it(async_lab):
     from benchlib.lab.lab import Lab
 
-    os.kill(async_lab.pid("async-2"), signal.SIGKILL)
+    kill9(async_lab, "async-2")
     again = Lab.up(async_lab.spec)
     assert all(s.up for s in again.status())
     async_lab.refresh()
@@ -159,7 +156,7 @@ def test_semisync_lab_is_ready_with_all_clients(semisync_lab):
 
 
 def test_semisync_primary_heals_with_semisync_back_on(semisync_lab):
-    os.kill(semisync_lab.pid("semi-1"), signal.SIGKILL)
+    kill9(semisync_lab, "semi-1")
     semisync_lab.heal()
     with semisync_lab.connect("semi-1") as conn:
         st = sql.global_status(conn, "Rpl_semi_sync_master_")
@@ -172,3 +169,26 @@ def test_single_lab(labs):
     assert rows_on(lab, "solo-1", "x") == [1, 2]
     [status] = lab.status()
     assert status.role == "single" and status.detail["gtid_binlog_pos"]
+
+
+def test_recorded_settings_keep_the_order_they_were_made(async_lab):
+    async_lab.set({"sync_binlog": 5})
+    async_lab.set({"durability": "relaxed"})
+    async_lab.set({"sync_binlog": 7})  # made last: must win when heal re-applies everything
+    kill9(async_lab, "async-1")
+    async_lab.heal()
+    with async_lab.connect("async-1") as conn:
+        assert sql.scalar(conn, "SELECT @@GLOBAL.sync_binlog") == 7
+        assert sql.scalar(conn, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == 2
+    async_lab.set({"durability": "durable"})
+
+
+def test_heal_right_after_sigkill(async_lab):
+    """No pause between kill and heal, as in a script: the dying node is seen as down and restarted."""
+    import os
+    import signal
+
+    for _ in range(3):
+        os.kill(async_lab.pid("async-2"), signal.SIGKILL)
+        assert async_lab.heal() == ["async-2"]
+        assert all(s.up for s in async_lab.status())

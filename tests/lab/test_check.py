@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 
@@ -11,7 +9,7 @@ import pytest
 
 from benchlib.lab.check import check, format_check
 from benchlib.lab.lab import list_labs
-from tests.conftest import ROOT, example_spec
+from tests.conftest import ROOT, example_spec, kill9
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +26,7 @@ def test_check_times_a_write_to_every_replica(lab):
 
 
 def test_check_reports_a_down_node(lab):
-    os.kill(lab.pid("async-3"), signal.SIGKILL)
+    kill9(lab, "async-3")
     try:
         result = check(lab)
         assert not result.ok

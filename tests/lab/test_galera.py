@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 import pytest
 
 from benchlib.lab import sql
 from benchlib.lab.topology import provider_option
-from tests.conftest import example_spec
+from tests.conftest import example_spec, kill9
 from tests.lab.test_async import rows_on, write_rows
 
 
@@ -67,8 +65,7 @@ def test_flow_control_and_appliers_change_at_runtime(galera_lab):
 
 def test_killed_node_shows_down_then_rejoins_by_ist(galera_lab):
     victim = galera_lab.node("galera-2")
-    os.kill(galera_lab.pid(victim), signal.SIGKILL)
-    time.sleep(0.2)
+    kill9(galera_lab, victim.name)
     assert not {s.name: s for s in galera_lab.status()}["galera-2"].up
     write_rows(galera_lab, "galera-1", "g2", list(range(20)))  # missed by the dead node
     assert galera_lab.heal() == ["galera-2"]
@@ -83,9 +80,7 @@ def test_killed_node_shows_down_then_rejoins_by_ist(galera_lab):
 
 def test_whole_cluster_killed_recovers_its_primary_component(galera_lab):
     write_rows(galera_lab, "galera-1", "g3", [1])
-    for node in galera_lab.layout.nodes.values():
-        os.kill(galera_lab.pid(node), signal.SIGKILL)
-    time.sleep(0.3)
+    kill9(galera_lab, *galera_lab.layout.nodes)
     assert not any(s.up for s in galera_lab.status())
     galera_lab.heal()
     for n in ("galera-1", "galera-2", "galera-3"):

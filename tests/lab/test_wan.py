@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from benchlib.lab import sql, wan
+from benchlib.lab import procs, sql, wan
 from tests.conftest import example_spec, leftovers, needs_root
 from tests.lab.test_async import rows_on, write_rows
 
@@ -93,7 +93,7 @@ def test_relay_killed_then_heal_restores_the_link(fresh_labs):
     lab = fresh_labs.up(example_spec("wan-semisync.toml", "t-wanheal"))
     assert lab.record.shaper == "tun-relay"
     os.kill(lab.record.link_pid, signal.SIGKILL)
-    time.sleep(0.2)
+    assert not procs.wait_gone([lab.record.link_pid], 10)
     assert not wan.is_up(lab.layout, lab.record.shaper, lab.record.link_pid)
     lab.heal()
     lab.refresh()
