@@ -269,7 +269,7 @@ class Lab:
         topologies = [self.topology(c) for c in self.spec.clusters]
         for topo in topologies:
             topo.prepare()
-        self._start_nodes(list(self.layout.nodes.values()), fresh=True)
+        self._start_nodes(list(self.layout.nodes.values()))
         self._wait_connectable(list(self.layout.nodes.values()), timeout, "start")
         progress(f"servers started ({time.monotonic() - t0:.1f} s)")
         with ThreadPoolExecutor(max_workers=len(topologies)) as pool:
@@ -283,14 +283,14 @@ class Lab:
             rec.link_pid = pid
         self.record.link_pid = pid
 
-    def _start_nodes(self, nodes: list[NodePlan], *, fresh: bool) -> None:
+    def _start_nodes(self, nodes: list[NodePlan]) -> None:
         """Start ``nodes``; a topology with a group port (Galera) has its nodes started one after
         another, each once the previous one listens, so no node dials a peer that is not there yet."""
         pids = {}
         try:
             for node in sorted(nodes, key=lambda n: self.topology(n.cluster).group_port(n) is not None):
                 topo = self.topology(node.cluster)
-                pids[node.name] = nodeops.start(node, self.record.run_as, *topo.start_extra_args(node, fresh))
+                pids[node.name] = nodeops.start(node, self.record.run_as)
                 port = topo.group_port(node)
                 if port is not None:
                     nodeops.wait_listening(node, pids[node.name], node.listen_host, port)
@@ -347,7 +347,7 @@ class Lab:
                 if not group:
                     continue
                 progress(f"restarting {', '.join(n.name for n in group)}")
-                self._start_nodes(group, fresh=False)
+                self._start_nodes(group)
                 self._wait_connectable(group, timeout, "restart")
                 topo.after_group(group, timeout)
             try:

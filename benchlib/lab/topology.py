@@ -98,9 +98,6 @@ class Topology:
     def prepare(self) -> None:
         """Called after datadirs are copied from the seed, before any node starts."""
 
-    def start_extra_args(self, node: NodePlan, fresh: bool) -> tuple[str, ...]:
-        return ()
-
     def group_port(self, node: NodePlan) -> int | None:
         """The port a node's peers dial to form the group (None: nodes start independently)."""
         return None

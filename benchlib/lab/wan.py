@@ -16,6 +16,7 @@ interface, one registry):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -63,7 +64,9 @@ def capability_report() -> dict[str, tuple[bool, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def netem_available() -> bool:
+    """Whether this kernel has the netem qdisc (probed once per process on a throw-away veth pair)."""
     if os.geteuid() != 0:
         return False
     a, b = f"blnq{os.getpid() % 10000}a", f"blnq{os.getpid() % 10000}b"
