@@ -1,0 +1,79 @@
+"""The tidy columns of every frame benchlib writes or reads, with units in their names.
+
+One ``Schema`` per frame kind: column name -> pandas dtype (nullable where a value
+may be missing), with a short description. ``validate`` checks a frame on write and
+on read: missing or extra columns and wrong dtypes are errors naming the frame and
+the column. Analysis code imports this module, never lab code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from benchlib.errors import BenchlibError
+
+FORMAT_VERSION = 1
+
+
+class SchemaError(BenchlibError):
+    """A frame whose columns or types do not match its schema."""
+
+
+@dataclass(frozen=True)
+class Column:
+    dtype: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Schema:
+    name: str
+    columns: dict[str, Column]
+
+    def empty(self) -> pd.DataFrame:
+        return pd.DataFrame({c: pd.Series(dtype=col.dtype) for c, col in self.columns.items()})
+
+    def frame(self, rows: dict[str, list]) -> pd.DataFrame:
+        """Build a frame from column lists, cast to the schema's dtypes, validated."""
+        df = pd.DataFrame({c: pd.Series(rows[c], dtype=col.dtype) for c, col in self.columns.items()})
+        return self.validate(df)
+
+    def validate(self, df: pd.DataFrame, where: str = "") -> pd.DataFrame:
+        at = f" ({where})" if where else ""
+        missing = [c for c in self.columns if c not in df.columns]
+        extra = [c for c in df.columns if c not in self.columns]
+        if missing or extra:
+            raise SchemaError(
+                f"{self.name} frame{at}: " + "; ".join(
+                    p for p in (f"missing columns {missing}" if missing else "",
+                                f"unexpected columns {extra}" if extra else "") if p),
+                hint=f"{self.name} columns: {', '.join(self.columns)}",
+            )
+        for c, col in self.columns.items():
+            if str(df[c].dtype) != col.dtype:
+                raise SchemaError(f"{self.name} frame{at}: column {c!r} is {df[c].dtype}, expected {col.dtype}")
+        return df[list(self.columns)]
+
+
+INTERVALS = Schema("intervals", {
+    "t_s": Column("float64", "end of the reporting interval, seconds since the load started"),
+    "threads": Column("int64", "client threads running"),
+    "tps": Column("float64", "transactions per second in the interval"),
+    "qps": Column("float64", "queries per second"),
+    "reads_per_s": Column("float64", "read queries per second"),
+    "writes_per_s": Column("float64", "write queries per second"),
+    "other_per_s": Column("float64", "other queries per second (BEGIN, COMMIT ...)"),
+    "pctl": Column("float64", "the latency percentile reported (e.g. 95)"),
+    "lat_pctl_ms": Column("float64", "latency at that percentile in the interval, ms"),
+    "err_per_s": Column("float64", "ignored errors per second (deadlocks, certification failures)"),
+    "reconn_per_s": Column("float64", "reconnects per second"),
+    "queue_length": Column("Int64", "open loop (--rate): events waiting in sysbench's queue; missing when closed"),
+    "concurrency": Column("Int64", "open loop (--rate): events in progress; missing when closed"),
+})
+
+HISTOGRAM = Schema("histogram", {
+    "lat_ms": Column("float64", "latency bucket value, ms"),
+    "count": Column("int64", "events in that bucket over the whole run"),
+})
