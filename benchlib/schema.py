@@ -77,3 +77,15 @@ HISTOGRAM = Schema("histogram", {
     "lat_ms": Column("float64", "latency bucket value, ms"),
     "count": Column("int64", "events in that bucket over the whole run"),
 })
+
+LAG = Schema("lag", {
+    "node": Column("object", "the node the heartbeat was read on"),
+    "seq": Column("int64", "heartbeat sequence number"),
+    "t_commit_s": Column("float64", "sampler clock when the heartbeat's commit returned on the write node, s"),
+    "t_seen_s": Column("float64", "sampler clock of the first poll that saw it on this node, s"),
+    "t_prev_poll_s": Column("float64", "sampler clock of the poll before that (the heartbeat was not there yet), s"),
+    "lag_ms": Column("float64", "t_seen - t_commit: an upper bound of the lag, one clock, no skew"),
+    "lag_low_ms": Column("float64", "t_prev_poll - t_commit, floored at 0: a lower bound of the lag"),
+    "apply_lag_ms": Column("float64", "the node's own apply time minus the commit time (MariaDB replicas, "
+                                      "trigger-recorded; same-host clocks); NaN where not recorded"),
+})

@@ -1,0 +1,186 @@
+"""Replica lag to the millisecond from heartbeats, on one clock.
+
+A writer inserts one row every ``write_every`` seconds on the write node (sequence
+number and the sampler's wall clock) and notes, on the sampler's clock, when each
+commit returned. A reader per other node polls ``MAX(seq)`` every ``read_every``
+seconds. The lag of heartbeat n on a node is the sampler time of the first poll
+that sees n minus the sampler time when n's commit returned: one clock, no skew.
+The poll before (when n was not there yet) bounds it from below; both are stored.
+This is never the "now minus last visible timestamp" sawtooth.
+
+On MariaDB replicas a trigger (created with the binary log off, on replicas only,
+fired for row events by ``slave_run_triggers_for_rbr``) also records the node's
+own time of applying each heartbeat: ``apply_lag_ms``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import pymysql
+
+from benchlib.sampling.probe import Probe
+from benchlib.schema import LAG
+
+Connect = Callable[[str], "pymysql.connections.Connection"]
+TABLE = "benchlib.heartbeat"
+APPLY_TABLE = "benchlib.heartbeat_apply"
+NO_TABLE = 1146
+
+
+@dataclass
+class HeartbeatLog:
+    """What the writer and readers recorded; turned into the LAG frame by ``frame()``."""
+
+    committed: dict[int, float] = field(default_factory=dict)  # seq -> sampler time the commit returned
+    committed_wall: dict[int, float] = field(default_factory=dict)  # seq -> wall clock at that moment
+    seen: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)  # node -> seq -> (prev, seen)
+    applied_wall: dict[str, dict[int, float]] = field(default_factory=dict)  # node -> seq -> node's apply time
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def frame(self, origin: float = 0.0) -> pd.DataFrame:
+        """One row per (node, heartbeat); times relative to ``origin`` on the sampler's clock."""
+        rows: dict[str, list] = {c: [] for c in LAG.columns}
+        for node, seen in self.seen.items():
+            applied = self.applied_wall.get(node, {})
+            for seq, t_commit in sorted(self.committed.items()):
+                prev, t_seen = seen.get(seq, (np.nan, np.nan))
+                rows["node"].append(node)
+                rows["seq"].append(seq)
+                rows["t_commit_s"].append(t_commit - origin)
+                rows["t_seen_s"].append(t_seen - origin)
+                rows["t_prev_poll_s"].append(prev - origin)
+                rows["lag_ms"].append((t_seen - t_commit) * 1000)
+                rows["lag_low_ms"].append(max(0.0, (prev - t_commit) * 1000) if prev == prev else np.nan)
+                wall = applied.get(seq)
+                rows["apply_lag_ms"].append((wall - self.committed_wall[seq]) * 1000 if wall is not None else np.nan)
+        return LAG.frame(rows)
+
+
+class HeartbeatWriter(Probe):
+    def __init__(self, connect: Connect, node: str, log: HeartbeatLog, clock: Callable[[], float],
+                 interval_s: float = 0.1):
+        self.name, self.interval_s = f"heartbeat-writer:{node}", interval_s
+        self.connect, self.node, self.log, self.clock = connect, node, log, clock
+
+    def setup(self) -> None:
+        self.conn = self.connect(self.node)
+        with self.conn.cursor() as cur:
+            cur.execute("CREATE DATABASE IF NOT EXISTS benchlib")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (seq BIGINT PRIMARY KEY, sent_at DOUBLE NOT NULL) "
+                        "ENGINE=InnoDB")
+            cur.execute(f"SELECT COALESCE(MAX(seq), 0) AS m FROM {TABLE}")
+            self.seq = int(cur.fetchone()["m"])
+
+    def sample(self, t: float) -> None:
+        self.seq += 1
+        with self.conn.cursor() as cur:
+            cur.execute(f"INSERT INTO {TABLE} (seq, sent_at) VALUES (%s, %s)", (self.seq, time.time()))
+        t_commit, wall = self.clock(), time.time()
+        with self.log.lock:
+            self.log.committed[self.seq] = t_commit
+            self.log.committed_wall[self.seq] = wall
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class HeartbeatReader(Probe):
+    def __init__(self, connect: Connect, node: str, log: HeartbeatLog, clock: Callable[[], float],
+                 interval_s: float = 0.02, apply_trigger: bool = False, offset_s: float = 0.0):
+        self.name, self.interval_s, self.offset_s = f"heartbeat-reader:{node}", interval_s, offset_s
+        self.connect, self.node, self.log, self.clock = connect, node, log, clock
+        self.apply_trigger = apply_trigger
+        self.last = None
+        self.prev_poll = np.nan
+        log.seen[node] = {}
+
+    def setup(self) -> None:
+        self.conn = self.connect(self.node)
+        if self.apply_trigger:
+            self._install_trigger()
+
+    def _install_trigger(self) -> None:
+        """Replica only, binary log off: no errant GTID; fired for replicated row events."""
+        deadline = time.monotonic() + 30
+        with self.conn.cursor() as cur:
+            while True:  # the heartbeat table arrives by replication
+                cur.execute("SELECT COUNT(*) AS n FROM information_schema.TABLES "
+                            "WHERE TABLE_SCHEMA='benchlib' AND TABLE_NAME='heartbeat'")
+                if cur.fetchone()["n"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {APPLY_TABLE} (seq BIGINT PRIMARY KEY, applied_at DOUBLE NOT NULL)")
+            cur.execute(f"CREATE TRIGGER IF NOT EXISTS benchlib.heartbeat_applied AFTER INSERT ON {TABLE} "
+                        f"FOR EACH ROW INSERT INTO {APPLY_TABLE} VALUES (NEW.seq, UNIX_TIMESTAMP(SYSDATE(6)))")
+            cur.execute("SET GLOBAL slave_run_triggers_for_rbr = 'YES'")
+
+    def sample(self, t: float) -> None:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(f"SELECT MAX(seq) AS m FROM {TABLE}")
+                top = cur.fetchone()["m"]
+        except pymysql.err.ProgrammingError as exc:
+            if exc.args[0] != NO_TABLE:
+                raise
+            top = None
+        t_poll = self.clock()
+        if top is not None:
+            top = int(top)
+            if self.last is None:
+                self.last = min(top, min(self.log.committed, default=top + 1) - 1)
+            if top > self.last:
+                seen = self.log.seen[self.node]
+                for seq in range(self.last + 1, top + 1):
+                    seen[seq] = (self.prev_poll, t_poll)
+                self.last = top
+        self.prev_poll = t_poll
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Heartbeat:
+    """A writer on ``writer`` and readers on ``readers``; ``trigger_on`` names MariaDB replicas."""
+
+    def __init__(self, connect: Connect, writer: str, readers: list[str], *, trigger_on: set[str] = frozenset(),
+                 write_every: float = 0.1, read_every: float = 0.02, clock: Callable[[], float] | None = None):
+        self.log = HeartbeatLog()
+        self.clock = clock or time.monotonic
+        self.writer = HeartbeatWriter(connect, writer, self.log, self.clock, write_every)
+        # readers poll half a period out of phase with the writer: a poll never races the commit it follows
+        self.readers = [HeartbeatReader(connect, r, self.log, self.clock, read_every, r in trigger_on, read_every / 2)
+                        for r in readers]
+        self.connect = connect
+
+    @property
+    def probes(self) -> list[Probe]:
+        return [self.writer, *self.readers]
+
+    def caught_up(self) -> bool:
+        """Every reader has seen the last heartbeat written."""
+        last = max(self.log.committed, default=0)
+        return all(last in self.log.seen[r.node] for r in self.readers)
+
+    def frame(self, origin: float = 0.0) -> pd.DataFrame:
+        """The LAG frame (times relative to ``origin``), with apply times from the replicas' trigger tables."""
+        if self.log.committed:
+            first, last = min(self.log.committed), max(self.log.committed)
+            for reader in self.readers:
+                if reader.apply_trigger:
+                    conn = self.connect(reader.node)
+                    try:
+                        with conn.cursor() as cur:
+                            cur.execute(f"SELECT seq, applied_at FROM {APPLY_TABLE} WHERE seq BETWEEN %s AND %s",
+                                        (first, last))
+                            self.log.applied_wall[reader.node] = {int(r["seq"]): float(r["applied_at"])
+                                                                  for r in cur.fetchall()}
+                    finally:
+                        conn.close()
+        return self.log.frame(origin)

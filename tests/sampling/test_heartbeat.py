@@ -1,0 +1,85 @@
+"""Heartbeat lag on real labs: truth against a replica applier blocked for a known time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from benchlib.sampling.heartbeat import Heartbeat
+from benchlib.sampling.probe import Sampler
+from benchlib.schema import LAG
+from tests.conftest import example_spec
+
+
+@pytest.fixture(scope="module")
+def async_lab(labs):
+    return labs.up(example_spec("async-1p2r.toml", "t-hb"))
+
+
+def test_lag_truth_with_a_blocked_applier(async_lab):
+    """async-3's SQL thread is stopped for 1.5 s: every heartbeat written meanwhile must show a lag of
+    (restart time - its commit time), to within 20 ms; async-2 keeps a small lag throughout."""
+    hb = Heartbeat(async_lab.connect, "async-1", ["async-2", "async-3"], trigger_on={"async-2", "async-3"})
+    sampler = Sampler(hb.probes).start()
+    try:
+        time.sleep(0.6)
+        with async_lab.connect("async-3") as conn:
+            conn.cursor().execute("STOP SLAVE SQL_THREAD")
+            blocked_at = time.monotonic()
+            time.sleep(1.5)
+            conn.cursor().execute("START SLAVE SQL_THREAD")
+            released_at = time.monotonic()
+        deadline = time.monotonic() + 10
+        while not hb.caught_up() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        sampler.stop()
+    assert not sampler.errors
+    df = LAG.validate(hb.frame(sampler.t0))
+    assert df.lag_ms.notna().all(), "a heartbeat was never seen"
+    assert (df.lag_low_ms.fillna(0) <= df.lag_ms).all()  # NaN: seen at a reader's very first poll
+
+    far = df[df.node == "async-3"].copy()
+    far["truth_ms"] = (released_at - sampler.t0 - far.t_commit_s) * 1000
+    blocked = far[(far.t_commit_s > blocked_at - sampler.t0) & (far.t_commit_s < released_at - sampler.t0)]
+    assert len(blocked) >= 12  # 1.5 s of heartbeats every 100 ms
+    midpoint = (blocked.lag_ms + blocked.lag_low_ms) / 2
+    assert (midpoint - blocked.truth_ms).abs().max() <= 20, (midpoint - blocked.truth_ms).describe()
+    assert (blocked.lag_low_ms <= blocked.truth_ms + 20).all() and (blocked.lag_ms >= blocked.truth_ms - 20).all()
+    # the replica's own apply time, recorded by its trigger
+    assert ((blocked.apply_lag_ms - blocked.truth_ms).abs() <= 20).all()
+    assert blocked.lag_ms.max() > 1300
+
+    near = df[df.node == "async-2"]
+    assert near.lag_ms.median() < 40 and near.apply_lag_ms.median() < 10
+
+
+def test_heartbeat_on_galera_has_no_trigger_and_small_lag(labs):
+    lab = labs.up(example_spec("galera-3.toml", "t-hbg"))
+    hb = Heartbeat(lab.connect, "galera-1", ["galera-2", "galera-3"])
+    with Sampler(hb.probes) as sampler:
+        time.sleep(1.2)
+    df = hb.frame(sampler.t0)
+    seen = df.dropna(subset=["lag_ms"])
+    assert len(seen) >= 2 * 8 and seen.lag_ms.median() < 40
+    assert df.apply_lag_ms.isna().all()
+    with lab.connect("galera-2") as conn:
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) AS n FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'benchlib'")
+            assert cur.fetchone()["n"] == 0
+
+
+def test_trigger_creates_no_errant_gtid(async_lab):
+    """The trigger and its table are created with the binary log off: replicas stay in strict GTID order."""
+    with async_lab.connect("async-1") as conn:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos AS p")
+            primary = cur.fetchone()["p"]
+    for node in ("async-2", "async-3"):
+        with async_lab.connect(node) as conn:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@GLOBAL.gtid_binlog_pos AS b, @@GLOBAL.gtid_slave_pos AS s")
+                row = cur.fetchone()
+                assert row["b"] == row["s"] == primary  # nothing of the replica's own in its binary log
