@@ -89,3 +89,12 @@ LAG = Schema("lag", {
     "apply_lag_ms": Column("float64", "the node's own apply time minus the commit time (MariaDB replicas, "
                                       "trigger-recorded; same-host clocks); NaN where not recorded"),
 })
+
+CLUSTER = Schema("cluster", {
+    "t_s": Column("float64", "sampler clock, seconds"),
+    "node": Column("object", "node the value belongs to"),
+    "metric": Column("object", "what was read, e.g. trx_behind, wsrep_local_recv_queue, cpu_s"),
+    "value": Column("float64", "the reading (counters raw, never differenced here)"),
+    "counter": Column("bool", "a monotonic counter (rates come from differences) rather than a gauge"),
+    "reset": Column("bool", "a counter lower than its previous reading: restarted, never to be differenced"),
+})

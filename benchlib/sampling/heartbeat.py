@@ -30,6 +30,8 @@ from benchlib.schema import LAG
 Connect = Callable[[str], "pymysql.connections.Connection"]
 TABLE = "benchlib.heartbeat"
 APPLY_TABLE = "benchlib.heartbeat_apply"
+POLL = f"SELECT MAX(seq) FROM {TABLE}"
+WRITE = f"INSERT INTO {TABLE} (seq, sent_at) VALUES (%s, %s)"
 NO_TABLE = 1146
 
 
@@ -42,6 +44,16 @@ class HeartbeatLog:
     seen: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)  # node -> seq -> (prev, seen)
     applied_wall: dict[str, dict[int, float]] = field(default_factory=dict)  # node -> seq -> node's apply time
     lock: threading.Lock = field(default_factory=threading.Lock)
+    wakers: list = field(default_factory=list)  # called after each commit: wakes the readers' lane
+    last_seq: int = 0
+
+    def commit(self, seq: int, t: float, wall: float) -> None:
+        with self.lock:
+            self.committed[seq] = t
+            self.committed_wall[seq] = wall
+            self.last_seq = seq
+        for wake in self.wakers:
+            wake()
 
     def frame(self, origin: float = 0.0) -> pd.DataFrame:
         """One row per (node, heartbeat); times relative to ``origin`` on the sampler's clock."""
@@ -76,34 +88,60 @@ class HeartbeatWriter(Probe):
                         "ENGINE=InnoDB")
             cur.execute(f"SELECT COALESCE(MAX(seq), 0) AS m FROM {TABLE}")
             self.seq = int(cur.fetchone()["m"])
+        self.cur = self.conn.cursor(pymysql.cursors.Cursor)
 
     def sample(self, t: float) -> None:
         self.seq += 1
-        with self.conn.cursor() as cur:
-            cur.execute(f"INSERT INTO {TABLE} (seq, sent_at) VALUES (%s, %s)", (self.seq, time.time()))
-        t_commit, wall = self.clock(), time.time()
-        with self.log.lock:
-            self.log.committed[self.seq] = t_commit
-            self.log.committed_wall[self.seq] = wall
+        self.cur.execute(WRITE, (self.seq, time.time()))
+        self.log.commit(self.seq, self.clock(), time.time())
 
     def close(self) -> None:
         self.conn.close()
 
 
 class HeartbeatReader(Probe):
+    """Polls ``MAX(seq)`` on one node when there is something to see: shortly after each commit
+    (``FIRST_POLLS`` after it), then every ``interval_s`` while the newest heartbeat is still
+    unseen; idle while caught up. A node in sync costs about one poll per heartbeat with a
+    bracket of a couple of milliseconds; a lagging node is polled every ``interval_s``."""
+
+    FIRST_POLLS = (0.002, 0.006, 0.014)  # after a commit, seconds
+
     def __init__(self, connect: Connect, node: str, log: HeartbeatLog, clock: Callable[[], float],
                  interval_s: float = 0.02, apply_trigger: bool = False, offset_s: float = 0.0):
         self.name, self.interval_s, self.offset_s = f"heartbeat-reader:{node}", interval_s, offset_s
+        self.lane = "heartbeat-readers"
         self.connect, self.node, self.log, self.clock = connect, node, log, clock
         self.apply_trigger = apply_trigger
         self.last = None
         self.prev_poll = np.nan
+        self.sampler_clock = None
         log.seen[node] = {}
+
+    def bind_wake(self, wake) -> None:
+        self.log.wakers.append(wake)
+
+    def next_due(self, last_due: float, now: float) -> float | None:
+        """``now`` is sampler time; the delays below are measured on the heartbeat clock."""
+        log = self.log
+        if self.last is not None and log.last_seq <= self.last:
+            return None  # caught up: sleep until the next commit wakes the lane
+        oldest = self.last + 1 if self.last is not None else min(log.committed, default=None)
+        t_commit = log.committed.get(oldest) if oldest is not None else None
+        if t_commit is None:  # nothing committed yet, or the table is still on its way
+            return now + self.interval_s
+        since = self.clock() - t_commit  # how long ago the oldest unseen heartbeat committed
+        for step in self.FIRST_POLLS:
+            if since < step:
+                return now + (step - since)
+        return now + max(0.0, self.interval_s - (self.clock() - self._last_poll_clock))
 
     def setup(self) -> None:
         self.conn = self.connect(self.node)
         if self.apply_trigger:
             self._install_trigger()
+        self.cur = self.conn.cursor(pymysql.cursors.Cursor)  # plain tuples, reused: the hot path
+        self._last_poll_clock = self.clock()
 
     def _install_trigger(self) -> None:
         """Replica only, binary log off: no errant GTID; fired for replicated row events."""
@@ -123,14 +161,14 @@ class HeartbeatReader(Probe):
 
     def sample(self, t: float) -> None:
         try:
-            with self.conn.cursor() as cur:
-                cur.execute(f"SELECT MAX(seq) AS m FROM {TABLE}")
-                top = cur.fetchone()["m"]
+            self.cur.execute(POLL)
+            top = self.cur.fetchone()[0]
         except pymysql.err.ProgrammingError as exc:
             if exc.args[0] != NO_TABLE:
                 raise
             top = None
         t_poll = self.clock()
+        self._last_poll_clock = t_poll
         if top is not None:
             top = int(top)
             if self.last is None:
@@ -165,7 +203,7 @@ class Heartbeat:
 
     def caught_up(self) -> bool:
         """Every reader has seen the last heartbeat written."""
-        last = max(self.log.committed, default=0)
+        last = self.log.last_seq
         return all(last in self.log.seen[r.node] for r in self.readers)
 
     def frame(self, origin: float = 0.0) -> pd.DataFrame:

@@ -1,0 +1,198 @@
+"""Cluster-state probes: replication positions, semi-sync, Galera flow control, process CPU and memory.
+
+Each probe samples every node of one cluster in one tick (positions read moments
+apart are comparable) and appends rows to a shared ``StatusLog``, which becomes the
+long CLUSTER frame: one row per (time, node, metric). Counters are stored raw; one
+that goes down is flagged ``reset`` and must never be differenced across it.
+Queries follow shared/notes/probes.md.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from benchlib.sampling.heartbeat import Connect
+from benchlib.sampling.probe import Probe
+from benchlib.schema import CLUSTER
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+GALERA_GAUGES = ("wsrep_local_recv_queue", "wsrep_local_send_queue", "wsrep_cluster_size", "wsrep_local_state",
+                 "wsrep_flow_control_active")
+GALERA_COUNTERS = ("wsrep_flow_control_paused_ns", "wsrep_flow_control_sent", "wsrep_flow_control_recv",
+                   "wsrep_local_cert_failures", "wsrep_local_bf_aborts", "wsrep_last_committed",
+                   "wsrep_replicated", "wsrep_received")
+SEMI_GAUGES = ("rpl_semi_sync_master_status", "rpl_semi_sync_master_clients", "rpl_semi_sync_master_tx_avg_wait_time",
+               "rpl_semi_sync_master_wait_sessions")
+SEMI_COUNTERS = ("rpl_semi_sync_master_yes_tx", "rpl_semi_sync_master_no_tx")
+
+
+@dataclass
+class StatusLog:
+    rows: dict[str, list] = field(default_factory=lambda: {c: [] for c in CLUSTER.columns})
+    last: dict[tuple[str, str], float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, t: float, node: str, metric: str, value: float | None, counter: bool = False) -> None:
+        if value is None:
+            return
+        value = float(value)
+        with self.lock:
+            reset = False
+            if counter:
+                prev = self.last.get((node, metric))
+                reset = prev is not None and value < prev
+                self.last[(node, metric)] = value
+            for c, v in zip(CLUSTER.columns, (t, node, metric, value, counter, reset)):
+                self.rows[c].append(v)
+
+    def frame(self, origin: float = 0.0) -> pd.DataFrame:
+        with self.lock:
+            rows = {c: list(v) for c, v in self.rows.items()}
+        rows["t_s"] = [t - origin for t in rows["t_s"]]
+        return CLUSTER.frame(rows)
+
+
+def _num(text) -> float | None:
+    if text is None:
+        return None
+    text = str(text).strip()
+    if text in {"ON", "Yes", "YES"}:
+        return 1.0
+    if text in {"OFF", "No", "NO", ""}:
+        return 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def gtid_seq(pos: str | None, domain: int = 0) -> int | None:
+    """The sequence number of ``domain`` in a MariaDB GTID position like '0-1-42,1-2-7'."""
+    for part in (pos or "").split(","):
+        bits = part.strip().split("-")
+        if len(bits) == 3 and int(bits[0]) == domain:
+            return int(bits[2])
+    return 0 if not (pos or "").strip() else None
+
+
+class _ClusterProbe(Probe):
+    def __init__(self, connect: Connect, nodes: list[str], log: StatusLog, clock: Callable[[], float],
+                 interval_s: float = 0.25):
+        self.connect, self.nodes, self.log, self.clock, self.interval_s = connect, nodes, log, clock, interval_s
+        self.lane = "status"
+        self.conns = {}
+
+    def setup(self) -> None:
+        self.conns = {n: self.connect(n) for n in self.nodes}
+
+    def _status(self, node: str, names) -> dict[str, str]:
+        marks = ",".join(["%s"] * len(names))
+        with self.conns[node].cursor() as cur:
+            cur.execute(f"SELECT LOWER(VARIABLE_NAME) AS n, VARIABLE_VALUE AS v FROM information_schema.GLOBAL_STATUS "
+                        f"WHERE VARIABLE_NAME IN ({marks})", [n.upper() for n in names])
+            return {r["n"]: r["v"] for r in cur.fetchall()}
+
+    def close(self) -> None:
+        for c in self.conns.values():
+            c.close()
+
+
+class MariaDBReplicationProbe(_ClusterProbe):
+    """Primary and replicas of one MariaDB async/semi-sync cluster (GTID domain 0).
+
+    Every tick: the primary's gtid_binlog_pos, each replica's gtid_slave_pos and the
+    difference (``trx_behind``), semi-sync counters. Every 4th tick: SHOW SLAVE STATUS
+    (threads, Seconds_Behind_Master as a reference column only, retried transactions).
+    """
+
+    def __init__(self, connect: Connect, primary: str, replicas: list[str], log: StatusLog,
+                 clock: Callable[[], float], interval_s: float = 0.25):
+        super().__init__(connect, [primary, *replicas], log, clock, interval_s)
+        self.name = f"replication:{primary}"
+        self.primary, self.replicas = primary, replicas
+        self.tick = 0
+
+    def sample(self, t: float) -> None:
+        log = self.log
+        with self.conns[self.primary].cursor() as cur:
+            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos AS p")
+            primary_seq = gtid_seq(cur.fetchone()["p"])
+        now = self.clock()
+        log.add(now, self.primary, "gtid_seq", primary_seq, counter=True)
+        semi = self._status(self.primary, SEMI_GAUGES + SEMI_COUNTERS)
+        for m in SEMI_GAUGES:
+            log.add(now, self.primary, m, _num(semi.get(m)))
+        for m in SEMI_COUNTERS:
+            log.add(now, self.primary, m, _num(semi.get(m)), counter=True)
+        slow = self.tick % 4 == 0
+        self.tick += 1
+        for r in self.replicas:
+            with self.conns[r].cursor() as cur:
+                cur.execute("SELECT @@GLOBAL.gtid_slave_pos AS p")
+                seq = gtid_seq(cur.fetchone()["p"])
+                now = self.clock()
+                log.add(now, r, "gtid_seq", seq, counter=True)
+                if seq is not None and primary_seq is not None:
+                    log.add(now, r, "trx_behind", max(0, primary_seq - seq))
+                if slow:
+                    cur.execute("SHOW SLAVE STATUS")
+                    st = cur.fetchone() or {}
+                    log.add(now, r, "io_running", _num(st.get("Slave_IO_Running")))
+                    log.add(now, r, "sql_running", _num(st.get("Slave_SQL_Running")))
+                    sbm = st.get("Seconds_Behind_Master")
+                    if sbm is not None:
+                        log.add(now, r, "seconds_behind_master", sbm)
+                    log.add(now, r, "slave_retried_transactions",
+                            _num(self._status(r, ("slave_retried_transactions",)).get("slave_retried_transactions")),
+                            counter=True)
+
+
+class GaleraProbe(_ClusterProbe):
+    """Every node of a Galera cluster: queues, flow control, conflicts, and ``seqno_behind``
+    (the most advanced node's wsrep_last_committed minus this node's)."""
+
+    def __init__(self, connect: Connect, nodes: list[str], log: StatusLog, clock: Callable[[], float],
+                 interval_s: float = 0.25):
+        super().__init__(connect, nodes, log, clock, interval_s)
+        self.name = f"galera:{nodes[0]}"
+
+    def sample(self, t: float) -> None:
+        committed = {}
+        for node in self.nodes:
+            st = self._status(node, GALERA_GAUGES + GALERA_COUNTERS)
+            now = self.clock()
+            for m in GALERA_GAUGES:
+                self.log.add(now, node, m, _num(st.get(m)))
+            for m in GALERA_COUNTERS:
+                self.log.add(now, node, m, _num(st.get(m)), counter=True)
+            committed[node] = (now, _num(st.get("wsrep_last_committed")))
+        top = max((v for _, v in committed.values() if v is not None), default=None)
+        for node, (now, v) in committed.items():
+            if top is not None and v is not None:
+                self.log.add(now, node, "seqno_behind", top - v)
+
+
+class ProcessProbe(Probe):
+    """CPU time (counter, seconds) and resident memory (MiB) of local server processes, from /proc."""
+
+    def __init__(self, pids: dict[str, int], log: StatusLog, clock: Callable[[], float], interval_s: float = 1.0):
+        self.name, self.pids, self.log, self.clock, self.interval_s = "processes", pids, log, clock, interval_s
+        self.lane = "status"
+
+    def sample(self, t: float) -> None:
+        for node, pid in self.pids.items():
+            try:
+                stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                rss_pages = int(open(f"/proc/{pid}/statm").read().split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # the node is down: no reading, not a zero
+            now = self.clock()
+            self.log.add(now, node, "cpu_s", (int(stat[11]) + int(stat[12])) / CLK_TCK, counter=True)
+            self.log.add(now, node, "rss_mib", rss_pages * PAGE / (1 << 20))
