@@ -10,7 +10,8 @@ This is never the "now minus last visible timestamp" sawtooth.
 
 On MariaDB replicas a trigger (created with the binary log off, on replicas only,
 fired for row events by ``slave_run_triggers_for_rbr``) also records the node's
-own time of applying each heartbeat: ``apply_lag_ms``.
+own time of applying each heartbeat: ``apply_lag_ms``. Call ``Heartbeat.prepare()``
+before starting the sampler: it creates the table and the triggers.
 """
 
 from __future__ import annotations
@@ -82,10 +83,7 @@ class HeartbeatWriter(Probe):
 
     def setup(self) -> None:
         self.conn = self.connect(self.node)
-        with self.conn.cursor() as cur:
-            cur.execute("CREATE DATABASE IF NOT EXISTS benchlib")
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (seq BIGINT PRIMARY KEY, sent_at DOUBLE NOT NULL) "
-                        "ENGINE=InnoDB")
+        with self.conn.cursor() as cur:  # the table exists: Heartbeat.prepare() made it
             cur.execute(f"SELECT COALESCE(MAX(seq), 0) AS m FROM {TABLE}")
             self.seq = int(cur.fetchone()["m"])
         self.cur = self.conn.cursor(pymysql.cursors.Cursor)
@@ -108,11 +106,10 @@ class HeartbeatReader(Probe):
     FIRST_POLLS = (0.002, 0.006, 0.014)  # after a commit, seconds
 
     def __init__(self, connect: Connect, node: str, log: HeartbeatLog, clock: Callable[[], float],
-                 interval_s: float = 0.02, apply_trigger: bool = False, offset_s: float = 0.0):
+                 interval_s: float = 0.02, offset_s: float = 0.0):
         self.name, self.interval_s, self.offset_s = f"heartbeat-reader:{node}", interval_s, offset_s
         self.lane = "heartbeat-readers"
         self.connect, self.node, self.log, self.clock = connect, node, log, clock
-        self.apply_trigger = apply_trigger
         self.last = None
         self.prev_poll = np.nan
         self.sampler_clock = None
@@ -138,26 +135,8 @@ class HeartbeatReader(Probe):
 
     def setup(self) -> None:
         self.conn = self.connect(self.node)
-        if self.apply_trigger:
-            self._install_trigger()
         self.cur = self.conn.cursor(pymysql.cursors.Cursor)  # plain tuples, reused: the hot path
         self._last_poll_clock = self.clock()
-
-    def _install_trigger(self) -> None:
-        """Replica only, binary log off: no errant GTID; fired for replicated row events."""
-        deadline = time.monotonic() + 30
-        with self.conn.cursor() as cur:
-            while True:  # the heartbeat table arrives by replication
-                cur.execute("SELECT COUNT(*) AS n FROM information_schema.TABLES "
-                            "WHERE TABLE_SCHEMA='benchlib' AND TABLE_NAME='heartbeat'")
-                if cur.fetchone()["n"] or time.monotonic() > deadline:
-                    break
-                time.sleep(0.02)
-            cur.execute("SET SESSION sql_log_bin = 0")
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {APPLY_TABLE} (seq BIGINT PRIMARY KEY, applied_at DOUBLE NOT NULL)")
-            cur.execute(f"CREATE TRIGGER IF NOT EXISTS benchlib.heartbeat_applied AFTER INSERT ON {TABLE} "
-                        f"FOR EACH ROW INSERT INTO {APPLY_TABLE} VALUES (NEW.seq, UNIX_TIMESTAMP(SYSDATE(6)))")
-            cur.execute("SET GLOBAL slave_run_triggers_for_rbr = 'YES'")
 
     def sample(self, t: float) -> None:
         try:
@@ -193,9 +172,50 @@ class Heartbeat:
         self.clock = clock or time.monotonic
         self.writer = HeartbeatWriter(connect, writer, self.log, self.clock, write_every)
         # readers poll half a period out of phase with the writer: a poll never races the commit it follows
-        self.readers = [HeartbeatReader(connect, r, self.log, self.clock, read_every, r in trigger_on, read_every / 2)
-                        for r in readers]
+        self.readers = [HeartbeatReader(connect, r, self.log, self.clock, read_every, read_every / 2) for r in readers]
         self.connect = connect
+        self.trigger_on = set(trigger_on)
+        self.triggers: set[str] = set()  # nodes whose apply trigger is in place
+        self.warnings: list[str] = []
+
+    def prepare(self, timeout: float = 10.0) -> None:
+        """Create the heartbeat table on the writer; on MariaDB replicas that have received it within
+        ``timeout``, install the apply trigger (a replica that has not is noted in ``warnings``)."""
+        conn = self.connect(self.writer.node)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("CREATE DATABASE IF NOT EXISTS benchlib")
+                cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (seq BIGINT PRIMARY KEY, sent_at DOUBLE NOT NULL) "
+                            "ENGINE=InnoDB")
+        finally:
+            conn.close()
+        deadline = time.monotonic() + timeout
+        for node in sorted(self.trigger_on):
+            conn = self.connect(node)
+            try:
+                with conn.cursor() as cur:
+                    while True:  # the table arrives by replication
+                        cur.execute("SELECT COUNT(*) AS n FROM information_schema.TABLES "
+                                    "WHERE TABLE_SCHEMA='benchlib' AND TABLE_NAME='heartbeat'")
+                        if cur.fetchone()["n"] or time.monotonic() > deadline:
+                            break
+                        time.sleep(0.02)
+                    cur.execute("SELECT COUNT(*) AS n FROM information_schema.TABLES "
+                                "WHERE TABLE_SCHEMA='benchlib' AND TABLE_NAME='heartbeat'")
+                    if not cur.fetchone()["n"]:
+                        self.warnings.append(f"{node}: the heartbeat table had not replicated after {timeout:g} s "
+                                             "(replica stopped or far behind): no apply times on this node")
+                        continue
+                    # replica only, binary log off: no errant GTID; fired for replicated row events
+                    cur.execute("SET SESSION sql_log_bin = 0")
+                    cur.execute(f"CREATE TABLE IF NOT EXISTS {APPLY_TABLE} "
+                                "(seq BIGINT PRIMARY KEY, applied_at DOUBLE NOT NULL)")
+                    cur.execute(f"CREATE TRIGGER IF NOT EXISTS benchlib.heartbeat_applied AFTER INSERT ON {TABLE} "
+                                f"FOR EACH ROW INSERT INTO {APPLY_TABLE} VALUES (NEW.seq, UNIX_TIMESTAMP(SYSDATE(6)))")
+                    cur.execute("SET GLOBAL slave_run_triggers_for_rbr = 'YES'")
+                    self.triggers.add(node)
+            finally:
+                conn.close()
 
     @property
     def probes(self) -> list[Probe]:
@@ -211,7 +231,7 @@ class Heartbeat:
         if self.log.committed:
             first, last = min(self.log.committed), max(self.log.committed)
             for reader in self.readers:
-                if reader.apply_trigger:
+                if reader.node in self.triggers:
                     conn = self.connect(reader.node)
                     try:
                         with conn.cursor() as cur:

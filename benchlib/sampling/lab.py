@@ -44,8 +44,14 @@ class LabSampling:
     sampler: Sampler
 
     def start(self) -> "LabSampling":
+        for hb in self.heartbeats.values():
+            hb.prepare()
         self.sampler.start()
         return self
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for hb in self.heartbeats.values() for w in hb.warnings]
 
     def stop(self) -> None:
         self.sampler.stop()

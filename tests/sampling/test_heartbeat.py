@@ -21,6 +21,8 @@ def test_lag_truth_with_a_blocked_applier(async_lab):
     """async-3's SQL thread is stopped for 1.5 s: every heartbeat written meanwhile must show a lag of
     (restart time - its commit time), to within 20 ms; async-2 keeps a small lag throughout."""
     hb = Heartbeat(async_lab.connect, "async-1", ["async-2", "async-3"], trigger_on={"async-2", "async-3"})
+    hb.prepare()
+    assert hb.triggers == {"async-2", "async-3"} and not hb.warnings
     sampler = Sampler(hb.probes).start()
     try:
         time.sleep(0.6)
@@ -59,6 +61,7 @@ def test_lag_truth_with_a_blocked_applier(async_lab):
 def test_heartbeat_on_galera_has_no_trigger_and_small_lag(labs):
     lab = labs.up(example_spec("galera-3.toml", "t-hbg"))
     hb = Heartbeat(lab.connect, "galera-1", ["galera-2", "galera-3"])
+    hb.prepare()
     with Sampler(hb.probes) as sampler:
         time.sleep(1.2)
     df = hb.frame(sampler.t0)

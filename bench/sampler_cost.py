@@ -1,0 +1,122 @@
+"""Cost of sampling: sampler CPU on the 6-node demo lab, and sysbench TPS with sampling on vs off.
+
+1. Idle: the sampler's own CPU (exact, from /proc/self/task/*/schedstat) with every probe
+   running on the 6-node lab (async 1+2, Galera 3): heartbeats, cluster state, processes.
+2. Under load: sysbench oltp_read_write, 8 threads, on the async primary, after one
+   discarded warm-up run; runs with sampling of the loaded cluster (as a campaign samples
+   the cluster under test) on and off interleaved (on/off/off/on ...), TPS parsed from
+   sysbench's output.
+   Prints each run, the median TPS ratio on/off, and the sampler's CPU while loaded.
+Figures, not assertions. Run as root.
+
+    python bench/sampler_cost.py [--pairs 3] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
+    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])
+os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
+sys.path.insert(0, str(ROOT))
+
+from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.spec import LabSpec  # noqa: E402
+from benchlib.sampling.lab import for_lab  # noqa: E402
+from benchlib.sysbench.output import parse_text  # noqa: E402
+
+
+def exact_cpu() -> float:
+    total = 0
+    for f in glob.glob("/proc/self/task/*/schedstat"):
+        try:
+            total += int(Path(f).read_text().split()[0])
+        except OSError:
+            pass
+    return total / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--seconds", type=int, default=10)
+    args = ap.parse_args()
+    data = tomllib.loads((ROOT / "examples/labs/demo.toml").read_text())
+    data["name"] = "benchsamp"
+    lab = Lab.up(LabSpec.model_validate(data))
+    try:
+        cfg = Path(tempfile.mkdtemp()) / "sb.cfg"
+        node = lab.node("async-1")
+        fd = os.open(cfg, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"db-driver=mysql\nmysql-host={node.listen_host}\nmysql-port={node.port}\nmysql-user=bench\n"
+                    f"mysql-password={lab.creds.password('bench')}\nmysql-db=sbtest\n")
+        with lab.connect(node) as conn:
+            conn.cursor().execute("CREATE DATABASE IF NOT EXISTS sbtest")
+        common = ["--tables=4", "--table-size=10000"]
+        subprocess.run(["sysbench", f"--config-file={cfg}", "oltp_read_write", *common, "--threads=4", "prepare"],
+                       check=True, capture_output=True)
+
+        sampling = for_lab(lab).start()
+        time.sleep(1)
+        c0, t0 = exact_cpu(), time.monotonic()
+        time.sleep(8)
+        idle = 100 * (exact_cpu() - c0) / (time.monotonic() - t0)
+        sampling.stop()
+        print(f"sampler CPU, idle 6-node lab: {idle:.1f}% of one core")
+
+        run = ["sysbench", f"--config-file={cfg}", "oltp_read_write", *common, "--threads=8",
+               f"--time={args.seconds}", "--report-interval=1", "run"]
+        for _ in range(2):  # warm-up: the first runs after prepare are slower
+            subprocess.run(run, capture_output=True)
+        order = []
+        for k in range(args.pairs):
+            order += [True, False] if k % 2 == 0 else [False, True]
+        tps: dict[bool, list[float]] = {True: [], False: []}
+        loaded_cpu = []
+        for on in order:
+            s = for_lab(lab, ["async"]).start() if on else None
+            c0, t0 = exact_cpu(), time.monotonic()
+            out = subprocess.run(run, capture_output=True, text=True).stdout
+            if s:
+                loaded_cpu.append(100 * (exact_cpu() - c0) / (time.monotonic() - t0))
+                s.wait_caught_up(60)
+                s.stop()
+                lag = s.lag_frame()
+                behind = lag[lag.node.str.startswith("async")].lag_ms
+            r = parse_text(out, "sysbench")
+            tps[on].append(r.summary["tps"])
+            extra = (f", sampler CPU {loaded_cpu[-1]:.1f}%, async replica lag p50 {behind.median():.0f} ms "
+                     f"max {behind.max():.0f} ms") if on else ""
+            print(f"  sampling {'on ' if on else 'off'}: {r.summary['tps']:.1f} TPS{extra}")
+            with lab.connect("async-1") as conn:  # let replicas catch up before the next run
+                pos = conn.cursor()
+                pos.execute("SELECT @@GLOBAL.gtid_binlog_pos AS p")
+                target = pos.fetchone()["p"]
+            for r_node in ("async-2", "async-3"):
+                with lab.connect(r_node) as conn:
+                    cur = conn.cursor()
+                    cur.execute("SELECT MASTER_GTID_WAIT(%s, 120)", (target,))
+        ratios = [a / b for a, b in zip(tps[True], tps[False])]
+        print(f"TPS with sampling / without: median {statistics.median(ratios):.3f} "
+              f"(pairs: {', '.join(f'{x:.3f}' for x in ratios)}); "
+              f"medians {statistics.median(tps[True]):.1f} vs {statistics.median(tps[False]):.1f} TPS")
+        print(f"sampler CPU under load: median {statistics.median(loaded_cpu):.1f}% of one core")
+    finally:
+        lab.down()
+
+
+if __name__ == "__main__":
+    main()
