@@ -79,7 +79,7 @@ HISTOGRAM = Schema("histogram", {
 })
 
 LAG = Schema("lag", {
-    "node": Column("object", "the node the heartbeat was read on"),
+    "node": Column("str", "the node the heartbeat was read on"),
     "seq": Column("int64", "heartbeat sequence number"),
     "t_commit_s": Column("float64", "sampler clock when the heartbeat's commit returned on the write node, s"),
     "t_seen_s": Column("float64", "sampler clock of the first poll that saw it on this node, s"),
@@ -92,8 +92,8 @@ LAG = Schema("lag", {
 
 CLUSTER = Schema("cluster", {
     "t_s": Column("float64", "sampler clock, seconds"),
-    "node": Column("object", "node the value belongs to"),
-    "metric": Column("object", "what was read, e.g. trx_behind, wsrep_local_recv_queue, cpu_s"),
+    "node": Column("str", "node the value belongs to"),
+    "metric": Column("str", "what was read, e.g. trx_behind, wsrep_local_recv_queue, cpu_s"),
     "value": Column("float64", "the reading (counters raw, never differenced here)"),
     "counter": Column("bool", "a monotonic counter (rates come from differences) rather than a gauge"),
     "reset": Column("bool", "a counter lower than its previous reading: restarted, never to be differenced"),

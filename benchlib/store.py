@@ -1,0 +1,200 @@
+"""The run store: one immutable, self-describing folder per run.
+
+    runs/<campaign>/<run_id>/
+        manifest.json        format version, status (ok | failed), reason, UTC start/end,
+                             the run's parameters, environment facts (no secrets)
+        raw/                 sysbench output and other raw text, as written
+        <frame>.parquet      tidy frames named in ``benchlib.schema`` (intervals, lag, cluster, histogram)
+
+A run is written under a temporary name (``.tmp-<run_id>-<pid>``) and renamed into
+place only when finished: a reader never sees half a run, and an interrupted run
+leaves only a temporary folder that readers ignore. A run folder is never
+overwritten. A failed run is kept, marked, with the frames it had. Frames are
+validated against their schema when written and when read. Secrets given to the
+writer are refused wherever they would be saved.
+
+``load_campaign(path)`` returns the frames of every run of a campaign, concatenated,
+each row tagged with its ``run_id`` and the run's parameters (a parameter named like
+one of the frame's own columns, e.g. ``threads``, is added as ``param_threads``).
+
+Analysis code: imports nothing from the lab or the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+
+from benchlib.errors import BenchlibError
+from benchlib.schema import CLUSTER, FORMAT_VERSION, HISTOGRAM, INTERVALS, LAG, Schema
+
+FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM}
+#: format version -> function upgrading a manifest dict of that version to the next one
+UPGRADERS: dict[int, Callable[[dict], dict]] = {}
+TMP_PREFIX = ".tmp-"
+
+
+class StoreError(BenchlibError):
+    """A run folder that cannot be written (exists, holds a secret) or read (damaged, unknown format)."""
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+
+
+class RunWriter:
+    """Write one run atomically: ``raw()``, ``frame()``, then ``finish()`` (or ``fail()``)."""
+
+    def __init__(self, campaign_dir: str | Path, run_id: str, params: dict[str, Any], *,
+                 secrets: Iterable[str] = ()):
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise StoreError(f"run id {run_id!r} is not a plain folder name")
+        self.campaign = Path(campaign_dir)
+        self.final = self.campaign / run_id
+        if self.final.exists():
+            raise StoreError(f"run {self.final} already exists: runs are never overwritten",
+                             hint="use another run id, or remove the campaign folder to start over")
+        self.run_id, self.params = run_id, params
+        self.secrets = [s for s in secrets if s]
+        self.tmp = self.campaign / f"{TMP_PREFIX}{run_id}-{os.getpid()}"
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        (self.tmp / "raw").mkdir(parents=True)
+        self.started = time.time()
+        self.frames: list[str] = []
+
+    def _check(self, text: str, where: str) -> None:
+        for secret in self.secrets:
+            if secret in text:
+                raise StoreError(f"refusing to save a secret into {where} of run {self.run_id}",
+                                 hint="pass credentials by environment-variable name; redact before saving")
+
+    def raw(self, name: str, text: str) -> None:
+        self._check(text, f"raw/{name}")
+        (self.tmp / "raw" / name).write_text(text)
+
+    def frame(self, kind: str, df: pd.DataFrame) -> None:
+        if kind not in FRAMES:
+            raise StoreError(f"unknown frame {kind!r}", hint=f"frames: {', '.join(FRAMES)}")
+        df = FRAMES[kind].validate(df, f"run {self.run_id}")
+        self._check(df.to_csv(index=False), f"{kind}.parquet")
+        df.to_parquet(self.tmp / f"{kind}.parquet", index=False)
+        self.frames.append(kind)
+
+    def _close(self, status: str, reason: str | None, extra: dict[str, Any]) -> Path:
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "run_id": self.run_id,
+            "status": status,
+            "reason": reason,
+            "started_utc": _utc(self.started),
+            "ended_utc": _utc(time.time()),
+            "params": self.params,
+            "frames": sorted(self.frames),
+            **extra,
+        }
+        text = json.dumps(manifest, indent=2, sort_keys=True, default=str)
+        self._check(text, "manifest.json")
+        (self.tmp / "manifest.json").write_text(text)
+        if self.final.exists():
+            raise StoreError(f"run {self.final} appeared while this one was written: not overwriting it")
+        os.rename(self.tmp, self.final)  # atomic: the run appears whole or not at all
+        return self.final
+
+    def finish(self, **extra: Any) -> Path:
+        return self._close("ok", None, extra)
+
+    def fail(self, reason: str, **extra: Any) -> Path:
+        """Keep a failed run, marked, with whatever frames were written."""
+        return self._close("failed", reason, extra)
+
+    def abandon(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@dataclass
+class Run:
+    path: Path
+    manifest: dict[str, Any]
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def ok(self) -> bool:
+        return self.manifest["status"] == "ok"
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise StoreError(f"{run_dir} is not a run folder (no manifest.json)") from None
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"{path} is damaged: {exc}") from None
+    version = manifest.get("format_version")
+    while version != FORMAT_VERSION:
+        if version not in UPGRADERS:
+            raise StoreError(f"{path}: run format {version!r} cannot be read by this benchlib "
+                             f"(it reads format {FORMAT_VERSION})", hint="upgrade benchlib")
+        manifest = UPGRADERS[version](manifest)
+        version = manifest["format_version"]
+    return manifest
+
+
+def read_run(run_dir: str | Path) -> Run:
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    frames = {}
+    for kind in manifest.get("frames", []):
+        df = pd.read_parquet(run_dir / f"{kind}.parquet")
+        frames[kind] = FRAMES[kind].validate(df, str(run_dir / f"{kind}.parquet"))
+    return Run(run_dir, manifest, frames)
+
+
+def list_runs(campaign_dir: str | Path) -> list[Path]:
+    """Finished run folders of a campaign (temporary folders of interrupted runs are skipped)."""
+    root = Path(campaign_dir)
+    if not root.is_dir():
+        raise StoreError(f"no campaign folder at {root}")
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "manifest.json").exists())
+
+
+def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def load_campaign(path: str | Path, *, failed: bool = False) -> dict[str, pd.DataFrame]:
+    """Every frame of every (ok, or also failed) run of a campaign, tagged with ``run_id`` and the
+    run's parameters; plus ``runs``: one row per run (status, reason, times, parameters)."""
+    runs = [read_run(p) for p in list_runs(path)]
+    rows = []
+    out: dict[str, list[pd.DataFrame]] = {k: [] for k in FRAMES}
+    for run in runs:
+        params = _flat(run.manifest.get("params", {}))
+        rows.append({"run_id": run.run_id, "status": run.manifest["status"], "reason": run.manifest.get("reason"),
+                     "started_utc": run.manifest["started_utc"], "ended_utc": run.manifest["ended_utc"], **params})
+        if not run.ok and not failed:
+            continue
+        for kind, df in run.frames.items():
+            tags = {(f"param_{k}" if k in df.columns else k): v for k, v in params.items()}
+            out[kind].append(df.assign(run_id=run.run_id, **tags))
+    result = {k: pd.concat(v, ignore_index=True) if v else FRAMES[k].empty().assign(run_id=pd.Series(dtype="str"))
+              for k, v in out.items()}
+    result["runs"] = pd.DataFrame(rows)
+    return result
