@@ -1,0 +1,91 @@
+"""One measured sysbench run on a real lab: frames, catch-up, no secrets saved, watchdog, faults."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import pytest
+
+from benchlib.campaign.sysbench_run import RunError, SysbenchOptions, execute_run, prepare_dataset
+from benchlib.store import RunWriter, read_run
+from tests.conftest import example_spec
+
+OPTS = SysbenchOptions(workload="oltp_read_write", tables=2, table_size=2000, threads=4, time_s=4)
+
+
+@pytest.fixture(scope="module")
+def lab(labs):
+    return labs.up(example_spec("async-1p2r.toml", "t-run"))
+
+
+def writer(lab, tmp_path, run_id):
+    return RunWriter(tmp_path, run_id, {"workload": OPTS.workload}, secrets=list(lab.creds.passwords.values()))
+
+
+def test_a_run_end_to_end(lab, tmp_path):
+    seen = []
+    run = read_run(execute_run(lab, "async", OPTS, writer(lab, tmp_path, "r1"), on_interval=seen.append))
+    m = run.manifest
+    assert m["status"] == "ok" and m["catch_up_s"] is not None
+    assert len(seen) == 4 and [iv.t_s for iv in seen] == [1.0, 2.0, 3.0, 4.0]  # parsed live
+    assert len(run.frames["intervals"]) == 4 and run.frames["histogram"]["count"].sum() == m["summary"]["events"]
+    lag = run.frames["lag"]
+    assert set(lag.node) == {"async-2", "async-3"} and lag.lag_ms.notna().mean() > 0.9
+    assert {"trx_behind", "cpu_s", "rss_mib", "gtid_seq"} <= set(run.frames["cluster"].metric)
+    assert m["server_variables"]["async-1"]["sync_binlog"] == "1"
+    assert m["sysbench"]["threads"] == 4 and m["lab"]["topology"] == "async"
+    # no password anywhere in the run folder, nor on sysbench's command line
+    blob = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
+    assert not any(pw.encode() in blob for pw in lab.creds.passwords.values())
+
+
+def test_dataset_is_prepared_once_per_shape(lab):
+    assert prepare_dataset(lab, "async-1", OPTS) is False  # prepared by the first run
+    with lab.connect("async-1") as conn, conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) AS n FROM sbtest.sbtest2")
+        assert cur.fetchone()["n"] == 2000
+
+
+def test_a_hung_cluster_is_killed_by_the_watchdog(lab, tmp_path):
+    """A global read lock on the primary once the load runs: commits stop, sysbench keeps printing 0 TPS."""
+    conn = lab.connect("async-1")
+    timers = []
+
+    def lock_at_one_second(iv):
+        if iv.t_s == 1.0:
+            with conn.cursor() as cur:
+                cur.execute("FLUSH TABLES WITH READ LOCK")
+            timers.append(threading.Timer(5.0, conn.close))  # the lock goes with its session
+            timers[0].start()
+
+    t0 = time.monotonic()
+    try:
+        run = read_run(execute_run(lab, "async", SysbenchOptions(**{**OPTS.__dict__, "time_s": 30}),
+                                   writer(lab, tmp_path, "hung"), stall_s=2, on_interval=lock_at_one_second))
+    finally:
+        for t in timers:
+            t.join()
+    assert run.manifest["status"] == "failed"
+    assert run.manifest["reason"].startswith("HUNG: no transaction completed for 2 s")
+    assert time.monotonic() - t0 < 20
+    assert (run.path / "raw" / "sysbench.txt").exists()
+
+
+def test_sysbench_dying_mid_run_marks_the_run_failed(lab, tmp_path):
+    def kill_soon(iv):
+        if iv.t_s == 2.0:
+            subprocess.run(["pkill", "-9", "-f", "sysbench-async-1.cfg oltp_read_write"], check=False)
+
+    run = read_run(execute_run(lab, "async", SysbenchOptions(**{**OPTS.__dict__, "time_s": 20}),
+                               writer(lab, tmp_path, "died"), on_interval=kill_soon))
+    assert run.manifest["status"] == "failed" and "sysbench exited with -9" in run.manifest["reason"]
+    assert "cluster" in run.frames  # what was sampled is kept
+
+
+def test_bad_options():
+    with pytest.raises(RunError, match="unknown workload 'oltp_magic'"):
+        SysbenchOptions(workload="oltp_magic")
+    with pytest.raises(RunError, match="threads must be at least 1"):
+        SysbenchOptions(threads=0)
