@@ -288,9 +288,13 @@ class Lab:
         another, each once the previous one listens, so no node dials a peer that is not there yet."""
         pids = {}
         try:
-            for node in sorted(nodes, key=lambda n: self.topology(n.cluster).group_port(n) is not None):
+            ordered = sorted(nodes, key=lambda n: self.topology(n.cluster).group_port(n) is not None)
+            with ThreadPoolExecutor(max_workers=max(1, len(ordered))) as pool:  # e.g. wsrep-recover, in parallel
+                args = dict(zip([n.name for n in ordered], pool.map(
+                    lambda n: self.topology(n.cluster).start_args(n, self.record.run_as), ordered)))
+            for node in ordered:
                 topo = self.topology(node.cluster)
-                pids[node.name] = nodeops.start(node, self.record.run_as)
+                pids[node.name] = nodeops.start(node, self.record.run_as, *args[node.name])
                 port = topo.group_port(node)
                 if port is not None:
                     nodeops.wait_listening(node, pids[node.name], node.listen_host, port)

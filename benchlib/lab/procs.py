@@ -93,12 +93,20 @@ def signal_if_ours(pid: int, marker: str, sig: int = signal.SIGTERM) -> bool:
     return True
 
 
+def has_exited(pid: int) -> bool:
+    """True once ``pid`` has really exited (gone or a zombie): its ports and files are released.
+    Stricter than ``not is_running``, which already says False while a SIGKILL is on its way."""
+    reap(pid)
+    info = proc_info(pid)
+    return info is None or not info.running
+
+
 def wait_gone(pids: list[int], timeout: float) -> list[int]:
-    """Wait until none of ``pids`` runs; return those still running at the timeout."""
+    """Wait until every one of ``pids`` has exited; return those still there at the timeout."""
     deadline = time.monotonic() + timeout
     left = list(pids)
     while left and time.monotonic() < deadline:
-        left = [p for p in left if is_running(p)]
+        left = [p for p in left if not has_exited(p)]
         if left:
             time.sleep(0.02)
     return left

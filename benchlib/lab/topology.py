@@ -102,6 +102,10 @@ class Topology:
         """The port a node's peers dial to form the group (None: nodes start independently)."""
         return None
 
+    def start_args(self, node: NodePlan, run_as: str | None) -> tuple[str, ...]:
+        """Extra mariadbd arguments for (re)starting ``node`` now."""
+        return ()
+
     def form(self, timeout: float) -> None:
         """Wire freshly started nodes together and wait until the cluster is ready."""
         self.wait_ready(timeout)
@@ -361,6 +365,15 @@ class Galera(Topology):
     def group_port(self, node):
         return node.galera_port
 
+    def start_args(self, node, run_as):
+        """A node that crashed (grastate seqno -1) starts from the position InnoDB recovers, as
+        MariaDB's own galera_recovery does: without it every restarted node has an undefined
+        position, and one that had not applied the last write-sets rejoins without IST."""
+        grastate = node.datadir / "grastate.dat"
+        if not grastate.exists() or "seqno:   -1" not in grastate.read_text():
+            return ()
+        return (f"--wsrep_start_position={recover_position(node, run_as)}",)
+
     def prepare(self) -> None:
         from benchlib.lab.seed import write_gvwstate
 
@@ -420,6 +433,23 @@ class Galera(Topology):
             self._set_global(nodes, "wsrep_slave_threads", value)
         else:
             super().apply_setting(key, value, nodes)
+
+
+def recover_position(node: NodePlan, run_as: str | None) -> str:
+    """``uuid:seqno`` of the last transaction a stopped Galera node committed (mariadbd --wsrep-recover)."""
+    import subprocess
+
+    log = node.dir / "wsrep-recover.log"
+    log.unlink(missing_ok=True)
+    cmd = ["mariadbd", node.marker, *([f"--user={run_as}"] if run_as else []), "--wsrep-recover",
+           f"--log-error={log}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    text = log.read_text(errors="replace") if log.exists() else res.stderr
+    for line in text.splitlines():
+        if "WSREP: Recovered position:" in line:
+            return line.rsplit("Recovered position:", 1)[1].strip()
+    raise ReplicationError(f"{node.name}: mariadbd --wsrep-recover found no position",
+                           detail="\n".join("    " + line for line in text.splitlines()[-8:]))
 
 
 def provider_option(options: str, name: str) -> str | None:
