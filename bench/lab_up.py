@@ -20,12 +20,10 @@ import time
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
-    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])  # `python bench/lab_up.py` runs in the project's venv
-os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import enter  # noqa: E402
+
+ROOT = enter()
 
 from benchlib.lab.lab import Lab, cleanup  # noqa: E402
 from benchlib.lab.layout import lab_root  # noqa: E402

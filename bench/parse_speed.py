@@ -10,17 +10,15 @@ runner does). Prints the median of 5 repeats. Figures, not assertions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
-    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import enter  # noqa: E402
+
+ROOT = enter()
 
 from benchlib.sysbench.output import LineParser, parse_text  # noqa: E402
 

@@ -11,19 +11,16 @@ heartbeat and sampler set-up, stopping, writing the run folder). Medians at the 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
-    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])
-os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import enter  # noqa: E402
+
+ROOT = enter()
 
 from benchlib.campaign.sysbench_run import SysbenchOptions, execute_run, prepare_dataset  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402

@@ -16,22 +16,19 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
-    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])
-os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import enter  # noqa: E402
 
+ROOT = enter()
+
+from benchlib.campaign.sysbench_run import SysbenchOptions, config_file, prepare_dataset  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
 from benchlib.sampling.lab import for_lab  # noqa: E402
@@ -57,17 +54,9 @@ def main() -> None:
     data["name"] = "benchsamp"
     lab = Lab.up(LabSpec.model_validate(data))
     try:
-        cfg = Path(tempfile.mkdtemp()) / "sb.cfg"
-        node = lab.node("async-1")
-        fd = os.open(cfg, os.O_WRONLY | os.O_CREAT, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"db-driver=mysql\nmysql-host={node.listen_host}\nmysql-port={node.port}\nmysql-user=bench\n"
-                    f"mysql-password={lab.creds.password('bench')}\nmysql-db=sbtest\n")
-        with lab.connect(node) as conn:
-            conn.cursor().execute("CREATE DATABASE IF NOT EXISTS sbtest")
-        common = ["--tables=4", "--table-size=10000"]
-        subprocess.run(["sysbench", f"--config-file={cfg}", "oltp_read_write", *common, "--threads=4", "prepare"],
-                       check=True, capture_output=True)
+        opts = SysbenchOptions(workload="oltp_read_write", tables=4, table_size=10000, threads=8, time_s=args.seconds)
+        prepare_dataset(lab, "async-1", opts)
+        cfg = config_file(lab, "async-1")
 
         sampling = for_lab(lab).start()
         time.sleep(1)
@@ -77,8 +66,7 @@ def main() -> None:
         sampling.stop()
         print(f"sampler CPU, idle 6-node lab: {idle:.1f}% of one core")
 
-        run = ["sysbench", f"--config-file={cfg}", "oltp_read_write", *common, "--threads=8",
-               f"--time={args.seconds}", "--report-interval=1", "run"]
+        run = ["sysbench", f"--config-file={cfg}", opts.workload, *opts.run_args(), "run"]
         for _ in range(2):  # warm-up: the first runs after prepare are slower
             subprocess.run(run, capture_output=True)
         order = []

@@ -21,12 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
-    os.execv(VENV_PYTHON, [str(VENV_PYTHON), *sys.argv])
-os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import enter  # noqa: E402
+
+ROOT = enter()
 
 from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.spec import parse_spec  # noqa: E402
