@@ -1,0 +1,159 @@
+"""Campaign specs (TOML) and the run plan they expand to.
+
+    name = "quick"
+    lab = "../labs/demo.toml"          # relative to this file
+    seed = 1
+    repetitions = 2
+
+    [load]
+    workloads = ["oltp_read_write"]
+    threads = [1, 8]
+    time_s = 10
+    tables = 4
+    table_size = 10000
+    rates = []                          # open loop: target TPS values (empty: closed loop)
+
+    [matrix]                            # runtime settings swept on a running lab
+    clusters = ["async", "galera"]      # clusters of the lab to measure (default: all)
+    durability = ["durable", "relaxed"]
+    fc_limit = [16, 256]                # applies to Galera clusters only
+    parallel_threads = [0, 4]           # applies to async / semi-sync clusters only
+
+A setting applies to the clusters whose topology has it; every configuration is
+(cluster, settings, workload, threads, rate). Runs are configurations x repetitions
+in a seeded random order, each repetition round shuffled anew, and never the same
+configuration twice in a row. Run ids are stable (index, configuration hash,
+repetition), so a rerun of the campaign can skip the runs it already has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from benchlib.campaign.sysbench_run import BUNDLED, SysbenchOptions
+from benchlib.errors import SpecError
+from benchlib.lab.spec import LabSpec, _format_validation, load_spec
+from benchlib.lab.topology import REGISTRY
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Load(_Strict):
+    workloads: list[str] = Field(default=["oltp_read_write"], min_length=1)
+    threads: list[int] = Field(default=[8], min_length=1)
+    time_s: int = Field(default=30, ge=1, le=86_400)
+    tables: int = Field(default=4, ge=1, le=1000)
+    table_size: int = Field(default=10_000, ge=1)
+    rates: list[int] = Field(default_factory=list)
+    percentile: int = Field(default=95, ge=1, le=100)
+
+    @field_validator("workloads")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        bad = [w for w in v if w not in BUNDLED]
+        if bad:
+            raise ValueError(f"unknown workloads {bad}; known: {', '.join(sorted(BUNDLED))}")
+        return v
+
+    @field_validator("threads", "rates")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(x < 1 for x in v):
+            raise ValueError("values must be at least 1")
+        return v
+
+
+class CampaignSpec(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    lab: str
+    seed: int = 1
+    repetitions: int = Field(default=3, ge=1, le=100)
+    load: Load = Field(default_factory=Load)
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    index: int
+    run_id: str
+    cluster: str
+    topology: str
+    settings: dict[str, Any]
+    options: SysbenchOptions
+    repetition: int
+    config_key: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """What the run store records as this run's parameters (and load_campaign joins on)."""
+        return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
+                "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
+                "config": self.config_key, **self.settings}
+
+
+def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, LabSpec]:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"campaign spec not found: {p}", hint="e.g. examples/campaigns/quick.toml") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{p}: not valid TOML: {exc}") from None
+    try:
+        spec = CampaignSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"{p}: invalid campaign spec ({exc.error_count()} problems)",
+                        detail=_format_validation(exc, str(p))) from None
+    lab = load_spec((p.parent / spec.lab) if not Path(spec.lab).is_absolute() else spec.lab)
+    return spec, lab
+
+
+def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[PlannedRun]:
+    """Every run of the campaign, in the order to run them."""
+    matrix = dict(spec.matrix)
+    clusters = matrix.pop("clusters", list(lab.clusters))
+    unknown = [c for c in clusters if c not in lab.clusters]
+    if unknown:
+        raise SpecError(f"{source}: matrix.clusters names {unknown}, not clusters of lab {lab.name}",
+                        hint=f"clusters: {', '.join(lab.clusters)}")
+    used = set()
+    configs = []
+    for cluster in clusters:
+        topology = lab.clusters[cluster].topology
+        cls = REGISTRY[topology]
+        dims = {k: [cls.parse_setting(k, v) for v in values] for k, values in matrix.items() if k in cls.SETTINGS}
+        used |= set(dims)
+        loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])
+        for (workload, threads, rate), combo in itertools.product(loads, itertools.product(*dims.values())):
+            settings = dict(zip(dims, combo))
+            opts = SysbenchOptions(workload=workload, tables=spec.load.tables, table_size=spec.load.table_size,
+                                   threads=threads, time_s=spec.load.time_s, rate=rate,
+                                   percentile=spec.load.percentile)
+            key = hashlib.sha1(json.dumps([cluster, settings, workload, threads, rate], sort_keys=True,
+                                          default=str).encode()).hexdigest()[:8]
+            configs.append((cluster, topology, settings, opts, key))
+    unused = sorted(set(matrix) - used)
+    if unused:
+        raise SpecError(f"{source}: matrix settings {unused} apply to none of the clusters {clusters}",
+                        hint="remove them, or add a cluster whose topology has them")
+    rng = random.Random(spec.seed)
+    order = []
+    for rep in range(1, spec.repetitions + 1):
+        block = list(configs)
+        rng.shuffle(block)
+        if order and len(block) > 1 and block[0][4] == order[-1][1][4]:
+            block[0], block[1] = block[1], block[0]  # never the same configuration twice in a row
+        order += [(rep, c) for c in block]
+    return [PlannedRun(i, f"{i:04d}-{c[0]}-{c[3].workload}-t{c[3].threads}-{c[4]}-r{rep}", c[0], c[1], c[2], c[3],
+                       rep, c[4]) for i, (rep, c) in enumerate(order, start=1)]
