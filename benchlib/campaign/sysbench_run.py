@@ -14,7 +14,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -22,7 +22,7 @@ from benchlib.errors import BenchlibError
 from benchlib.lab import sql
 from benchlib.sampling.lab import for_lab
 from benchlib.store import RunWriter
-from benchlib.sysbench.output import Interval, LineParser, SysbenchParseError
+from benchlib.sysbench.output import Interval, LineParser, SysbenchParseError, SysbenchResult
 
 if TYPE_CHECKING:
     from benchlib.lab.lab import Lab
@@ -108,7 +108,7 @@ class LoadResult:
     reason: str | None
     output: str
     returncode: int | None
-    intervals: list[Interval] = field(default_factory=list)
+    result: SysbenchResult | None = None  # what the live parser read (partial when the run failed)
 
 
 def run_sysbench(argv: list[str], *, on_interval: Callable[[Interval], None] | None = None,
@@ -158,14 +158,15 @@ def run_sysbench(argv: list[str], *, on_interval: Callable[[Interval], None] | N
     rc = proc.wait()
     dog.join(timeout=1)
     output = "".join(lines)
+    result = None if parse_error else parser.finish(ended_with_newline=output.endswith("\n") or not output)
     if state["hung"]:
-        return LoadResult("hung", state["hung"], output, rc, parser.intervals)
+        return LoadResult("hung", state["hung"], output, rc, result)
     if parse_error:
-        return LoadResult("failed", str(parse_error), output, rc, parser.intervals)
+        return LoadResult("failed", str(parse_error), output, rc, None)
     if rc != 0:
-        fatal = "; ".join(parser.result.fatal) or f"sysbench exited with {rc}"
-        return LoadResult("failed", fatal, output, rc, parser.intervals)
-    return LoadResult("ok", None, output, rc, parser.intervals)
+        fatal = "; ".join(result.fatal) or f"sysbench exited with {rc}"
+        return LoadResult("failed", fatal, output, rc, result)
+    return LoadResult("ok", None, output, rc, result)
 
 
 SERVER_VARIABLES = ["version", "sync_binlog", "innodb_flush_log_at_trx_commit", "innodb_buffer_pool_size",
@@ -177,8 +178,6 @@ SERVER_VARIABLES = ["version", "sync_binlog", "innodb_flush_log_at_trx_commit", 
 def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, *, catch_up_timeout: float = 120,
                 stall_s: float = 10.0, on_interval: Callable[[Interval], None] | None = None) -> Path:
     """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder."""
-    from benchlib.sysbench.output import parse_text
-
     nodes = [n.name for n in lab.layout.cluster_nodes(cluster)]
     write_node = nodes[0]
     prepare_dataset(lab, write_node, opts)
@@ -191,13 +190,13 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     load_t0 = sampling.sampler.now()
     try:
         argv = ["sysbench", f"--config-file={config_file(lab, write_node)}", opts.workload, *opts.run_args(), "run"]
-        load = run_sysbench(argv, on_interval=on_interval, stall_s=stall_s, source=f"{writer.run_id}/sysbench.txt")
+        load = run_sysbench(argv, on_interval=on_interval, stall_s=stall_s, source=f"{writer.run_id}/raw/sysbench.txt")
         load_end = sampling.sampler.now()
         catch_up = sampling.wait_caught_up(catch_up_timeout) if load.status == "ok" else None
     finally:
         sampling.stop()
     writer.raw("sysbench.txt", load.output)
-    result = parse_text(load.output, f"{writer.run_id}/raw/sysbench.txt") if load.status == "ok" else None
+    result = load.result  # parsed live as the lines arrived; partial frames are kept for failed runs
     if result is not None:
         writer.frame("intervals", result.intervals)
         writer.frame("histogram", result.histogram)
@@ -215,7 +214,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         "sampler": {"errors": [f"{n}: {e}" for n, _, e in sampling.sampler.errors],
                     "skipped_ticks": sampling.sampler.skipped, "warnings": sampling.warnings},
     }
-    if result is not None:
+    if result is not None and result.summary:
         extra["summary"] = result.summary
     if load.status != "ok":
         return writer.fail(f"{load.status.upper()}: {load.reason}", **extra)

@@ -112,7 +112,6 @@ class HeartbeatReader(Probe):
         self.connect, self.node, self.log, self.clock = connect, node, log, clock
         self.last = None
         self.prev_poll = np.nan
-        self.sampler_clock = None
         log.seen[node] = {}
 
     def bind_wake(self, wake) -> None:

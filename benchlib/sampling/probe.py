@@ -57,6 +57,7 @@ class Sampler:
             lanes[p.lane or f"own:{p.name}:{id(p)}"].append(p)
         self.lanes = dict(lanes)
         self._ready = threading.Barrier(len(self.lanes) + 1)
+        self._wakes: list[threading.Event] = []
         self.errors: list[tuple[str, float, BaseException]] = []
         self.skipped: dict[str, int] = {p.name: 0 for p in probes}
 
@@ -77,6 +78,7 @@ class Sampler:
 
     def _run(self, probes: list[Probe]) -> None:
         wake = threading.Event()
+        self._wakes.append(wake)  # stop() wakes the lane at once
         ready = []
         for p in probes:
             try:
@@ -88,21 +90,25 @@ class Sampler:
         self._ready.wait()
         start = self.now()
         due: dict[int, float | None] = {i: start + p.offset_s for i, p in enumerate(ready)}
+
+        def rearm() -> None:  # woken: probes that were idle say when they want to run now
+            wake.clear()
+            for j, d in due.items():
+                if d is None:
+                    due[j] = ready[j].next_due(self.now(), self.now())
+
         try:
             while due and not self._stop.is_set():
                 pending = {i: d for i, d in due.items() if d is not None}
                 if not pending:
                     wake.wait(0.5)  # until another probe wakes us (or a periodic re-check)
-                    wake.clear()
-                    due = {i: ready[i].next_due(self.now(), self.now()) if d is None else d for i, d in due.items()}
+                    rearm()
                     continue
                 i = min(pending, key=pending.get)
                 wait = pending[i] - self.now()
-                if wait > 0:
-                    if wake.wait(wait):
-                        wake.clear()
-                        due = {j: ready[j].next_due(self.now(), self.now()) if d is None else d for j, d in due.items()}
-                        continue
+                if wait > 0 and wake.wait(wait):
+                    rearm()
+                    continue
                 if self._stop.is_set():
                     break
                 p = ready[i]
@@ -128,6 +134,8 @@ class Sampler:
 
     def stop(self) -> None:
         self._stop.set()
+        for wake in self._wakes:
+            wake.set()
         for th in self._threads:
             th.join(timeout=10)
 

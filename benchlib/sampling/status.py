@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import pandas as pd
@@ -191,8 +192,8 @@ class ProcessProbe(Probe):
     def sample(self, t: float) -> None:
         for node, pid in self.pids.items():
             try:
-                stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-                rss_pages = int(open(f"/proc/{pid}/statm").read().split()[1])
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
             except (FileNotFoundError, ProcessLookupError):
                 continue  # the node is down: no reading, not a zero
             now = self.clock()

@@ -71,6 +71,7 @@ def test_a_hung_cluster_is_killed_by_the_watchdog(lab, tmp_path):
     assert run.manifest["reason"].startswith("HUNG: no transaction completed for 2 s")
     assert time.monotonic() - t0 < 20
     assert (run.path / "raw" / "sysbench.txt").exists()
+    assert (run.frames["intervals"].tps == 0).sum() >= 2  # the stalled seconds are in the partial frame
 
 
 def test_sysbench_dying_mid_run_marks_the_run_failed(lab, tmp_path):
@@ -82,6 +83,7 @@ def test_sysbench_dying_mid_run_marks_the_run_failed(lab, tmp_path):
                                writer(lab, tmp_path, "died"), on_interval=kill_soon))
     assert run.manifest["status"] == "failed" and "sysbench exited with -9" in run.manifest["reason"]
     assert "cluster" in run.frames  # what was sampled is kept
+    assert len(run.frames["intervals"]) >= 2  # and the seconds sysbench reported before it died
 
 
 def test_bad_options():
