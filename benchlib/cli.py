@@ -21,7 +21,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 lab_app = typer.Typer(no_args_is_help=True, help="Bring up, inspect, tune, heal and tear down local labs.")
 app.add_typer(lab_app, name="lab")
 
-DEMO_SPEC = Path("examples/labs/demo.toml")
+DEMO_CAMPAIGN = Path("examples/campaigns/quick.toml")
 
 
 def _err(text: str) -> None:
@@ -177,23 +177,71 @@ def lab_cleanup(all_labs: bool = typer.Option(False, "--all", help="also take do
 
 
 @app.command()
-def demo(spec: Path = typer.Option(DEMO_SPEC, help="lab spec to demonstrate"),
+def run(spec: Path = typer.Argument(..., help="campaign spec (TOML), e.g. examples/campaigns/quick.toml"),
+        runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="campaigns are stored in RUNS_DIR/<name>/"),
+        failed: str = typer.Option("spec", help="redo | keep the failed runs of an earlier start "
+                                                "(spec: the campaign spec's policy)"),
+        keep_lab: bool = typer.Option(False, help="leave a lab the campaign brought up running"),
+        notebook: bool = typer.Option(True, "--notebook/--no-notebook",
+                                      help="execute notebooks/campaign.ipynb through papermill and keep the executed "
+                                           "copy in the campaign folder (default), or run in this process")) -> None:
+    """Run a campaign (or resume it: stored runs are skipped) and print what it stored."""
+    code = _run_campaign(spec, runs_dir, failed=failed, keep_lab=keep_lab, notebook=notebook)
+    if code:
+        raise typer.Exit(code)
+
+
+def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab: bool = False,
+                  notebook: bool = True) -> int:
+    from benchlib.campaign.runner import CampaignParameters, CampaignResult, campaign_dir, run_campaign
+    from benchlib.campaign.spec import load_campaign_spec, plan
+
+    params = CampaignParameters.check(spec=str(spec.resolve()), runs_dir=str(runs_dir.resolve()), failed=failed,
+                                      keep_lab=keep_lab, progress="text")
+    campaign, lab_spec = load_campaign_spec(params.spec)  # bad input fails here, before any kernel starts
+    runs = plan(campaign, lab_spec, str(spec))
+    folder = campaign_dir(campaign, params.runs_dir)
+    typer.echo(f"campaign {campaign.name}: {len(runs)} runs on lab {lab_spec.name} -> {folder}")
+    if notebook:
+        from benchlib.notebooks import execute, output_path
+
+        out = output_path(folder / "notebooks", "campaign")
+        typer.echo(f"executing notebooks/campaign.ipynb (executed copy: {out})")
+        execute("campaign", out, params.model_dump())
+    else:
+        run_campaign(**params.model_dump())
+    counts = CampaignResult(folder, runs).counts
+    typer.echo(f"campaign {campaign.name}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+               + f"; load the runs with benchlib.load_campaign({str(folder)!r})")
+    return 1 if counts.get("failed") else 0
+
+
+@app.command()
+def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its lab"),
+         runs_dir: Path = typer.Option(Path("runs/demo"), "--runs-dir",
+                                       help="each demo stores a new campaign folder under RUNS_DIR/<UTC time>/"),
          keep: bool = typer.Option(False, help="leave the lab up afterwards")) -> None:
-    """The main job: bring up the demo lab, print its status, tear it down."""
+    """The main job: bring up the demo lab, check it, run the quick campaign through its notebook, tear down."""
+    import time
+
+    from benchlib.campaign.spec import load_campaign_spec
+    from benchlib.lab.check import check, format_check
     from benchlib.lab.lab import Lab
 
-    typer.echo(f"bringing up {spec} ...")
-    lab = Lab.up(spec, progress=_progress)
+    _, lab_spec = load_campaign_spec(spec)
+    typer.echo(f"bringing up lab {lab_spec.name} ...")
+    lab = Lab.up(lab_spec, progress=_progress)
     try:
         _print_status(lab)
-        from benchlib.lab.check import check, format_check
-
         for line in format_check(check(lab)):
             typer.echo(line)
+        code = _run_campaign(spec, runs_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     finally:
         if not keep:
             lab.down()
             typer.echo(f"lab {lab.name} is down")
+    if code:
+        raise typer.Exit(code)
 
 
 def _print_status(lab) -> None:

@@ -12,12 +12,18 @@
     tables = 4
     table_size = 10000
     rates = []                          # open loop: target TPS values (empty: closed loop)
+    warmup_s = 0                        # unmeasured load before each run's measured window
+    rows_per_trx = 50                   # insert_batch: single-row INSERTs per transaction
 
     [matrix]                            # runtime settings swept on a running lab
     clusters = ["async", "galera"]      # clusters of the lab to measure (default: all)
     durability = ["durable", "relaxed"]
     fc_limit = [16, 256]                # applies to Galera clusters only
     parallel_threads = [0, 4]           # applies to async / semi-sync clusters only
+
+Top-level run policy: ``failed = "redo" | "keep"`` (what a rerun does with failed runs),
+``stall_s`` (the watchdog: seconds without progress before a run is HUNG),
+``catch_up_timeout_s`` (how long to wait for replicas after the load).
 
 A setting applies to the clusters whose topology has it; every configuration is
 (cluster, settings, workload, threads, rate). Runs are configurations x repetitions
@@ -35,11 +41,11 @@ import random
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from benchlib.campaign.sysbench_run import BUNDLED, SysbenchOptions
+from benchlib.campaign.sysbench_run import WORKLOADS, SysbenchOptions
 from benchlib.errors import SpecError
 from benchlib.lab.spec import LabSpec, _format_validation, load_spec
 from benchlib.lab.topology import REGISTRY
@@ -57,13 +63,15 @@ class Load(_Strict):
     table_size: int = Field(default=10_000, ge=1)
     rates: list[int] = Field(default_factory=list)
     percentile: int = Field(default=95, ge=1, le=100)
+    warmup_s: int = Field(default=0, ge=0, le=3600)
+    rows_per_trx: int = Field(default=50, ge=1, le=10_000)  # insert_batch
 
     @field_validator("workloads")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        bad = [w for w in v if w not in BUNDLED]
+        bad = [w for w in v if w not in WORKLOADS]
         if bad:
-            raise ValueError(f"unknown workloads {bad}; known: {', '.join(sorted(BUNDLED))}")
+            raise ValueError(f"unknown workloads {bad}; known: {', '.join(sorted(WORKLOADS))}")
         return v
 
     @field_validator("threads", "rates")
@@ -81,6 +89,9 @@ class CampaignSpec(_Strict):
     repetitions: int = Field(default=3, ge=1, le=100)
     load: Load = Field(default_factory=Load)
     matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    failed: Literal["redo", "keep"] = "redo"  # on resume: rerun failed runs, or keep them as they are
+    stall_s: float = Field(default=10.0, gt=0)  # the watchdog's limit (HUNG)
+    catch_up_timeout_s: float = Field(default=120.0, gt=0)
 
 
 @dataclass(frozen=True)
@@ -139,7 +150,7 @@ def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[Pla
             settings = dict(zip(dims, combo))
             opts = SysbenchOptions(workload=workload, tables=spec.load.tables, table_size=spec.load.table_size,
                                    threads=threads, time_s=spec.load.time_s, rate=rate,
-                                   percentile=spec.load.percentile)
+                                   percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
             key = hashlib.sha1(json.dumps([cluster, settings, workload, threads, rate], sort_keys=True,
                                           default=str).encode()).hexdigest()[:8]
             configs.append((cluster, topology, settings, opts, key))

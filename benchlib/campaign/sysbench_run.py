@@ -14,7 +14,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -27,8 +27,31 @@ from benchlib.sysbench.output import Interval, LineParser, SysbenchParseError, S
 if TYPE_CHECKING:
     from benchlib.lab.lab import Lab
 
-BUNDLED = {"oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index", "oltp_insert",
-           "oltp_point_select", "oltp_read_only", "oltp_delete"}
+WORKLOAD_DIR = Path(__file__).resolve().parents[1] / "workloads"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A sysbench test: bundled with sysbench (``script`` is its name) or with benchlib (a Lua file)."""
+
+    name: str
+    script: str
+    dataset: str  # "oltp": sbtest1..N with table_size rows; "wide": benchlib_wide1..N, created empty
+    args: tuple[str, ...] = ()
+    rows_per_trx: bool = False  # takes --rows-per-trx
+
+
+def _sysbench_own(name: str) -> Workload:
+    return Workload(name, name, "oltp")
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in [
+    *(_sysbench_own(n) for n in ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index",
+                                 "oltp_insert", "oltp_point_select", "oltp_read_only", "oltp_delete")),
+    # flow-control studies: one row per transaction, and N single-row INSERTs in one transaction (default 50)
+    Workload("insert_single", str(WORKLOAD_DIR / "insert_rows.lua"), "wide"),
+    Workload("insert_batch", str(WORKLOAD_DIR / "insert_rows.lua"), "wide", rows_per_trx=True),
+]}
 
 
 class RunError(BenchlibError):
@@ -45,21 +68,42 @@ class SysbenchOptions:
     rate: int | None = None  # open loop: target transactions per second
     percentile: int = 95
     histogram: bool = True
+    rows_per_trx: int = 50  # insert_batch only
     extra: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if self.workload not in BUNDLED:
-            raise RunError(f"unknown workload {self.workload!r}", hint=f"workloads: {', '.join(sorted(BUNDLED))}")
-        for name in ("tables", "table_size", "threads", "time_s"):
+        if self.workload not in WORKLOADS:
+            raise RunError(f"unknown workload {self.workload!r}", hint=f"workloads: {', '.join(sorted(WORKLOADS))}")
+        for name in ("tables", "table_size", "threads", "time_s", "rows_per_trx"):
             if getattr(self, name) < 1:
                 raise RunError(f"{name} must be at least 1 (got {getattr(self, name)})")
 
+    @property
+    def spec(self) -> Workload:
+        return WORKLOADS[self.workload]
+
+    @property
+    def dataset_key(self) -> str:
+        """Runs with equal keys share a prepared dataset."""
+        if self.spec.dataset == "wide":
+            return f"wide:{self.tables}"
+        return f"oltp:{self.tables}x{self.table_size}"
+
     def dataset_args(self) -> list[str]:
+        if self.spec.dataset == "wide":
+            return [f"--tables={self.tables}"]
         return [f"--tables={self.tables}", f"--table-size={self.table_size}"]
+
+    def argv(self, config: Path, command: str, *args: str) -> list[str]:
+        return ["sysbench", f"--config-file={config}", self.spec.script, *args, command]
 
     def run_args(self) -> list[str]:
         args = [*self.dataset_args(), f"--threads={self.threads}", f"--time={self.time_s}", "--report-interval=1",
-                f"--percentile={self.percentile}"]
+                f"--percentile={self.percentile}", *self.spec.args]
+        if self.spec.rows_per_trx:
+            args.append(f"--rows-per-trx={self.rows_per_trx}")
+        elif self.workload == "insert_single":
+            args.append("--rows-per-trx=1")
         if self.histogram:
             args.append("--histogram")
         if self.rate:
@@ -80,24 +124,25 @@ def config_file(lab: "Lab", node: str) -> Path:
 
 
 def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
-    """Prepare sbtest for ``opts`` unless this lab build already has it; True when it prepared."""
-    key = f"{opts.tables}x{opts.table_size}"
+    """Prepare the dataset ``opts`` needs unless this lab build already has it; True when it prepared."""
+    key = opts.dataset_key
+    family = key.split(":")[0]
     with lab.connect(writer) as conn:
         sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE DATABASE IF NOT EXISTS sbtest",
                     "CREATE TABLE IF NOT EXISTS benchlib.datasets (name VARCHAR(64) PRIMARY KEY, prepared_at DOUBLE)")
         if sql.query(conn, "SELECT 1 FROM benchlib.datasets WHERE name = %s", (key,)):
             return False
-        for i in range(1, opts.tables + 1):  # another size may be there: start clean
-            sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
-    res = subprocess.run(["sysbench", f"--config-file={config_file(lab, writer)}", "oltp_common",
-                          *opts.dataset_args(), f"--threads={min(opts.tables, 4)}", "prepare"],
-                         capture_output=True, text=True)
+        if family == "oltp":  # another size may be there: start clean
+            for i in range(1, opts.tables + 1):
+                sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
+    argv = opts.argv(config_file(lab, writer), "prepare", *opts.dataset_args(), f"--threads={min(opts.tables, 4)}")
+    res = subprocess.run(argv, capture_output=True, text=True)
     if res.returncode != 0:
-        raise RunError(f"sysbench prepare failed on {writer} (exit {res.returncode})",
+        raise RunError(f"sysbench prepare of {key} failed on {writer} (exit {res.returncode})",
                        detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-8:]))
     with lab.connect(writer) as conn:
-        sql.execute(conn, "DELETE FROM benchlib.datasets")
         with conn.cursor() as cur:
+            cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
             cur.execute("INSERT INTO benchlib.datasets VALUES (%s, %s)", (key, time.time()))
     return True
 
@@ -112,23 +157,36 @@ class LoadResult:
 
 
 def run_sysbench(argv: list[str], *, on_interval: Callable[[Interval], None] | None = None,
-                 stall_s: float = 10.0, source: str = "sysbench") -> LoadResult:
+                 stall_s: float = 10.0, source: str = "sysbench",
+                 abort_if: Callable[[], str | None] | None = None) -> LoadResult:
     """Run sysbench, parse each line as it arrives, and kill it when it stalls: no per-second line for
-    ``stall_s`` seconds, or ``stall_s`` seconds in a row with no transaction (a hung cluster)."""
+    ``stall_s`` seconds, or ``stall_s`` seconds in a row with no transaction (a hung cluster: HUNG),
+    or when ``abort_if()`` (checked twice a second) returns a reason, e.g. a node that went down (FAILED).
+    An interrupt (Ctrl-C) kills sysbench before it propagates: no load is left running."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     parser = LineParser(source)
     lines: list[str] = []
-    state = {"last_line": time.monotonic(), "zero_since": None, "hung": None}
+    state: dict[str, Any] = {"last_line": time.monotonic(), "zero_since": None, "hung": None, "aborted": None}
     lock = threading.Lock()
 
     def watchdog():
+        next_check = time.monotonic()
         while proc.poll() is None:
-            time.sleep(0.2)
+            time.sleep(0.1)
             now = time.monotonic()
+            reason = None
+            if abort_if is not None and now >= next_check:
+                next_check = now + 0.5
+                reason = abort_if()
             with lock:
                 silent = now - state["last_line"] > stall_s and parser.section == "intervals"
                 stuck = state["zero_since"] is not None and now - state["zero_since"] > stall_s
-                if (silent or stuck) and state["hung"] is None:
+                if state["hung"] or state["aborted"]:
+                    continue
+                if reason:
+                    state["aborted"] = reason
+                    proc.kill()
+                elif silent or stuck:
                     state["hung"] = (f"no per-second output for {stall_s:g} s" if silent
                                      else f"no transaction completed for {stall_s:g} s")
                     proc.kill()
@@ -136,31 +194,40 @@ def run_sysbench(argv: list[str], *, on_interval: Callable[[Interval], None] | N
     dog = threading.Thread(target=watchdog, daemon=True)
     dog.start()
     parse_error = None
-    for line in proc.stdout:
-        lines.append(line)
-        with lock:
-            state["last_line"] = time.monotonic()
-        if parse_error:
-            continue
-        try:
-            iv = parser.feed(line)
-        except SysbenchParseError as exc:
-            parse_error = exc
-            continue
-        if iv is not None:
+    try:
+        for line in proc.stdout:
+            lines.append(line)
             with lock:
-                if iv.tps == 0 and iv.err_per_s == 0:
-                    state["zero_since"] = state["zero_since"] or time.monotonic() - 1
-                else:
-                    state["zero_since"] = None
-            if on_interval:
-                on_interval(iv)
+                state["last_line"] = time.monotonic()
+            if parse_error:
+                continue
+            try:
+                iv = parser.feed(line)
+            except SysbenchParseError as exc:
+                parse_error = exc
+                continue
+            if iv is not None:
+                with lock:
+                    if iv.tps == 0 and iv.err_per_s == 0:
+                        state["zero_since"] = state["zero_since"] or time.monotonic() - 1
+                    else:
+                        state["zero_since"] = None
+                if on_interval:
+                    on_interval(iv)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
     rc = proc.wait()
     dog.join(timeout=1)
     output = "".join(lines)
     result = None if parse_error else parser.finish(ended_with_newline=output.endswith("\n") or not output)
     if state["hung"]:
         return LoadResult("hung", state["hung"], output, rc, result)
+    if state["aborted"]:
+        return LoadResult("failed", state["aborted"], output, rc, result)
     if parse_error:
         return LoadResult("failed", str(parse_error), output, rc, None)
     if rc != 0:
@@ -175,22 +242,67 @@ SERVER_VARIABLES = ["version", "sync_binlog", "innodb_flush_log_at_trx_commit", 
                     "wsrep_provider_options", "wsrep_slave_threads", "performance_schema"]
 
 
+def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
+    """A reason naming the nodes of ``nodes`` that are not running (None: all up)."""
+    down = [n for n in nodes if not lab.is_up(lab.node(n))]
+    return f"{', '.join(down)} went down during the run" if down else None
+
+
 def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, *, catch_up_timeout: float = 120,
-                stall_s: float = 10.0, on_interval: Callable[[Interval], None] | None = None) -> Path:
-    """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder."""
+                sync_timeout: float = 120, warmup_s: int = 0, stall_s: float = 10.0,
+                on_interval: Callable[[Interval], None] | None = None,
+                on_second: Callable[[Interval, float | None], None] | None = None,
+                context: dict[str, Any] | None = None) -> Path:
+    """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
+
+    Before the measured window: the dataset (once per shape), an optional warm-up of ``warmup_s``
+    seconds (its output kept as raw/warmup.txt, not measured), then sampling starts and the load
+    waits until every node has seen a heartbeat (in sync; the wait is recorded). During the load a
+    node going down kills the run (FAILED, the reason names the node). ``on_second(interval, lag_ms)``
+    gets each per-second line with the cluster's current replica lag, for progress displays.
+    ``context`` (campaign, host facts, revision) is recorded in the manifest as given.
+    """
     nodes = [n.name for n in lab.layout.cluster_nodes(cluster)]
     write_node = nodes[0]
     prepare_dataset(lab, write_node, opts)
+    config = config_file(lab, write_node)
+    extra: dict[str, Any] = {
+        **(context or {}),
+        "sysbench": asdict(opts),
+        "lab": {"name": lab.name, "cluster": cluster, "topology": lab.spec.clusters[cluster].topology,
+                "nodes": nodes, "settings": lab.settings(cluster)},
+        "warmup_s": warmup_s,
+    }
+    if warmup_s > 0:
+        warm = run_sysbench(opts.argv(config, "run", *replace(opts, time_s=warmup_s, histogram=False).run_args()),
+                            stall_s=stall_s, source=f"{writer.run_id}/raw/warmup.txt",
+                            abort_if=lambda: nodes_down(lab, nodes))
+        writer.raw("warmup.txt", warm.output)
+        if warm.status != "ok":
+            return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
     variables = {}
     for n in nodes:
         with lab.connect(n) as conn:
             variables[n] = sql.global_variables(conn, SERVER_VARIABLES)
+    extra["server_variables"] = variables
     sampling = for_lab(lab, [cluster])
     sampling.start()
-    load_t0 = sampling.sampler.now()
+
+    def each_second(iv: Interval) -> None:
+        if on_interval:
+            on_interval(iv)
+        if on_second:
+            on_second(iv, sampling.current_lag_ms())
+
     try:
-        argv = ["sysbench", f"--config-file={config_file(lab, write_node)}", opts.workload, *opts.run_args(), "run"]
-        load = run_sysbench(argv, on_interval=on_interval, stall_s=stall_s, source=f"{writer.run_id}/raw/sysbench.txt")
+        in_sync = sampling.wait_caught_up(sync_timeout)
+        load_t0 = sampling.sampler.now()
+        if in_sync is None:
+            load = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
+        else:
+            load = run_sysbench(opts.argv(config, "run", *opts.run_args()), on_interval=each_second,
+                                stall_s=stall_s, source=f"{writer.run_id}/raw/sysbench.txt",
+                                abort_if=lambda: nodes_down(lab, nodes))
         load_end = sampling.sampler.now()
         catch_up = sampling.wait_caught_up(catch_up_timeout) if load.status == "ok" else None
     finally:
@@ -204,16 +316,13 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     if not lag.empty:
         writer.frame("lag", lag)
     writer.frame("cluster", sampling.cluster_frame())
-    extra: dict[str, Any] = {
-        "sysbench": asdict(opts),
-        "lab": {"name": lab.name, "cluster": cluster, "topology": lab.spec.clusters[cluster].topology,
-                "nodes": nodes, "settings": lab.settings(cluster)},
-        "server_variables": variables,
+    extra.update({
+        "in_sync_wait_s": in_sync,
         "load_window_s": [load_t0, load_end],
         "catch_up_s": catch_up,
         "sampler": {"errors": [f"{n}: {e}" for n, _, e in sampling.sampler.errors],
                     "skipped_ticks": sampling.sampler.skipped, "warnings": sampling.warnings},
-    }
+    })
     if result is not None and result.summary:
         extra["summary"] = result.summary
     if load.status != "ok":

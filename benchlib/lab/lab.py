@@ -333,6 +333,13 @@ class Lab:
         return out
 
     # -- heal ---------------------------------------------------------------------------------
+    def broken(self) -> list[str]:
+        """What heal would repair, cheaply (no connections): nodes not running, WAN links down."""
+        out = [n.name for n in self.layout.nodes.values() if not self.is_up(n)]
+        if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
+            out.append("WAN links")
+        return out
+
     def heal(self, *, timeout: float = 120.0, progress: Progress = _quiet) -> list[str]:
         """Restart every node that is not running and wait until it has rejoined."""
         if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):

@@ -92,7 +92,7 @@ def read(lab_dir: Path) -> LabRecord | None:
 def write(lab_dir: Path, record: LabRecord) -> None:
     path = record_path(lab_dir)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True))
+    tmp.write_text(json.dumps(asdict(record), indent=2))  # key order kept: the spec's cluster order sets ports
     os.replace(tmp, path)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pymysql
 
+from benchlib.errors import BenchlibError
 from benchlib.sampling.probe import Probe
 from benchlib.schema import LAG
 
@@ -225,19 +226,35 @@ class Heartbeat:
         last = self.log.last_seq
         return all(last in self.log.seen[r.node] for r in self.readers)
 
+    def current_lag_ms(self) -> float:
+        """Live lag for progress displays: how long ago the oldest heartbeat some node has not seen
+        yet was committed (0 when every node is caught up). The stored frame is the measurement."""
+        now, worst = self.clock(), 0.0
+        for reader in self.readers:
+            t = self.log.committed.get(reader.last + 1) if reader.last is not None else None
+            if t is not None:
+                worst = max(worst, now - t)
+        return worst * 1000
+
     def frame(self, origin: float = 0.0) -> pd.DataFrame:
         """The LAG frame (times relative to ``origin``), with apply times from the replicas' trigger tables."""
         if self.log.committed:
             first, last = min(self.log.committed), max(self.log.committed)
             for reader in self.readers:
                 if reader.node in self.triggers:
-                    conn = self.connect(reader.node)
+                    try:
+                        conn = self.connect(reader.node)
+                    except (BenchlibError, pymysql.MySQLError, OSError) as exc:  # e.g. the node went down
+                        self.warnings.append(f"{reader.node}: apply times not read ({str(exc).splitlines()[0]})")
+                        continue
                     try:
                         with conn.cursor() as cur:
                             cur.execute(f"SELECT seq, applied_at FROM {APPLY_TABLE} WHERE seq BETWEEN %s AND %s",
                                         (first, last))
                             self.log.applied_wall[reader.node] = {int(r["seq"]): float(r["applied_at"])
                                                                   for r in cur.fetchall()}
+                    except pymysql.MySQLError as exc:
+                        self.warnings.append(f"{reader.node}: apply times not read ({exc})")
                     finally:
                         conn.close()
         return self.log.frame(origin)

@@ -68,6 +68,10 @@ class LabSampling:
             time.sleep(0.01)
         return None
 
+    def current_lag_ms(self) -> float | None:
+        """The worst live lag over the sampled clusters (None: no cluster has replicas)."""
+        return max((hb.current_lag_ms() for hb in self.heartbeats.values()), default=None)
+
     def lag_frame(self) -> pd.DataFrame:
         frames = [hb.frame(self.sampler.t0) for hb in self.heartbeats.values()]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -22,7 +22,7 @@ def spec(**kw):
 
 
 def test_settings_apply_only_to_topologies_that_have_them():
-    runs = plan(spec(matrix={"fc_limit": [16, 256], "parallel_threads": [0, 4]}), DEMO)
+    runs = plan(spec(matrix={"clusters": ["async", "galera"], "fc_limit": [16, 256], "parallel_threads": [0, 4]}), DEMO)
     by = Counter((r.cluster, tuple(sorted(r.settings.items()))) for r in runs)
     assert by[("galera", (("fc_limit", 16),))] == 2 * 3  # 2 thread counts x 3 repetitions
     assert by[("async", (("parallel_threads", 4),))] == 2 * 3
@@ -51,7 +51,7 @@ def test_params_carry_what_analysis_joins_on():
 
 def test_open_loop_rates_multiply_the_matrix():
     runs = plan(spec(load={"threads": [4], "rates": [100, 200], "time_s": 5}, repetitions=1), DEMO)
-    assert sorted({r.options.rate for r in runs}) == [100, 200] and len(runs) == 2 * 2
+    assert sorted({r.options.rate for r in runs}) == [100, 200] and len(runs) == 3 * 2  # clusters x rates
 
 
 @pytest.mark.parametrize("matrix, error, match", [
@@ -67,7 +67,7 @@ def test_bad_matrices(matrix, error, match):
 def test_quick_example_loads_and_plans():
     cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / "quick.toml")
     runs = plan(cspec, lab)
-    assert lab.name == "demo" and len(runs) == 2 * 2 * 2  # clusters x threads x repetitions
+    assert lab.name == "demo" and len(runs) == 3 * 2 * 2  # clusters x threads x repetitions
 
 
 def test_bad_campaign_spec_names_the_field(tmp_path):

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from benchlib.store import load_campaign
+
 from benchlib.lab.check import check, format_check
 from benchlib.lab.lab import list_labs
 from tests.conftest import ROOT, example_spec, kill9
@@ -45,10 +47,17 @@ def test_sql_command_uses_an_option_file(lab):
     assert opt.stat().st_mode & 0o777 == 0o600
 
 
-def test_demo_command_is_the_main_job():
-    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "demo"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+def test_demo_command_is_the_main_job(tmp_path):
+    """Up the demo lab, check it, run the quick campaign through its notebook, tear down."""
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "demo", "--runs-dir", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "galera-3" in res.stdout and "Synced Primary size=3" in res.stdout
     assert "check: ok" in res.stdout and "lab demo is down" in res.stdout
+    assert "campaign quick: 12 ok" in res.stdout
     assert "demo" not in list_labs()
+    (folder,) = tmp_path.glob("*/quick")
+    frames = load_campaign(folder)
+    assert set(frames["runs"].cluster) == {"async", "semisync", "galera"} and (frames["runs"].status == "ok").all()
+    assert len(frames["intervals"]) == 12 * 5 and not frames["lag"].empty
+    assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1

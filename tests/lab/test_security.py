@@ -60,3 +60,15 @@ def test_wrong_password_is_refused(lab):
         pymysql.connect(host="127.0.0.1", port=node.port, user="bench", password="wrong", connect_timeout=3)
     with pytest.raises(pymysql.err.OperationalError):
         pymysql.connect(host="127.0.0.1", port=node.port, user="root", password="", connect_timeout=3)
+
+
+def test_a_reopened_lab_reaches_the_same_nodes(lab):
+    """Lab.open rebuilds the layout from the saved spec: the spec's cluster order (not alphabetical) sets the ports."""
+    from benchlib.lab.lab import Lab
+
+    assert list(lab.spec.clusters) == ["async", "semisync", "galera"]
+    again = Lab.open("t-sec")
+    assert {n: p.port for n, p in again.layout.nodes.items()} == {n: p.port for n, p in lab.layout.nodes.items()}
+    for name in ("semisync-1", "galera-2"):
+        with again.connect(name) as conn:
+            assert sql.query(conn, "SELECT @@port AS p")[0]["p"] == lab.node(name).port

@@ -1,0 +1,344 @@
+"""Run a campaign: every planned run on its lab, resumable, fault tolerant, with progress.
+
+    runs/<campaign>/
+        campaign.json        the resolved campaign and lab specs and the plan (written once)
+        events.jsonl         what happened, one JSON object per line (runs, heals, interrupts)
+        <run_id>/            one folder per run (benchlib.store)
+        attempts/<run_id>.N  failed runs that a later attempt replaced, kept as they were
+        notebooks/           executed copies of the campaign notebook (benchlib run)
+
+The lab named by the campaign is used when it is up (its spec must be the campaign's),
+otherwise brought up for the campaign and taken down afterwards. Between runs: nodes
+that are down are healed, the run's settings are applied, then ``execute_run`` waits
+for every node to be in sync, warms up if asked, and measures. A run that fails (a node
+down, sysbench dying, a hung cluster) is kept as failed with its reason, the lab is
+healed, and the campaign goes on. Rerunning a campaign skips the runs it has and redoes
+the failed ones (``failed = "keep"`` keeps them). Ctrl-C stops sysbench and sampling,
+leaves no half-written run (only a temporary folder that readers ignore and the next
+start removes), takes down a lab the campaign brought up, and the campaign resumes
+cleanly.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+import pandas as pd
+import pymysql
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from benchlib.campaign.spec import CampaignSpec, PlannedRun, load_campaign_spec, plan
+from benchlib.campaign.sysbench_run import execute_run
+from benchlib.errors import BenchlibError, SpecError
+from benchlib.lab.spec import LabSpec, _format_validation
+from benchlib.store import TMP_PREFIX, RunWriter, StoreError, read_manifest
+
+if TYPE_CHECKING:
+    from benchlib.lab.lab import Lab
+    from benchlib.sysbench.output import Interval
+
+
+class CampaignError(BenchlibError):
+    """A campaign that cannot be run as asked (folder holds another campaign, already running...)."""
+
+
+class CampaignParameters(BaseModel):
+    """The campaign notebook's parameters, type-checked (papermill passes whatever it is given)."""
+
+    model_config = ConfigDict(extra="forbid")
+    spec: str
+    runs_dir: str = "runs"
+    failed: Literal["redo", "keep", "spec"] = "spec"  # "spec": the campaign spec's policy
+    keep_lab: bool = False
+    progress: Literal["auto", "text", "none"] = "auto"
+
+    @classmethod
+    def check(cls, **values: Any) -> "CampaignParameters":
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise SpecError(f"invalid campaign notebook parameters ({exc.error_count()} problems)",
+                            detail=_format_validation(exc, "parameters")) from None
+
+
+@dataclass
+class CampaignResult:
+    path: Path
+    plan: list[PlannedRun]
+    skipped: list[str] = field(default_factory=list)  # complete before this start
+    ran: list[str] = field(default_factory=list)
+    healed: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        """One row per planned run: status, reason, mean TPS, p-th percentile latency, catch-up."""
+        rows = []
+        for run in self.plan:
+            row: dict[str, Any] = {"run_id": run.run_id, "cluster": run.cluster, "workload": run.options.workload,
+                                   "threads": run.options.threads, **run.settings, "status": "missing"}
+            folder = self.path / run.run_id
+            if (folder / "manifest.json").exists():
+                m = read_manifest(folder)
+                summary = m.get("summary") or {}
+                row.update(status=m["status"], reason=m.get("reason"), tps=summary.get("tps"),
+                           lat_pctl_ms=summary.get("lat_pctl_ms"), catch_up_s=m.get("catch_up_s"))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.table()["status"].value_counts().to_dict()
+
+
+def campaign_dir(spec: CampaignSpec, runs_dir: str | Path) -> Path:
+    return Path(runs_dir) / spec.name
+
+
+def _utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _git_revision() -> str | None:
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def host_facts() -> dict[str, Any]:
+    """The machine a campaign runs on, for every run's manifest."""
+    import platform
+    import subprocess
+
+    def version(argv: list[str]) -> str | None:
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.splitlines()[0] if out else None
+
+    mem_kib = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                    if line.startswith("MemTotal:")), None)
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), None)
+    return {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(), "cpu_model": model,
+            "mem_gib": round(mem_kib / 2**20, 1) if mem_kib else None, "python": platform.python_version(),
+            "sysbench": version(["sysbench", "--version"]), "mariadbd": version(["mariadbd", "--version"])}
+
+
+def _describe(spec: CampaignSpec, lab: LabSpec, runs: list[PlannedRun]) -> dict[str, Any]:
+    return {"campaign": spec.model_dump(mode="json"), "lab": lab.model_dump(mode="json"),
+            "plan": [{"run_id": r.run_id, **r.params} for r in runs]}
+
+
+def _claim_folder(path: Path, description: dict[str, Any]) -> int:
+    """Create or reopen the campaign folder; refuse one that holds another campaign or is in use.
+    Returns the descriptor holding the folder's lock (closed when the campaign ends)."""
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CampaignError(f"campaign folder {path} is in use by another benchlib run",
+                            hint="wait for it to finish, or stop it (Ctrl-C) first") from None
+    record = path / "campaign.json"
+    if record.exists():
+        old = json.loads(record.read_text())
+        if {k: old.get(k) for k in description} != description:
+            os.close(fd)
+            differs = [k for k in description if old.get(k) != description[k]]
+            raise CampaignError(f"{path} holds another campaign (its {', '.join(differs)} differ from this one's)",
+                                hint="give the campaign another name, or move the old folder away to start over")
+    else:
+        tmp = path / ".campaign.json.tmp"
+        tmp.write_text(json.dumps({**description, "created_utc": _utc(), "git_revision": _git_revision()},
+                                  indent=2, sort_keys=True))
+        os.rename(tmp, record)
+    for stale in path.glob(f"{TMP_PREFIX}*"):  # a run interrupted by a crash: never part of the campaign
+        shutil.rmtree(stale, ignore_errors=True)
+    return fd
+
+
+class _Events:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"utc": _utc(), "event": event, **fields}, default=str) + "\n")
+
+
+class _Progress:
+    """tqdm over the runs: run k of n, current TPS and replica lag; events printed above the bar."""
+
+    def __init__(self, mode: str, total: int, done: int, name: str):
+        if mode == "auto":
+            from tqdm.auto import tqdm
+        else:
+            from tqdm import tqdm
+        self.bar = tqdm(total=total, initial=done, desc=name, unit="run", disable=mode == "none",
+                        file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+        self.quiet = mode == "none"
+        self.run = ""
+
+    def start(self, k: int, n: int, run: PlannedRun) -> None:
+        self.run = f"{k}/{n} {run.cluster} {run.options.workload} t{run.options.threads} r{run.repetition}"
+        self.bar.set_postfix_str(self.run + " preparing", refresh=True)
+
+    def second(self, iv: "Interval", lag_ms: float | None) -> None:
+        lag = f" lag {lag_ms:.0f} ms" if lag_ms is not None else ""
+        self.bar.set_postfix_str(f"{self.run} {iv.t_s:.0f}s {iv.tps:.0f} tps{lag}", refresh=False)
+
+    def done(self) -> None:
+        self.bar.update(1)
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.bar.write(text, file=sys.stderr)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _open_lab(lab_spec: LabSpec, say: Callable[[str], None]) -> tuple["Lab", bool]:
+    """The campaign's lab: the running one of that name, or a new one (True: this campaign owns it)."""
+    from benchlib.lab.lab import Lab, list_labs
+
+    if lab_spec.name in list_labs():
+        lab = Lab.open(lab_spec.name)
+        if lab.spec != lab_spec:
+            raise CampaignError(f"lab {lab_spec.name} is up with a different spec than the campaign's",
+                                hint=f"benchlib lab down {lab_spec.name} (the campaign brings it up as specified), "
+                                     "or point the campaign at the running lab's spec")
+        return lab, False
+    say(f"bringing up lab {lab_spec.name} ...")
+    return Lab.up(lab_spec, progress=say), True
+
+
+def _retire_failed(folder: Path) -> Path:
+    attempts = folder.parent / "attempts"
+    attempts.mkdir(exist_ok=True)
+    n = 1
+    while (attempts / f"{folder.name}.{n}").exists():
+        n += 1
+    target = attempts / f"{folder.name}.{n}"
+    os.rename(folder, target)
+    return target
+
+
+def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str = "spec",
+                 keep_lab: bool = False, progress: str = "auto",
+                 before_run: Callable[["Lab", PlannedRun], None] | None = None,
+                 on_interval: Callable[["Lab", PlannedRun, "Interval"], None] | None = None) -> CampaignResult:
+    """Run (or resume) the campaign of the spec file ``spec``; returns what it did and where the runs are.
+
+    ``before_run`` and ``on_interval`` are hooks (fault injection in tests, custom displays)."""
+    params = CampaignParameters.check(spec=str(spec), runs_dir=str(runs_dir), failed=failed, keep_lab=keep_lab,
+                                      progress=progress)
+    campaign, lab_spec = load_campaign_spec(params.spec)
+    runs = plan(campaign, lab_spec, params.spec)
+    policy = campaign.failed if params.failed == "spec" else params.failed
+    path = campaign_dir(campaign, params.runs_dir).resolve()
+    lock = _claim_folder(path, _describe(campaign, lab_spec, runs))
+    events = _Events(path / "events.jsonl")
+    result = CampaignResult(path, runs)
+    todo: list[PlannedRun] = []
+    for run in runs:
+        folder = path / run.run_id
+        if (folder / "manifest.json").exists():
+            status = read_manifest(folder)["status"]
+            if status == "ok" or policy == "keep":
+                result.skipped.append(run.run_id)
+                continue
+        todo.append(run)
+    context = {"campaign": {"name": campaign.name, "spec": campaign.model_dump(mode="json"),
+                            "lab_spec": lab_spec.model_dump(mode="json")},
+               "host": host_facts(), "git_revision": _git_revision()}
+    bar = _Progress(params.progress, len(runs), len(result.skipped), campaign.name)
+    lab = None
+    owned = False
+    try:
+        if result.skipped:
+            bar.say(f"resuming {campaign.name}: {len(result.skipped)} of {len(runs)} runs already done")
+        if todo:
+            lab, owned = _open_lab(lab_spec, bar.say)
+            events("start", lab=lab.name, todo=len(todo), done=len(result.skipped), owned_lab=owned)
+        for run in todo:
+            _one_run(lab, campaign, run, path, bar, events, result, before_run, on_interval, context,
+                     k=runs.index(run) + 1, n=len(runs))
+        events("end", **result.counts)
+    except KeyboardInterrupt:
+        events("interrupted", ran=len(result.ran))
+        bar.say(f"interrupted: {len(result.skipped) + len(result.ran)} of {len(runs)} runs are stored; "
+                "rerun the campaign to resume")
+        raise
+    finally:
+        bar.close()
+        if lab is not None and owned and not keep_lab:
+            lab.down()
+        os.close(lock)
+    return result
+
+
+def _one_run(lab: "Lab", spec: CampaignSpec, run: PlannedRun, path: Path, bar: _Progress, events: _Events,
+             result: CampaignResult, before_run, on_interval, context: dict[str, Any], *, k: int, n: int) -> None:
+    folder = path / run.run_id
+    if folder.exists():
+        kept = _retire_failed(folder)
+        events("retry", run_id=run.run_id, previous=str(kept.relative_to(path)))
+    bar.start(k, n, run)
+    _heal(lab, bar, events, result, before=run.run_id)
+    if run.settings:
+        lab.set(run.settings, cluster=run.cluster)
+    if before_run:
+        before_run(lab, run)
+    writer = RunWriter(path, run.run_id, run.params, secrets=list(lab.creds.passwords.values()))
+    hook = (lambda iv: on_interval(lab, run, iv)) if on_interval else None
+    try:
+        done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s, stall_s=spec.stall_s,
+                           catch_up_timeout=spec.catch_up_timeout_s, on_interval=hook, on_second=bar.second,
+                           context=context)
+    except (BenchlibError, pymysql.MySQLError, OSError) as exc:
+        if isinstance(exc, StoreError) and "refusing to save a secret" in str(exc):
+            writer.abandon()
+            raise
+        reason = exc.render() if isinstance(exc, BenchlibError) else f"{type(exc).__name__}: {exc}"
+        done = writer.fail(f"ERROR: {reason}")
+    except BaseException:
+        writer.abandon()  # Ctrl-C: no half-written run
+        raise
+    manifest = read_manifest(done)
+    result.ran.append(run.run_id)
+    events("run", run_id=run.run_id, status=manifest["status"], reason=manifest.get("reason"))
+    if manifest["status"] != "ok":
+        bar.say(f"run {run.run_id} failed: {manifest['reason']}")
+        _heal(lab, bar, events, result, after=run.run_id)
+    bar.done()
+
+
+def _heal(lab: "Lab", bar: _Progress, events: _Events, result: CampaignResult, **where: str) -> None:
+    lab.refresh()
+    if not lab.broken():
+        return
+    try:
+        restarted = lab.heal(progress=lambda _: None)
+    except BenchlibError as exc:
+        raise CampaignError(f"the lab could not be healed ({', '.join(f'{k} {v}' for k, v in where.items())}): "
+                            f"{exc.message}", hint="benchlib lab status shows the nodes; the campaign resumes "
+                                                   "when rerun", detail=exc.detail) from None
+    if restarted:
+        result.healed += restarted
+        events("heal", restarted=restarted, **where)
+        bar.say(f"healed the lab: restarted {', '.join(restarted)}")

@@ -1,0 +1,116 @@
+"""Execute benchlib's parameterized notebooks with papermill, as the CLI does.
+
+The kernel runs in its own session (jupyter_client starts it so), so a Ctrl-C at the
+terminal reaches only this process. While a notebook runs, SIGINT and SIGTERM are
+forwarded to the kernel once, as an interrupt: the running cell raises
+KeyboardInterrupt and cleans up (stops sysbench, abandons a half-written run, takes
+down a lab it brought up); the executed copy is still saved, and the caller gets
+KeyboardInterrupt. A benchlib error raised inside the notebook comes back as the same
+one-message error; any other failure names the executed copy to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchlib.errors import BenchlibError
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+class NotebookError(BenchlibError):
+    """A notebook that failed for a reason other than a benchlib error."""
+
+    exit_code = 1
+
+
+def _benchlib_errors() -> dict[str, type[BenchlibError]]:
+    out: dict[str, type[BenchlibError]] = {}
+    todo = [BenchlibError]
+    while todo:
+        cls = todo.pop()
+        out[cls.__name__] = cls
+        todo += cls.__subclasses__()
+    return out
+
+
+def _kernel_pids() -> list[int]:
+    """Child processes of this one that are Jupyter kernels."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == me and b"ipykernel" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                out.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def notebook_path(name: str) -> Path:
+    path = NOTEBOOK_DIR / f"{name}.ipynb"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")))
+        raise NotebookError(f"no notebook named {name!r}", hint=f"notebooks: {known}")
+    return path
+
+
+def output_path(folder: Path, name: str) -> Path:
+    """A new file in ``folder`` for an executed copy: earlier copies are kept, never overwritten."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path, n = folder / f"{name}-{stamp}.ipynb", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{name}-{stamp}-{n}.ipynb"
+    return path
+
+
+def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool = True) -> Path:
+    """Execute notebook ``name`` with ``parameters`` into ``output`` (cell outputs also streamed to
+    this process's stdout/stderr when ``stream``); returns ``output``."""
+    import papermill as pm
+
+    source = notebook_path(name)
+    interrupted = {"sent": False}
+
+    def forward(signum, frame):
+        if interrupted["sent"]:
+            return  # one interrupt only: a second one would cut the cell's own clean-up short
+        interrupted["sent"] = True
+        kernels = _kernel_pids()
+        if not kernels:
+            raise KeyboardInterrupt  # no kernel yet: papermill cleans up what it started
+        for pid in kernels:
+            os.kill(pid, signal.SIGINT)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        pm.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(source.parent),
+                            progress_bar=False, stdout_file=sys.stdout if stream else None,
+                            stderr_file=sys.stderr if stream else None,
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no start-up chatter
+    except pm.PapermillExecutionError as exc:
+        if exc.ename == "KeyboardInterrupt" or interrupted["sent"]:
+            raise KeyboardInterrupt from None
+        cls = _benchlib_errors().get(exc.ename)
+        if cls is not None:
+            err = BenchlibError(exc.evalue)
+            err.exit_code = cls.exit_code
+            raise err from None
+        raise NotebookError(f"notebook {name} failed: {exc.ename}: {exc.evalue}",
+                            hint=f"the executed copy shows where: {output}") from None
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if interrupted["sent"]:
+        raise KeyboardInterrupt
+    return output

@@ -1,0 +1,141 @@
+"""Campaigns on real labs: faults healed mid-campaign, Ctrl-C and resume through the notebook, no secrets saved."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchlib.campaign.runner import CampaignError, run_campaign
+from benchlib.lab import procs
+from benchlib.lab.lab import Lab, list_labs
+from benchlib.store import load_campaign, read_manifest
+from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers
+
+
+def write_campaign(tmp_path: Path, lab_file: str, lab_name: str, *, clusters: list[str], repetitions: int = 2,
+                   time_s: int = 3, threads: list[int] = [2], extra: str = "") -> Path:
+    """A campaign file next to a copy of an example lab renamed ``lab_name``."""
+    lab_toml = (ROOT / "examples" / "labs" / lab_file).read_text()
+    lab_toml = "\n".join(f'name = "{lab_name}"' if line.startswith("name =") else line for line in lab_toml.splitlines())
+    (tmp_path / "lab.toml").write_text(lab_toml)
+    path = tmp_path / "campaign.toml"
+    path.write_text(f'name = "t"\nlab = "lab.toml"\nseed = 3\nrepetitions = {repetitions}\n{extra}\n'
+                    f'[load]\nworkloads = ["oltp_write_only"]\nthreads = {threads}\ntime_s = {time_s}\n'
+                    f'tables = 2\ntable_size = 1000\n[matrix]\nclusters = {json.dumps(clusters)}\n')
+    return path
+
+
+@pytest.mark.parametrize("lab_file,cluster,victim", [("async-1p2r.toml", "async", "async-2"),
+                                                     ("galera-3.toml", "galera", "galera-2")])
+def test_a_node_killed_mid_run_fails_that_run_heals_the_lab_and_the_campaign_goes_on(
+        fresh_labs, tmp_path, lab_file, cluster, victim):
+    spec = write_campaign(tmp_path, lab_file, f"t-kill-{cluster}", clusters=[cluster], time_s=4)
+    lab = fresh_labs.up(example_spec(lab_file, f"t-kill-{cluster}"))
+    killed = []
+
+    def kill_in_first_run(lab, run, iv):
+        if run.index == 1 and iv.t_s == 2.0 and not killed:
+            killed.append(time.monotonic())
+            kill9(lab, victim)
+
+    t0 = time.monotonic()
+    result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none", on_interval=kill_in_first_run)
+    table = result.table().set_index("run_id")
+    first, second = result.plan[0].run_id, result.plan[1].run_id
+    assert table.loc[first, "status"] == "failed" and f"{victim} went down during the run" in table.loc[first, "reason"]
+    assert table.loc[second, "status"] == "ok"
+    assert killed[0] - t0 < 30 and result.healed == [victim]
+    lab.refresh()
+    assert not lab.broken()  # healed, and the lab was the user's: still up
+    events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
+    assert {"event": "heal", "restarted": [victim], "after": first}.items() <= next(
+        e for e in events if e["event"] == "heal").items()
+    failed = read_manifest(result.path / first)
+    assert failed["status"] == "failed" and "intervals" in failed["frames"]  # partial frames kept
+
+    # resume: "keep" leaves the failed run alone; the default redoes it and keeps the old attempt
+    again = run_campaign(spec, runs_dir=tmp_path / "runs", failed="keep", progress="none")
+    assert again.ran == [] and len(again.skipped) == 2
+    again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert again.ran == [first] and again.counts == {"ok": 2}
+    assert read_manifest(result.path / "attempts" / f"{first}.1")["status"] == "failed"
+    assert len(load_campaign(result.path)["runs"]) == 2
+
+
+def _our_processes() -> list[str]:
+    mine = [f"{p.pid}: {' '.join(p.cmdline)[:100]}" for p in procs.find(f"{LAB_ROOT}/")]
+    kernels = subprocess.run(["pgrep", "-af", "ipykernel_launcher"], capture_output=True, text=True).stdout
+    return mine + [k for k in kernels.splitlines() if k]
+
+
+def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_path):
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-intr", clusters=["async"], repetitions=3)
+    runs = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "benchlib.cli", "run", str(spec), "--runs-dir", str(runs)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            start_new_session=True)  # as at a terminal: the signal goes to the CLI only
+    first = None
+    deadline = time.monotonic() + 120
+    while first is None and time.monotonic() < deadline and proc.poll() is None:
+        done = [p for p in (runs / "t").glob("0*") if (p / "manifest.json").exists()]
+        first = done[0] if done else None
+        time.sleep(0.2)
+    assert first is not None, proc.communicate()[0] if proc.poll() is not None else "no run finished in 120 s"
+    time.sleep(1.5)  # into the second run's measured window
+    os.kill(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert "interrupted" in out and "Traceback" not in out
+    folder = runs / "t"
+    assert not list(folder.glob(".tmp-*"))  # no half-written run
+    assert "t-intr" not in list_labs() and not _our_processes()  # the campaign's lab is down, nothing runs
+    stored = {p.name: (p / "manifest.json").stat().st_mtime for p in folder.glob("0*")}
+    assert 1 <= len(stored) < 3
+    assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1  # the interrupted execution, kept
+
+    res = subprocess.run([*cmd, "--keep-lab"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "3 ok" in res.stdout
+    assert {p: (folder / p / "manifest.json").stat().st_mtime for p in stored} == stored  # not rerun
+    events = [json.loads(line)["event"] for line in (folder / "events.jsonl").read_text().splitlines()]
+    assert events.count("interrupted") == 1 and events[-1] == "end"
+    assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 2  # earlier copies are kept
+    lab = Lab.open("t-intr")
+    try:
+        passwords = [pw.encode() for pw in lab.creds.passwords.values()]
+        files = [p for p in runs.rglob("*") if p.is_file()]
+        assert any(p.suffix == ".ipynb" for p in files) and any(p.suffix == ".parquet" for p in files)
+        leaks = [str(p) for p in files if any(pw in p.read_bytes() for pw in passwords)]
+        assert not leaks
+    finally:
+        lab.down()
+    assert not leftovers(lab)
+
+
+def test_a_folder_holding_another_campaign_is_refused(tmp_path):
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-never-up", clusters=["async"])
+    folder = tmp_path / "runs" / "t"
+    folder.mkdir(parents=True)
+    (folder / "campaign.json").write_text(json.dumps({"campaign": {"name": "t", "seed": 99}, "lab": {}, "plan": []}))
+    with pytest.raises(CampaignError, match=r"holds another campaign \(its campaign, lab, plan differ"):
+        run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert "t-never-up" not in list_labs()
+
+
+def test_bad_parameters_and_specs_fail_before_any_lab_starts(tmp_path):
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-never-up", clusters=["nope"])
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(spec), "--runs-dir", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "matrix.clusters names ['nope']" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(spec), "--failed", "maybe"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2 and "failed" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "t").exists()
