@@ -518,5 +518,5 @@ def cleanup(root: Path | None = None, *, all_labs: bool = False) -> CleanupRepor
             if owner is None and not any(f"{root}/.cache/" in a for a in p.cmdline):
                 procs.stop([(p.pid, f"{root}/")], graceful=False)
                 nprocs += 1
-    namespaces = wan.cleanup_orphans(live)
+    namespaces = wan.cleanup_orphans(root, live)
     return CleanupReport(nprocs, namespaces, dirs, labs_down)

@@ -141,8 +141,19 @@ class Layout:
         return f"--lab-dir={self.dir}"
 
 
-def netns_name(lab: str, site: str) -> str:
-    return f"bl-{lab}-{site}"
+def root_tag(root: Path) -> str:
+    """A short tag of a lab root: namespaces carry it, so one root's cleanup never touches another's."""
+    import hashlib
+
+    return hashlib.sha1(str(Path(root).absolute()).encode()).hexdigest()[:6]
+
+
+def netns_prefix(root: Path) -> str:
+    return f"bl-{root_tag(root)}-"
+
+
+def netns_name(root: Path, lab: str, site: str) -> str:
+    return f"{netns_prefix(root)}{lab}-{site}"
 
 
 def build_layout(spec: LabSpec, root: Path, base_port: int, net_index: int | None) -> Layout:
@@ -156,7 +167,7 @@ def build_layout(spec: LabSpec, root: Path, base_port: int, net_index: int | Non
             rtt_ms=site.rtt_ms,
             jitter_ms=site.jitter_ms,
             address=f"{NET_PREFIX}.{net_index}.{10 + number}",
-            netns=netns_name(spec.name, sname),
+            netns=netns_name(root, spec.name, sname),
             tun=f"bl{net_index}s{number}",
         )
     hub = f"{NET_PREFIX}.{net_index}.1" if net_index else None

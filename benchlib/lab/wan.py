@@ -32,7 +32,6 @@ from benchlib.lab import procs
 from benchlib.lab.layout import Layout, NodePlan
 from benchlib.lab.state import locked
 
-NETNS_PREFIX = "bl-"
 INDEX_LOCK = Path("/run/lock/benchlib-net.lock") if Path("/run/lock").is_dir() else Path("/tmp/.benchlib-net.lock")
 
 
@@ -298,13 +297,17 @@ def down(layout: Layout, shaper: str | None, pid: int | None) -> None:
             _delete_namespace(site.netns)
 
 
-def cleanup_orphans(live_labs: set[str]) -> list[str]:
-    """Delete ``bl-<lab>-<site>`` namespaces whose lab is not up."""
+def cleanup_orphans(root: Path, live_labs: set[str]) -> list[str]:
+    """Delete this root's ``bl-<root tag>-<lab>-<site>`` namespaces whose lab is not up (namespaces of
+    labs under other roots, e.g. a test session next to a user's labs, are never touched)."""
+    from benchlib.lab.layout import netns_prefix
+
+    prefix = netns_prefix(root)
     removed = []
     for ns in list_namespaces():
-        if not ns.startswith(NETNS_PREFIX):
+        if not ns.startswith(prefix):
             continue
-        lab = ns[len(NETNS_PREFIX):].rsplit("-", 1)[0]
+        lab = ns[len(prefix):].rsplit("-", 1)[0]
         if lab not in live_labs:
             _delete_namespace(ns)
             removed.append(ns)

@@ -6,13 +6,14 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from benchlib.errors import LabError, MissingDependencyError, NodeStartError
-from benchlib.lab import procs, state
+from benchlib.lab import procs, state, wan
 from benchlib.lab.lab import Lab, cleanup, list_labs
-from benchlib.lab.layout import lab_root
+from benchlib.lab.layout import lab_root, netns_name
 from benchlib.lab.spec import parse_spec
 from tests.conftest import example_spec, leftovers, needs_root
 
@@ -80,8 +81,15 @@ def test_cleanup_stops_orphans_of_a_crashed_run():
 def test_cleanup_removes_orphan_namespaces():
     lab = Lab.up(example_spec("wan-semisync.toml", "t-orphns"))
     state.record_path(lab.dir).unlink()  # a crashed run: no record, servers, relay and namespace still there
-    report = cleanup()
-    assert "bl-t-orphns-far" in report.namespaces
+    # a namespace of the same lab name under another root (another user's or test session's) is not ours
+    other = netns_name(Path("/tmp/not-this-root"), "t-orphns", "far")
+    subprocess.run(["ip", "netns", "add", other], check=True)
+    try:
+        report = cleanup()
+        assert report.namespaces == [lab.layout.sites["far"].netns]
+        assert other in wan.list_namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", other], check=False)
     assert leftovers(lab) == []
 
 

@@ -1,0 +1,5 @@
+"""Statistics on campaign frames (../shared/specs/statistics.md): warm-up, stability, estimates,
+agreement of repetitions, ratios against a baseline, lag growth, campaign validation.
+
+Analysis code: imports nothing from the lab, the sampler or the runner; it runs on any campaign folder.
+"""
