@@ -179,6 +179,18 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _run_facts(m: dict[str, Any]) -> dict[str, Any]:
+    """What the ``runs`` table carries from a manifest besides the parameters."""
+    window = m.get("load_window_s") or [None, None]
+    sampler = m.get("sampler") or {}
+    summary = {f"summary_{k}": v for k, v in (m.get("summary") or {}).items()}
+    return {"status": m["status"], "reason": m.get("reason"), "started_utc": m["started_utc"],
+            "ended_utc": m["ended_utc"], "load_start_s": window[0], "load_end_s": window[1],
+            "catch_up_s": m.get("catch_up_s"), "in_sync_wait_s": m.get("in_sync_wait_s"),
+            "sampler_errors": len(sampler.get("errors") or []), "sampler_warnings": len(sampler.get("warnings") or []),
+            "nodes": ",".join((m.get("lab") or {}).get("nodes") or []), **summary}
+
+
 def load_campaign(path: str | Path, *, failed: bool = False) -> dict[str, pd.DataFrame]:
     """Every frame of every (ok, or also failed) run of a campaign, tagged with ``run_id`` and the
     run's parameters; plus ``runs``: one row per run (status, reason, times, parameters)."""
@@ -187,8 +199,7 @@ def load_campaign(path: str | Path, *, failed: bool = False) -> dict[str, pd.Dat
     out: dict[str, list[pd.DataFrame]] = {k: [] for k in FRAMES}
     for run in runs:
         params = _flat(run.manifest.get("params", {}))
-        rows.append({"run_id": run.run_id, "status": run.manifest["status"], "reason": run.manifest.get("reason"),
-                     "started_utc": run.manifest["started_utc"], "ended_utc": run.manifest["ended_utc"], **params})
+        rows.append({"run_id": run.run_id, **_run_facts(run.manifest), **params})
         if not run.ok and not failed:
             continue
         for kind, df in run.frames.items():

@@ -1,0 +1,234 @@
+"""A whole campaign analysed: per-run assessments, per-configuration agreement, ratios against a
+baseline, and a validation pass listing every problem with a severity (statistics spec G).
+
+    a = analyze("runs/quick")            # or analyze(frames) with frames from load_campaign
+    a.runs          one row per run: trim, mean +- SE, n_eff, CoV, class and flags, latency, lag verdict
+    a.configs       one row per configuration: mean, 95% interval, h, CoV, Q/p/I2, agreement verdict
+    a.comparisons   one row per (configuration, baseline): ratio, Fieller interval, p, BH q, verdict
+    a.problems      severity (error | warning | info), run or configuration, what, and the fix
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchlib.analysis.compare import MARGIN, TARGET, adjust, agreement, ratio
+from benchlib.analysis.lag import lag_growth, worst_lag_per_second
+from benchlib.analysis.series import batch_means
+from benchlib.analysis.stability import assess
+from benchlib.errors import BenchlibError
+from benchlib.store import load_campaign
+
+#: run parameters that describe the load (a configuration and its baseline share them)
+LOAD_KEYS = ["workload", "threads", "rate", "durability"]
+#: run parameters that are not part of a configuration
+NOT_CONFIG = {"repetition", "config"}
+
+
+class AnalysisError(BenchlibError):
+    """A campaign that cannot be analysed as asked (no runs, unknown baseline or metric)."""
+
+
+@dataclass
+class CampaignAnalysis:
+    runs: pd.DataFrame
+    configs: pd.DataFrame
+    comparisons: pd.DataFrame
+    problems: pd.DataFrame
+    frames: dict[str, pd.DataFrame]
+    param_columns: list[str]
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        return self.problems[self.problems.severity == "error"]
+
+    @property
+    def warnings(self) -> pd.DataFrame:
+        return self.problems[self.problems.severity != "info"]
+
+
+def _param_columns(runs: pd.DataFrame) -> list[str]:
+    fixed = {"run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
+             "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes"}
+    return [c for c in runs.columns if c not in fixed and not c.startswith("summary_")]
+
+
+def _config_columns(params: list[str]) -> list[str]:
+    return [c for c in params if c not in NOT_CONFIG]
+
+
+def assess_run(run: pd.Series, intervals: pd.DataFrame, lag: pd.DataFrame) -> dict[str, Any]:
+    """The per-run numbers of spec G for one run."""
+    iv = intervals.sort_values("t_s")
+    out: dict[str, Any] = {"run_id": run.run_id}
+    if iv.empty:
+        return out
+    a = assess(iv["tps"].to_numpy())
+    out.update({"seconds": a.n_s, "trim_s": a.trim_s, "trim_frac": a.trim_frac, "tps_mean": a.mean, "tps_se": a.se,
+                "n_eff": a.n_eff, "tps_cov": a.cov, "tps_cov_10s": a.cov_batch10, "class": a.main,
+                "flags": " ".join(a.flags), "stability": a.label, "stalls": a.stalls,
+                "longest_stall_s": a.longest_stall_s,
+                "osc_period_s": a.oscillation.period_s if a.oscillation else np.nan,
+                "osc_amplitude": a.oscillation.amplitude_rel if a.oscillation else np.nan,
+                "err_seconds": int((iv["err_per_s"] > 0).sum()),
+                "gaps": int(max(0, iv["t_s"].iloc[-1] - iv["t_s"].iloc[0] + 1 - len(iv)))})
+    steady = iv.iloc[a.trim_s:]
+    out["lat_pctl_ms"] = float(steady["lat_pctl_ms"].mean())
+    out["lat_p95_of_seconds_ms"] = float(np.nanpercentile(steady["lat_pctl_ms"], 95))
+    tps_batches = batch_means(steady["tps"].to_numpy(), count=20)
+    out["_batches"] = tps_batches
+    if not lag.empty and pd.notna(run.get("load_start_s")):
+        t, worst = worst_lag_per_second(lag, origin=float(run.load_start_s))
+        in_load = (t >= 0) & (t < (run.load_end_s - run.load_start_s if pd.notna(run.get("load_end_s")) else np.inf))
+        if in_load.any():
+            lg = lag_growth(worst[in_load], t[in_load], trim_s=a.trim_s)
+            out.update({"lag_max_ms": float(worst[in_load].max()), "lag_p95_ms": float(np.percentile(worst[in_load], 95)),
+                        "lag_mean_ms": float(worst[in_load].mean()), "lag_verdict": lg.verdict,
+                        "lag_slope_ms_per_s": lg.slope, "lag_slope_high": lg.slope_high, "lag_epsilon": lg.epsilon})
+    return out
+
+
+def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float = MARGIN,
+            target: float = TARGET) -> CampaignAnalysis:
+    """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async)."""
+    frames = load_campaign(campaign) if not isinstance(campaign, dict) else campaign
+    runs = frames["runs"]
+    if runs.empty:
+        raise AnalysisError(f"no runs in campaign {campaign if not isinstance(campaign, dict) else ''}".strip(),
+                            hint="run it first: benchlib run SPEC")
+    params = _param_columns(runs)
+    ok = runs[runs.status == "ok"]
+    by_run_iv = dict(tuple(frames["intervals"].groupby("run_id"))) if not frames["intervals"].empty else {}
+    by_run_lag = dict(tuple(frames["lag"].groupby("run_id"))) if not frames["lag"].empty else {}
+    empty_iv = frames["intervals"].iloc[:0]
+    empty_lag = frames["lag"].iloc[:0]
+    rows = [assess_run(r, by_run_iv.get(r.run_id, empty_iv), by_run_lag.get(r.run_id, empty_lag))
+            for _, r in ok.iterrows()]
+    assessed = pd.DataFrame(rows)
+    batches = dict(zip(assessed.run_id, assessed.pop("_batches"))) if "_batches" in assessed else {}
+    table = runs.merge(assessed, on="run_id", how="left") if not assessed.empty else runs.copy()
+    configs = _configs(table, params, batches, target)
+    comparisons = _comparisons(table, params, baseline, margin)
+    problems = validate(table, configs, params)
+    return CampaignAnalysis(table, configs, comparisons, problems, frames, params)
+
+
+def _key(row: pd.Series | dict, cols: list[str]) -> tuple:
+    return tuple(None if (isinstance(row[c], float) and np.isnan(row[c])) else row[c] for c in cols)
+
+
+def _configs(table: pd.DataFrame, params: list[str], batches: dict, target: float) -> pd.DataFrame:
+    cols = _config_columns(params)
+    ok = table[table.status == "ok"]
+    if ok.empty or "tps_mean" not in ok:
+        return pd.DataFrame(columns=[*cols, "runs", "verdict"])
+    rows = []
+    for key, g in ok.groupby(cols, dropna=False, sort=True):
+        g = g.dropna(subset=["tps_mean"])
+        if g.empty:
+            continue
+        ag = agreement(g.tps_mean.to_numpy(), g.tps_se.to_numpy(), list(g["class"]),
+                       [batches[r] for r in g.run_id if r in batches and len(batches[r]) >= 2] or None,
+                       target=target)
+        rows.append({**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "config": g.config.iloc[0],
+                     "runs": ag.runs, "tps_mean": ag.mean, "ci_low": ag.ci_low, "ci_high": ag.ci_high,
+                     "half_width_rel": ag.half_width_rel, "cov_runs": ag.cov, "q": ag.q, "q_p": ag.q_p, "i2": ag.i2,
+                     "kruskal_p": ag.kruskal_p, "classes": ",".join(sorted(set(g["class"]))),
+                     "classes_consistent": ag.classes_consistent, "verdict": ag.verdict, "add_runs": ag.add,
+                     "agreement": ag.label, "runs_needed": ag.runs_needed,
+                     "lat_pctl_ms": float(g.lat_pctl_ms.mean()) if "lat_pctl_ms" in g else np.nan,
+                     "lag_p95_ms": float(g.lag_p95_ms.mean()) if "lag_p95_ms" in g else np.nan,
+                     "catch_up_s": float(g.catch_up_s.mean()) if "catch_up_s" in g else np.nan})
+    return pd.DataFrame(rows)
+
+
+def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: float) -> pd.DataFrame:
+    ok = table[(table.status == "ok")]
+    if ok.empty or "tps_mean" not in ok:
+        return pd.DataFrame()
+    is_base = (ok.get("topology") == baseline) | (ok.get("cluster") == baseline)
+    if not is_base.any():
+        return pd.DataFrame()
+    load = [c for c in LOAD_KEYS if c in params]
+    cols = _config_columns(params)
+    rows, results = [], []
+    base_groups = {k: g for k, g in ok[is_base].groupby(load, dropna=False)} if load else {(): ok[is_base]}
+    for key, g in ok[~is_base].groupby(cols, dropna=False, sort=True):
+        first = g.iloc[0]
+        bkey = _key(first, load) if load else ()
+        bkey = bkey[0] if len(load) == 1 else bkey
+        base = next((b for k, b in base_groups.items() if _same(k, bkey)), None)
+        if base is None:
+            continue
+        for metric, higher in (("tps_mean", True), ("lat_pctl_ms", False)):
+            a_vals, b_vals = g[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
+            if len(a_vals) == 0 or len(b_vals) == 0:
+                continue
+            r = ratio(a_vals, b_vals, higher_is_better=higher, margin=margin)
+            results.append(r)
+            rows.append({**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
+                         "metric": metric.replace("_mean", ""), "ratio": r.ratio, "ci_low": r.ci_low,
+                         "ci_high": r.ci_high, "p": r.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": r.verdict,
+                         "runs_needed_per_side": r.runs_needed_per_side, "margin": r.margin,
+                         "notes": "; ".join(r.notes)})
+    for metric in {row["metric"] for row in rows}:  # false-discovery control within each metric
+        idx = [i for i, row in enumerate(rows) if row["metric"] == metric]
+        adjust([results[i] for i in idx])
+        for i in idx:
+            rows[i]["q"] = results[i].q
+    return pd.DataFrame(rows)
+
+
+def _same(a, b) -> bool:
+    a = a if isinstance(a, tuple) else (a,)
+    b = b if isinstance(b, tuple) else (b,)
+    return all((x == y) or (pd.isna(x) and pd.isna(y)) for x, y in zip(a, b))
+
+
+def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """Every problem of a campaign, with a severity: error (a result must not be used as is),
+    warning (read it with care), info."""
+    out: list[dict[str, Any]] = []
+
+    def add(severity: str, where: str, what: str, fix: str = "") -> None:
+        out.append({"severity": severity, "where": where, "what": what, "fix": fix})
+
+    for r in table.itertuples(index=False):
+        if r.status != "ok":
+            add("error", r.run_id, f"run failed: {r.reason}", "rerun the campaign: failed runs are redone")
+            continue
+        if getattr(r, "gaps", 0) and r.gaps > 0:
+            add("error", r.run_id, f"{r.gaps} per-second intervals missing", "rerun this run")
+        if getattr(r, "err_seconds", 0) and r.err_seconds > 0:
+            add("warning", r.run_id, f"errors/s > 0 in {r.err_seconds} seconds (deadlocks, certification failures)",
+                "expected with multi-writer conflicts; otherwise look at raw/sysbench.txt")
+        if r.sampler_errors:
+            add("warning", r.run_id, f"{r.sampler_errors} sampler errors: gaps in lag or cluster sampling",
+                "see manifest.json sampler.errors")
+        if pd.isna(r.in_sync_wait_s) or (r.in_sync_wait_s or 0) > 5:
+            add("warning", r.run_id, "replicas were not in sync at the start of the load" if pd.isna(r.in_sync_wait_s)
+                else f"replicas took {r.in_sync_wait_s:.1f} s to get in sync before the load", "")
+        cls = getattr(r, "_asdict", lambda: {})().get("class")
+        if cls in ("NO_STEADY_STATE", "SLOWDOWN"):
+            add("warning", r.run_id, f"throughput {r.stability}", "run longer, or look at the stability chart")
+        elif isinstance(r.flags, str) and any(f in r.flags for f in ("STALLS", "NOT_SETTLED", "LONG_WARMUP")):
+            add("warning", r.run_id, f"throughput {r.stability}", "run longer, or add warm-up (load.warmup_s)")
+        elif isinstance(r.flags, str) and r.flags:
+            add("info", r.run_id, f"throughput {r.stability}")
+        if getattr(r, "lag_verdict", None) == "GROWING":
+            add("warning", r.run_id, f"replica lag grows {r.lag_slope_ms_per_s:.1f} ms/s over the run: "
+                                     "the replicas do not sustain this load", "")
+        if pd.isna(r.catch_up_s):
+            add("warning", r.run_id, "no catch-up time recorded", "")
+    for c in configs.itertuples(index=False):
+        if c.verdict != "AGREE":
+            add("warning", f"config {c.config}", f"repetitions: {c.agreement}",
+                "add repetitions (campaign repetitions, or the adaptive mode)")
+    order = {"error": 0, "warning": 1, "info": 2}
+    df = pd.DataFrame(out, columns=["severity", "where", "what", "fix"])
+    return df.sort_values("severity", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)

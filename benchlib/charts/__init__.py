@@ -1,0 +1,22 @@
+"""Chart builders shaped like plotly express: a tidy frame plus column roles in, a Figure out.
+
+No builder writes files or calls show(); every figure uses the registered ``benchlib`` template
+(readable at blog width, colour-blind-safe palette) and the same colour for a topology in every
+chart. A missing column raises ``ChartError`` naming the columns that are there.
+"""
+
+from benchlib.charts.builders import (
+    catch_up,
+    flow_control_sweep,
+    lag_over_time,
+    latency_vs_rtt,
+    latency_vs_threads,
+    parallel_apply,
+    ratio_bars,
+    stability_over_time,
+    throughput_vs_threads,
+)
+from benchlib.charts.theme import ChartError, topology_color
+
+__all__ = ["ChartError", "catch_up", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
+           "parallel_apply", "ratio_bars", "stability_over_time", "throughput_vs_threads", "topology_color"]

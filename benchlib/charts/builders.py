@@ -1,0 +1,246 @@
+"""The comparative charts. Vocabulary shared by every builder (as in plotly express):
+
+``x``, ``y``          columns on the axes
+``color``             column whose values get one colour each (topologies keep their house colour)
+``error_low/high``    columns with the interval's ends (whiskers)
+``title``             the chart title; every builder has a sensible default
+
+Frames are tidy: one row per observation, as ``benchlib.analysis`` and ``load_campaign`` return them.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from benchlib.charts.theme import TEMPLATE, ChartError, lighter, topology_color
+
+
+def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
+    missing = [c for c in dict.fromkeys(columns) if c is not None and c not in df.columns]
+    if missing:
+        raise ChartError(f"{chart}: no column {', '.join(repr(c) for c in missing)} in the frame",
+                         hint=f"columns: {', '.join(map(str, df.columns))}")
+    if df.empty:
+        raise ChartError(f"{chart}: the frame is empty", hint="nothing to draw: check the campaign's filters")
+
+
+def _colors(values: Iterable) -> dict:
+    return {v: topology_color(v, i) for i, v in enumerate(dict.fromkeys(values))}
+
+
+def _whiskers(d: pd.DataFrame, y: str, low: str | None, high: str | None) -> dict | None:
+    if not low or not high:
+        return None
+    up = (d[high] - d[y]).replace([np.inf, -np.inf], np.nan)
+    down = (d[y] - d[low]).replace([np.inf, -np.inf], np.nan)
+    return dict(type="data", array=up.tolist(), arrayminus=down.tolist(), visible=True, thickness=1.5, width=5)
+
+
+def _figure(title: str, **layout) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(template=TEMPLATE, title=title, **layout)
+    return fig
+
+
+def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color: str | None = None,
+               error_low: str | None = "ci_low", error_high: str | None = "ci_high", shade: str | None = "durability",
+               light: str = "relaxed", baseline: str = "async", title: str | None = None) -> go.Figure:
+    """Ratio against the baseline per topology (and cluster size: put it in ``x``), the ``light`` value of
+    ``shade`` (relaxed durability) drawn as a wider bar in a lighter shade of the same colour behind
+    the other (durable), each with its interval."""
+    color = color or x
+    _need(df, [x, y, color, error_low, error_high, shade], "ratio_bars")
+    colors = _colors(df[color])
+    fig = _figure(title or f"Throughput relative to {baseline}", barmode="overlay", hovermode="closest",
+                  yaxis_title=f"{y} vs {baseline}", xaxis_title=x, bargap=0.25)
+    groups = [(None, df)] if shade is None else sorted(df.groupby(shade, dropna=False), key=lambda g: g[0] != light)
+    for level, d in groups:
+        is_light = level == light
+        for c, dc in d.groupby(color, sort=False):
+            base = colors[c]
+            fig.add_bar(x=dc[x].astype(str), y=dc[y], name=f"{c}" + (f" {level}" if level is not None else ""),
+                        marker_color=lighter(base) if is_light else base, width=0.8 if is_light else 0.45,
+                        error_y=_whiskers(dc, y, error_low, error_high), legendgroup=str(c),
+                        hovertemplate=f"{c} {level or ''}: %{{y:.3f}}<extra></extra>")
+    fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left")
+    return fig
+
+
+def throughput_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "tps_mean", color: str = "topology",
+                          dash: str | None = None, error_low: str | None = None, error_high: str | None = None,
+                          title: str | None = None) -> go.Figure:
+    """Throughput against client threads, one line per ``color`` (and ``dash``, e.g. durability)."""
+    _need(df, [x, y, color, dash, error_low, error_high], "throughput_vs_threads")
+    fig = _figure(title or "Throughput vs client threads", xaxis_title="client threads", yaxis_title="transactions/s")
+    fig.update_xaxes(type="log", dtick=np.log10(2))
+    _lines(fig, df, x, y, color, dash, error_low, error_high)
+    return fig
+
+
+def _lines(fig, df, x, y, color, dash=None, low=None, high=None, *, row=None, col=None, name_suffix="",
+           line_dash=None, showlegend=True) -> None:
+    colors = _colors(df[color])
+    styles = ["solid", "dash", "dot", "dashdot"]
+    dashes = {v: styles[i % 4] for i, v in enumerate(dict.fromkeys(df[dash]))} if dash else {}
+    keys = [color] + ([dash] if dash else [])
+    for key, d in df.sort_values(x).groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        c = key[0]
+        name = " ".join(str(k) for k in key) + name_suffix
+        trace = go.Scatter(x=d[x], y=d[y], mode="lines+markers", name=name, legendgroup=str(c), showlegend=showlegend,
+                           line=dict(color=colors[c], dash=line_dash or (dashes[key[1]] if dash else "solid"), width=2.5),
+                           marker=dict(size=8), error_y=_whiskers(d, y, low, high))
+        fig.add_trace(trace, row=row, col=col) if row else fig.add_trace(trace)
+
+
+def latency_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "lat_pctl_ms", y_mean: str | None = None,
+                       color: str = "topology", percentile: int | str = 95, title: str | None = None) -> go.Figure:
+    """Latency (the percentile, and the mean when ``y_mean`` is given, dashed) against client threads,
+    logarithmic axes: latency that grows with load stays readable from 1 to 1000 ms."""
+    _need(df, [x, y, color, y_mean], "latency_vs_threads")
+    fig = _figure(title or "Latency vs client threads", xaxis_title="client threads", yaxis_title="latency, ms (log)")
+    fig.update_xaxes(type="log", dtick=np.log10(2))
+    fig.update_yaxes(type="log")
+    _lines(fig, df, x, y, color, name_suffix=f" p{percentile}")
+    if y_mean:
+        _lines(fig, df, x, y_mean, color, name_suffix=" mean", line_dash="dash")
+    return fig
+
+
+def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tps", latency: str | None = "lat_pctl_ms",
+                        group: str = "run_id", trim: dict | None = None, labels: dict | None = None,
+                        average_by: str | None = None, title: str | None = None) -> go.Figure:
+    """Per-second throughput (and latency below it) of chosen runs; the steady window after the warm-up
+    trim shaded; each run's stability label annotated. With ``average_by`` (e.g. "config"), the runs of
+    each group are averaged second by second with their min-max band."""
+    _need(intervals, [x, y, latency, group, average_by], "stability_over_time")
+    rows = 2 if latency else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        row_heights=[0.6, 0.4][:rows])
+    fig.update_layout(template=TEMPLATE, title=title or "Stability over time", hovermode="x unified")
+    fig.update_yaxes(title_text="transactions/s", row=1, col=1)
+    if latency:
+        fig.update_yaxes(title_text="latency, ms", row=2, col=1)
+    fig.update_xaxes(title_text="seconds since the load started", row=rows, col=1)
+    key = average_by or group
+    palette = _colors(intervals[key])
+    for i, (k, d) in enumerate(intervals.groupby(key, sort=True)):
+        color = palette[k]
+        if average_by:
+            agg = d.groupby(x)[[y] + ([latency] if latency else [])].agg(["mean", "min", "max"]).reset_index()
+            series = [(y, 1)] + ([(latency, 2)] if latency else [])
+            for col_name, row in series:
+                xs = agg[x]
+                fig.add_trace(go.Scatter(x=pd.concat([xs, xs[::-1]]), y=pd.concat([agg[(col_name, "max")],
+                                                                                    agg[(col_name, "min")][::-1]]),
+                                         fill="toself", fillcolor=lighter(color, 0.75), line=dict(width=0),
+                                         showlegend=False, hoverinfo="skip"), row=row, col=1)
+                fig.add_trace(go.Scatter(x=xs, y=agg[(col_name, "mean")], mode="lines", name=str(k),
+                                         legendgroup=str(k), showlegend=row == 1, line=dict(color=color, width=2)),
+                              row=row, col=1)
+        else:
+            d = d.sort_values(x)
+            fig.add_trace(go.Scatter(x=d[x], y=d[y], mode="lines", name=str(k), legendgroup=str(k),
+                                     line=dict(color=color, width=2)), row=1, col=1)
+            if latency:
+                fig.add_trace(go.Scatter(x=d[x], y=d[latency], mode="lines", name=str(k), legendgroup=str(k),
+                                         showlegend=False, line=dict(color=color, width=1.5)), row=2, col=1)
+        if trim and k in trim:
+            end = float(d[x].max())
+            fig.add_vrect(x0=float(d[x].min()) - 1 + trim[k], x1=end, fillcolor=lighter(color, 0.85), opacity=0.5,
+                          line_width=0, layer="below", row=1, col=1)
+        if labels and k in labels:
+            fig.add_annotation(text=f"{k}: {labels[k]}", xref="paper", yref="paper", x=0, y=-0.16 - 0.06 * i,
+                               showarrow=False, font=dict(size=12, color=color), xanchor="left")
+    if labels:
+        fig.update_layout(margin=dict(b=60 + 24 * len(labels)), height=520 + 24 * len(labels))
+    return fig
+
+
+def flow_control_sweep(df: pd.DataFrame, *, x: str = "fc_limit", y: str = "tps_mean", lag: str = "lag_p95_ms",
+                       color: str = "cluster", title: str | None = None) -> go.Figure:
+    """Throughput (left axis, solid) and replica lag (right axis, dotted) against the flow-control limit."""
+    _need(df, [x, y, lag, color], "flow_control_sweep")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.update_layout(template=TEMPLATE, title=title or "Flow control: throughput and replica lag")
+    colors = _colors(df[color])
+    for c, d in df.sort_values(x).groupby(color, sort=False):
+        fig.add_trace(go.Scatter(x=d[x], y=d[y], name=f"{c} throughput", mode="lines+markers",
+                                 line=dict(color=colors[c], width=2.5)), secondary_y=False)
+        fig.add_trace(go.Scatter(x=d[x], y=d[lag], name=f"{c} lag", mode="lines+markers",
+                                 line=dict(color=colors[c], dash="dot", width=2), marker_symbol="diamond"),
+                      secondary_y=True)
+    fig.update_xaxes(type="log", title_text=x)
+    fig.update_yaxes(title_text="transactions/s", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="replica lag, ms", secondary_y=True, rangemode="tozero", showgrid=False)
+    return fig
+
+
+def lag_over_time(lag: pd.DataFrame, *, x: str = "t_s", y: str = "lag_ms", color: str = "node",
+                  load_end: float | None = None, catch_up_s: float | None = None, title: str | None = None) -> go.Figure:
+    """Replica lag of each node over a run; the end of the load marked, and the catch-up after it."""
+    _need(lag, [x, y, color], "lag_over_time")
+    fig = _figure(title or "Replica lag over time", xaxis_title="seconds since the load started",
+                  yaxis_title="lag, ms")
+    for i, (node, d) in enumerate(lag.sort_values(x).groupby(color, sort=True)):
+        fig.add_scatter(x=d[x], y=d[y], mode="lines", name=str(node), line=dict(width=1.8, color=_node_color(i)))
+    if load_end is not None:
+        fig.add_vline(x=load_end, line_dash="dash", line_color="#444", annotation_text="load ends")
+        if catch_up_s is not None:
+            fig.add_vrect(x0=load_end, x1=load_end + catch_up_s, fillcolor="#999", opacity=0.15, line_width=0,
+                          annotation_text=f"catch-up {catch_up_s:.2f} s", annotation_position="top right")
+    return fig
+
+
+def _node_color(i: int) -> str:
+    from benchlib.charts.theme import OKABE_ITO
+
+    return OKABE_ITO[i % len(OKABE_ITO)]
+
+
+def catch_up(df: pd.DataFrame, *, x: str = "label", y: str = "catch_up_s", color: str = "topology",
+             error_low: str | None = None, error_high: str | None = None, title: str | None = None) -> go.Figure:
+    """Time for every node to catch up after the load ends, per configuration."""
+    _need(df, [x, y, color, error_low, error_high], "catch_up")
+    fig = _figure(title or "Catch-up time after the load", xaxis_title="", yaxis_title="seconds",
+                  hovermode="closest")
+    colors = _colors(df[color])
+    for c, d in df.groupby(color, sort=False):
+        fig.add_bar(x=d[x].astype(str), y=d[y], name=str(c), marker_color=colors[c],
+                    error_y=_whiskers(d, y, error_low, error_high))
+    return fig
+
+
+def latency_vs_rtt(df: pd.DataFrame, *, x: str = "rtt_ms", y: str = "lat_pctl_ms", color: str = "topology",
+                   rtt_multiples: Iterable[float] = (1, 2), title: str | None = None) -> go.Figure:
+    """Commit latency against the WAN round-trip time, with dashed reference lines at 1 and 2 RTTs:
+    a synchronous commit costs at least one round trip."""
+    _need(df, [x, y, color], "latency_vs_rtt")
+    fig = _figure(title or "Commit latency vs WAN round-trip time", xaxis_title="round-trip time, ms",
+                  yaxis_title="commit latency, ms")
+    top = float(df[x].max()) or 1.0
+    for k in rtt_multiples:
+        fig.add_scatter(x=[0, top], y=[0, k * top], mode="lines", name=f"{k:g} RTT", showlegend=True,
+                        line=dict(color="#999", dash="dash" if k == 1 else "dot", width=1), hoverinfo="skip")
+    _lines(fig, df, x, y, color)
+    return fig
+
+
+def parallel_apply(df: pd.DataFrame, *, x: str = "parallel_threads", y: str = "tps_mean", lag: str = "lag_p95_ms",
+                   cpu: str | None = "replica_cpu_pct", color: str = "cluster", title: str | None = None) -> go.Figure:
+    """Parallel replica apply: throughput, replica lag and replica CPU against the applier threads."""
+    _need(df, [x, y, lag, cpu, color], "parallel_apply")
+    panels = [(y, "transactions/s"), (lag, "replica lag, ms")] + ([(cpu, "replica CPU, %")] if cpu else [])
+    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    fig.update_layout(template=TEMPLATE, title=title or "Parallel apply: throughput, lag and replica CPU",
+                      height=220 * len(panels) + 120)
+    for i, (col, label) in enumerate(panels, start=1):
+        _lines(fig, df, x, col, color, row=i, col=1, showlegend=i == 1)
+        fig.update_yaxes(title_text=label, row=i, col=1, rangemode="tozero")
+    fig.update_xaxes(title_text="replica applier threads", row=len(panels), col=1)
+    return fig

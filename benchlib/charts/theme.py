@@ -1,0 +1,62 @@
+"""The house template and the colours of topologies (Okabe-Ito: safe for colour-blind readers)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from benchlib.errors import BenchlibError
+
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+#: one colour per topology in every chart
+TOPOLOGY_COLORS = {
+    "async": "#0072B2",  # blue
+    "semisync": "#E69F00",  # orange
+    "galera": "#009E73",  # bluish green
+    "group_replication": "#D55E00",  # vermillion
+    "pxc": "#CC79A7",  # reddish purple
+    "aurora": "#56B4E9",  # sky blue
+    "single": "#000000",
+    "mysql": "#999999",
+}
+WIDTH, HEIGHT = 900, 520  # blog width; exported at 2x for PNG
+
+
+class ChartError(BenchlibError):
+    """A chart that cannot be built from the frame it was given."""
+
+
+def topology_color(name: str, i: int = 0) -> str:
+    return TOPOLOGY_COLORS.get(str(name), OKABE_ITO[i % len(OKABE_ITO)])
+
+
+def lighter(hex_color: str, amount: float = 0.55) -> str:
+    """The same hue mixed with white (relaxed durability next to durable)."""
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    mix = [round(c + (255 - c) * amount) for c in (r, g, b)]
+    return "#" + "".join(f"{c:02x}" for c in mix)
+
+
+def _template() -> go.layout.Template:
+    t = go.layout.Template()
+    t.layout = go.Layout(
+        font=dict(family="Inter, Helvetica, Arial, sans-serif", size=15, color="#222"),
+        title=dict(font=dict(size=19), x=0.0, xanchor="left"),
+        colorway=OKABE_ITO,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        width=WIDTH,
+        height=HEIGHT,
+        margin=dict(l=70, r=30, t=70, b=60),
+        xaxis=dict(showgrid=True, gridcolor="#e6e6e6", zeroline=False, linecolor="#444", ticks="outside"),
+        yaxis=dict(showgrid=True, gridcolor="#e6e6e6", zeroline=False, linecolor="#444", ticks="outside"),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, title_text=""),
+        hovermode="x unified",
+    )
+    return t
+
+
+pio.templates["benchlib"] = _template()
+TEMPLATE = "benchlib"

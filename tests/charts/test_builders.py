@@ -1,0 +1,100 @@
+"""Chart builders: figure JSON, not pixels."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchlib import charts
+from benchlib.charts.theme import TOPOLOGY_COLORS, lighter
+
+
+def fig_json(fig) -> dict:
+    return json.loads(fig.to_json())
+
+
+RATIOS = pd.DataFrame({
+    "topology": ["semisync", "semisync", "galera", "galera"],
+    "durability": ["durable", "relaxed", "durable", "relaxed"],
+    "ratio": [0.8, 0.95, 0.6, 0.7], "ci_low": [0.75, 0.9, 0.5, -np.inf], "ci_high": [0.85, 1.0, 0.7, np.inf],
+})
+BY_THREADS = pd.DataFrame({
+    "topology": ["async"] * 3 + ["galera"] * 3, "threads": [1, 8, 64] * 2,
+    "tps_mean": [200, 900, 1500, 180, 700, 1000], "lat_pctl_ms": [5, 12, 80, 6, 15, 120],
+    "lat_mean_ms": [4, 9, 50, 5, 11, 70],
+})
+
+
+def test_ratio_bars_relaxed_is_a_lighter_wider_bar_behind_durable_with_whiskers():
+    j = fig_json(charts.ratio_bars(RATIOS))
+    names = [t["name"] for t in j["data"]]
+    assert names == ["semisync relaxed", "galera relaxed", "semisync durable", "galera durable"]  # relaxed first
+    relaxed, durable = j["data"][0], j["data"][2]
+    assert durable["marker"]["color"] == TOPOLOGY_COLORS["semisync"]
+    assert relaxed["marker"]["color"] == lighter(TOPOLOGY_COLORS["semisync"])
+    assert relaxed["width"] > durable["width"] and j["layout"]["barmode"] == "overlay"
+    assert durable["error_y"]["array"] == pytest.approx([0.05]) and durable["error_y"]["arrayminus"] == pytest.approx([0.05])
+    assert j["data"][1]["error_y"]["array"] == [None]  # an unbounded interval draws no whisker
+    assert any(s.get("y0") == 1.0 for s in j["layout"]["shapes"])  # the baseline line
+
+
+def test_same_topology_same_colour_in_every_chart():
+    for fig in (charts.throughput_vs_threads(BY_THREADS), charts.latency_vs_threads(BY_THREADS, y_mean="lat_mean_ms")):
+        j = fig_json(fig)
+        colors = {t["name"].split()[0]: t["line"]["color"] for t in j["data"]}
+        assert colors == {"async": TOPOLOGY_COLORS["async"], "galera": TOPOLOGY_COLORS["galera"]}
+        assert j["layout"]["template"]["layout"]["width"] == 900
+
+
+def test_latency_axes_are_logarithmic_and_mean_is_dashed():
+    j = fig_json(charts.latency_vs_threads(BY_THREADS, y_mean="lat_mean_ms"))
+    assert j["layout"]["yaxis"]["type"] == "log" and j["layout"]["xaxis"]["type"] == "log"
+    assert [t["line"]["dash"] for t in j["data"]] == ["solid", "solid", "dash", "dash"]
+    assert [t["name"] for t in j["data"]][:2] == ["async p95", "galera p95"]
+
+
+def test_stability_shades_the_steady_window_and_annotates_flags():
+    t = np.arange(1, 31, dtype=float)
+    iv = pd.DataFrame({"run_id": ["a"] * 30 + ["b"] * 30, "t_s": np.concatenate([t, t]),
+                       "tps": np.r_[np.linspace(100, 1000, 30), np.full(30, 1000.0)], "lat_pctl_ms": 5.0,
+                       "config": "c1"})
+    j = fig_json(charts.stability_over_time(iv, trim={"a": 10, "b": 0}, labels={"a": "WARMUP", "b": "FLAT"}))
+    rects = [s for s in j["layout"]["shapes"] if s["type"] == "rect"]
+    assert sorted((r["x0"], r["x1"]) for r in rects) == [(0.0, 30.0), (10.0, 30.0)]
+    assert [a["text"] for a in j["layout"]["annotations"]] == ["a: WARMUP", "b: FLAT"]
+    assert len(j["data"]) == 4  # throughput and latency per run
+    avg = fig_json(charts.stability_over_time(iv, average_by="config"))
+    assert [t["name"] for t in avg["data"] if t.get("showlegend", True)] == ["c1"]
+
+
+def test_flow_control_and_parallel_apply_and_wan():
+    sweep = pd.DataFrame({"cluster": "galera", "fc_limit": [16, 256, 4096], "tps_mean": [500, 800, 900],
+                          "lag_p95_ms": [5, 40, 400]})
+    j = fig_json(charts.flow_control_sweep(sweep))
+    assert j["layout"]["xaxis"]["type"] == "log" and j["data"][1]["yaxis"] == "y2"
+    par = pd.DataFrame({"cluster": "async", "parallel_threads": [0, 4, 8], "tps_mean": [900] * 3,
+                        "lag_p95_ms": [900, 100, 50], "replica_cpu_pct": [30, 60, 80]})
+    j = fig_json(charts.parallel_apply(par))
+    assert {t["yaxis"] for t in j["data"]} == {"y", "y2", "y3"}
+    wan = pd.DataFrame({"topology": ["async", "semisync", "galera"], "rtt_ms": [0, 20, 20],
+                        "lat_pctl_ms": [0.4, 21, 22]})
+    j = fig_json(charts.latency_vs_rtt(wan))
+    assert [t["name"] for t in j["data"]][:2] == ["1 RTT", "2 RTT"] and j["data"][0]["y"] == [0, 20]
+
+
+def test_lag_over_time_marks_load_end_and_catch_up():
+    lag = pd.DataFrame({"node": ["r1", "r2"] * 3, "t_s": [1, 1, 2, 2, 3, 3], "lag_ms": [1, 2, 3, 4, 5, 60]})
+    j = fig_json(charts.lag_over_time(lag, load_end=3, catch_up_s=0.5))
+    assert [t["name"] for t in j["data"]] == ["r1", "r2"]
+    assert any(s["type"] == "rect" and s["x0"] == 3 and s["x1"] == 3.5 for s in j["layout"]["shapes"])
+
+
+def test_errors_name_the_available_columns():
+    with pytest.raises(charts.ChartError, match="no column 'nope'") as err:
+        charts.throughput_vs_threads(BY_THREADS, y="nope")
+    assert "tps_mean" in err.value.hint
+    with pytest.raises(charts.ChartError, match="empty"):
+        charts.throughput_vs_threads(BY_THREADS.iloc[:0])
