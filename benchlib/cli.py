@@ -217,11 +217,73 @@ def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab:
 
 
 @app.command()
+def validate(campaign: Path = typer.Argument(..., help="campaign folder, e.g. runs/quick"),
+             baseline: str = typer.Option("async", help="topology or cluster the ratios are against")) -> None:
+    """List every problem of a campaign with a severity (failed runs, errors/s, sampling gaps, replicas
+    not in sync at start, unstable runs, repetitions that disagree); exit 1 when there are errors."""
+    from benchlib.analysis.campaign import analyze
+
+    a = analyze(campaign, baseline=baseline)
+    for p in a.problems.itertuples(index=False):
+        typer.echo(f"{p.severity:8} {p.where}: {p.what}" + (f"  (fix: {p.fix})" if p.fix else ""))
+    counts = a.problems.severity.value_counts().to_dict()
+    typer.echo(f"{campaign}: {len(a.runs)} runs; {counts.get('error', 0)} errors, {counts.get('warning', 0)} "
+               f"warnings, {counts.get('info', 0)} notes")
+    if counts.get("error"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. runs/quick"),
+            baseline: str = typer.Option("async", help="topology or cluster the ratios are against"),
+            out: Optional[Path] = typer.Option(None, help="output folder (default: CAMPAIGN/report/<UTC time>/)"),
+            notebooks: bool = typer.Option(True, help="also execute the analysis notebooks into the report"),
+            static: bool = typer.Option(True, help="PNG and SVG next to the HTML of every chart (needs Chromium)")) -> None:
+    """Write every chart as PNG (2x), SVG and interactive HTML, and one report page with the charts, the
+    statistical verdicts and the warnings, plus the executed analysis notebooks."""
+    import statistics
+
+    from benchlib.report import publish as publish_report
+
+    r = publish_report(campaign, out=out, baseline=baseline, notebooks=notebooks, static=static)
+    timing = (f"; static images {statistics.median(r.image_seconds):.2f} s median each"
+              if r.image_seconds else "")
+    typer.echo(f"{len(r.files)} chart files, {len(r.notebooks)} notebooks{timing}")
+    typer.echo(f"report: {r.page}")
+
+
+@app.command()
+def rerun(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g. runs/quick data/campaigns/*"),
+          notebook: list[str] = typer.Option([], "--notebook", "-n",
+                                             help="only these notebooks (default: every one that applies)"),
+          param: list[str] = typer.Option([], "--param", "-p", help="notebook parameter name=value (value as JSON, "
+                                                                    "else text), e.g. -p baseline=galera")) -> None:
+    """Re-execute the analysis notebooks of one or many campaigns through papermill (after an upgrade, or
+    with new parameters). Executed copies go to CAMPAIGN/notebooks/; earlier copies are kept."""
+    from benchlib.errors import SpecError
+    from benchlib.notebooks import rerun as rerun_notebooks
+
+    params: dict[str, Any] = {}
+    for p in param:
+        key, eq, value = p.partition("=")
+        if not eq or not key.isidentifier():
+            raise SpecError(f"--param {p!r} is not name=value", hint="e.g. -p baseline=galera -p 'runs=[\"0001-...\"]'")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    for campaign in campaigns:
+        for out in rerun_notebooks(campaign, notebook or None, params):
+            typer.echo(f"{campaign}: {out.name}")
+
+
+@app.command()
 def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its lab"),
          runs_dir: Path = typer.Option(Path("runs/demo"), "--runs-dir",
                                        help="each demo stores a new campaign folder under RUNS_DIR/<UTC time>/"),
          keep: bool = typer.Option(False, help="leave the lab up afterwards")) -> None:
-    """The main job: bring up the demo lab, check it, run the quick campaign through its notebook, tear down."""
+    """The main job: bring up the demo lab, check it, run the quick campaign through its notebook, tear the
+    lab down, publish the campaign's report and print where it is."""
     import time
 
     from benchlib.campaign.spec import load_campaign_spec
@@ -235,11 +297,18 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
         _print_status(lab)
         for line in format_check(check(lab)):
             typer.echo(line)
-        code = _run_campaign(spec, runs_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        folder = runs_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        code = _run_campaign(spec, folder)
     finally:
         if not keep:
             lab.down()
             typer.echo(f"lab {lab.name} is down")
+    from benchlib.report import publish as publish_report
+
+    (campaign_folder,) = [p.parent for p in folder.glob("*/campaign.json")]
+    typer.echo(f"publishing {campaign_folder} ...")
+    r = publish_report(campaign_folder)
+    typer.echo(f"report: {r.page}")
     if code:
         raise typer.Exit(code)
 

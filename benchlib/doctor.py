@@ -51,6 +51,11 @@ def checks() -> list[Check]:
     galera = Path(GALERA_PROVIDER).exists()
     out.append(Check("galera", galera, f"{_dpkg_version('galera-4') or ''} {GALERA_PROVIDER if galera else 'not found'}".strip(),
                      "galera-4"))
+    from benchlib.charts.export import find_browser
+
+    browser = find_browser()
+    out.append(Check("chromium", browser is not None, browser or "not found (static PNG/SVG export, report check)",
+                     "chromium", required=False))
     for key, (ok, why) in capability_report().items():
         out.append(Check(f"wan:{key}", ok, why, None, required=False))
     return out

@@ -114,3 +114,44 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
     if interrupted["sent"]:
         raise KeyboardInterrupt
     return output
+
+
+def _plan_has(record: dict, key: str, values: int = 1) -> bool:
+    seen = {str(run.get(key)) for run in record.get("plan", []) if run.get(key) is not None}
+    return len(seen) >= values
+
+
+#: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows
+ANALYSIS_NOTEBOOKS: dict[str, Any] = {
+    "compare": lambda r: len({run.get("topology") for run in r.get("plan", [])}) > 1,
+    "stability": lambda r: True,
+    "lag": lambda r: True,
+    "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
+    "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
+    "wan": lambda r: bool((r.get("lab") or {}).get("sites")),
+}
+
+
+def applicable(campaign: Path) -> list[str]:
+    """The analysis notebooks that have something to show for ``campaign``."""
+    import json
+
+    record_path = Path(campaign) / "campaign.json"
+    if not record_path.exists():
+        raise NotebookError(f"{campaign} is not a campaign folder (no campaign.json)",
+                            hint="a campaign folder is runs/<name>/, as benchlib run leaves it")
+    record = json.loads(record_path.read_text())
+    return [name for name, wants in ANALYSIS_NOTEBOOKS.items() if wants(record)]
+
+
+def rerun(campaign: Path, names: list[str] | None = None, parameters: dict[str, Any] | None = None,
+          *, stream: bool = False) -> list[Path]:
+    """Execute the analysis notebooks (``names``, default: every applicable one) against ``campaign``;
+    executed copies go to ``campaign/notebooks/`` next to the earlier ones, which are kept."""
+    campaign = Path(campaign).resolve()
+    todo = names or applicable(campaign)
+    out = []
+    for name in todo:
+        out.append(execute(name, output_path(campaign / "notebooks", name),
+                           {"campaign": str(campaign), **(parameters or {})}, stream=stream))
+    return out

@@ -203,7 +203,7 @@ def load_campaign(path: str | Path, *, failed: bool = False) -> dict[str, pd.Dat
         if not run.ok and not failed:
             continue
         for kind, df in run.frames.items():
-            tags = {(f"param_{k}" if k in df.columns else k): v for k, v in params.items()}
+            tags = {(f"param_{k}" if k in df.columns or k == "run_id" else k): v for k, v in params.items()}
             out[kind].append(df.assign(run_id=run.run_id, **tags))
     result = {k: pd.concat(v, ignore_index=True) if v else FRAMES[k].empty().assign(run_id=pd.Series(dtype="str"))
               for k, v in out.items()}

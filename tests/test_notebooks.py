@@ -35,3 +35,54 @@ def test_unknown_notebook_names_the_known_ones():
     with pytest.raises(NotebookError, match="no notebook named 'nope'") as err:
         notebook_path("nope")
     assert "campaign" in err.value.hint
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
+DEFAULTS = {"compare": "topologies", "stability": "apply", "flow_control": "apply", "lag": "apply",
+            "parallel_apply": "apply", "wan": "wan"}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A copy of the recorded campaigns (executed notebooks are written next to a campaign)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("campaigns")
+    for name in set(DEFAULTS.values()):
+        shutil.copytree(DATA / name, root / name, ignore=shutil.ignore_patterns("notebooks", ".lock"))
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_every_analysis_notebook_executes_against_the_recorded_campaign(recorded, name):
+    from benchlib.notebooks import rerun
+
+    (out,) = rerun(recorded / DEFAULTS[name], [name])
+    nb = json.loads(out.read_text())
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert figures, f"{name} drew no chart"
+
+
+def test_applicable_notebooks_follow_what_the_campaign_swept(recorded):
+    from benchlib.notebooks import applicable
+
+    assert set(applicable(recorded / "apply")) >= {"flow_control", "parallel_apply", "lag", "stability"}
+    assert "wan" in applicable(recorded / "wan") and "wan" not in applicable(recorded / "topologies")
+    assert "compare" in applicable(recorded / "topologies")
+
+
+def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "benchlib.cli", "rerun", str(recorded / "topologies"), "-n", "stability",
+           "-p", "average_by=\"\""]
+    for _ in range(2):
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+    assert len(list((recorded / "topologies" / "notebooks").glob("stability-*.ipynb"))) == 2
+    bad = subprocess.run([sys.executable, "-m", "benchlib.cli", "rerun", str(recorded)], capture_output=True, text=True)
+    assert bad.returncode == 1 or bad.returncode == 2
+    assert "not a campaign folder" in bad.stderr and "Traceback" not in bad.stderr

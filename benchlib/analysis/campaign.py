@@ -42,6 +42,7 @@ class CampaignAnalysis:
     problems: pd.DataFrame
     frames: dict[str, pd.DataFrame]
     param_columns: list[str]
+    path: Path | None = None
 
     @property
     def errors(self) -> pd.DataFrame:
@@ -115,7 +116,8 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     configs = _configs(table, params, batches, target)
     comparisons = _comparisons(table, params, baseline, margin)
     problems = validate(table, configs, params)
-    return CampaignAnalysis(table, configs, comparisons, problems, frames, params)
+    path = None if isinstance(campaign, dict) else Path(campaign)
+    return CampaignAnalysis(table, configs, comparisons, problems, frames, params, path)
 
 
 def _key(row: pd.Series | dict, cols: list[str]) -> tuple:

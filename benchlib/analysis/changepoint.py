@@ -40,18 +40,24 @@ def pelt(x: np.ndarray, penalty: float | None = None, min_size: int = 2) -> list
     f = np.full(n + 1, np.inf)
     f[0] = -beta
     last = np.zeros(n + 1, dtype=int)
-    candidates = np.array([0])
+    candidates = np.zeros(n + 1, dtype=int)  # a stack of candidate segment starts
+    size = 1
     for t in range(min_size, n + 1):
-        ready = candidates[t - candidates >= min_size]
+        cand = candidates[:size]
+        ready_mask = t - cand >= min_size
+        ready = cand[ready_mask]
         if len(ready):
-            total = f[ready] + cost(ready, t) + beta
-            i = int(np.argmin(total))
-            f[t], last[t] = total[i], ready[i]
-            keep = (t - candidates < min_size)
-            keep[t - candidates >= min_size] = (f[ready] + cost(ready, t)) <= f[t]
-            candidates = candidates[keep]
+            c = f[ready] + cost(ready, t)  # once per t: used for the minimum and for pruning
+            i = int(np.argmin(c))
+            f[t], last[t] = c[i] + beta, ready[i]
+            keep = ~ready_mask
+            keep[ready_mask] = c <= f[t]
+            kept = cand[keep]
+            size = len(kept)
+            candidates[:size] = kept
         if t <= n - min_size:
-            candidates = np.append(candidates, t)
+            candidates[size] = t
+            size += 1
     points, t = [], n
     while t > 0:
         t = int(last[t])

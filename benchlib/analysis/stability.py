@@ -180,8 +180,8 @@ def within_run(y, trim_s: int = 0) -> tuple[float, float, float, int]:
         k = 10
         b = batch_means(x, count=k)
     se = float(b.std(ddof=1) / np.sqrt(len(b))) if len(b) >= 2 else np.nan
-    rho = lag1(x)
-    n_eff = n * (1 - rho) / (1 + rho) if rho > -1 else float(n)
+    rho = max(lag1(x), 0.0)  # negative lag-1 correlation would give n_eff > n: kept at n (conservative)
+    n_eff = n * (1 - rho) / (1 + rho)
     return float(x.mean()), se, float(n_eff), len(b)
 
 

@@ -278,6 +278,19 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
         for run in todo:
             _one_run(lab, campaign, run, path, bar, events, result, before_run, on_interval, context,
                      k=runs.index(run) + 1, n=len(runs))
+        while campaign.adaptive:
+            extra = _more_runs(campaign, path, result.plan)
+            if not extra:
+                break
+            if lab is None:
+                lab, owned = _open_lab(lab_spec, bar.say)
+            events("adaptive", runs=[r.run_id for r in extra])
+            bar.say(f"adaptive: {len(extra)} more runs for configurations whose runs do not agree yet")
+            result.plan = result.plan + extra
+            bar.bar.total = len(result.plan)
+            for run in extra:
+                _one_run(lab, campaign, run, path, bar, events, result, before_run, on_interval, context,
+                         k=result.plan.index(run) + 1, n=len(result.plan))
         events("end", **result.counts)
     except KeyboardInterrupt:
         events("interrupted", ran=len(result.ran))
@@ -290,6 +303,46 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
             lab.down()
         os.close(lock)
     return result
+
+
+def _more_runs(campaign: CampaignSpec, path: Path, plan_so_far: list[PlannedRun]) -> list[PlannedRun]:
+    """Extra repetitions for the configurations whose runs do not agree (ADD_RUNS), up to the cap;
+    runs already stored (an earlier start) are taken into account, never redone."""
+    import random
+    from dataclasses import replace
+
+    from benchlib.analysis.campaign import analyze
+
+    stored = {p.name for p in path.iterdir() if (p / "manifest.json").exists()}
+    known = {r.run_id: r for r in plan_so_far}
+    for name in stored - set(known):  # extra runs of an earlier start: rebuild them from their configuration
+        base = next((r for r in plan_so_far if name.rsplit("-r", 1)[0].endswith(r.config_key)), None)
+        if base is not None:
+            rep = int(name.rsplit("-r", 1)[1])
+            known[name] = replace(base, index=int(name[:4]), run_id=name, repetition=rep)
+    plan_so_far[:] = sorted(known.values(), key=lambda r: r.index)
+    configs = analyze(path, target=campaign.target_halfwidth).configs
+    if configs.empty:
+        return []
+    extra = []
+    index = max(r.index for r in plan_so_far)
+    for c in configs.itertuples(index=False):
+        if c.verdict != "ADD_RUNS":
+            continue
+        mine = [r for r in plan_so_far if r.config_key == c.config]
+        room = campaign.max_repetitions - len(mine)
+        for k in range(min(int(c.add_runs), room)):
+            base = mine[0]
+            rep = max(r.repetition for r in mine) + 1 + k
+            extra.append((base, rep))
+    random.Random(campaign.seed + len(plan_so_far)).shuffle(extra)
+    out = []
+    for base, rep in extra:
+        index += 1
+        out.append(replace(base, index=index, repetition=rep,
+                           run_id=f"{index:04d}-{base.cluster}-{base.options.workload}-t{base.options.threads}-"
+                                  f"{base.config_key}-r{rep}"))
+    return out
 
 
 def _one_run(lab: "Lab", spec: CampaignSpec, run: PlannedRun, path: Path, bar: _Progress, events: _Events,

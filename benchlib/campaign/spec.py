@@ -23,7 +23,9 @@
 
 Top-level run policy: ``failed = "redo" | "keep"`` (what a rerun does with failed runs),
 ``stall_s`` (the watchdog: seconds without progress before a run is HUNG),
-``catch_up_timeout_s`` (how long to wait for replicas after the load).
+``catch_up_timeout_s`` (how long to wait for replicas after the load); ``adaptive = true`` adds
+repetitions to configurations whose runs do not agree, up to ``max_repetitions`` (target: a 95%
+interval within ``target_halfwidth`` of the mean).
 
 A setting applies to the clusters whose topology has it; every configuration is
 (cluster, settings, workload, threads, rate). Runs are configurations x repetitions
@@ -92,6 +94,11 @@ class CampaignSpec(_Strict):
     failed: Literal["redo", "keep"] = "redo"  # on resume: rerun failed runs, or keep them as they are
     stall_s: float = Field(default=10.0, gt=0)  # the watchdog's limit (HUNG)
     catch_up_timeout_s: float = Field(default=120.0, gt=0)
+    # adaptive repetitions: after the planned runs, configurations whose runs do not agree (statistics
+    # spec D) get more runs, up to max_repetitions each
+    adaptive: bool = False
+    max_repetitions: int = Field(default=10, ge=2, le=100)
+    target_halfwidth: float = Field(default=0.02, gt=0, lt=1)  # relative half-width of the 95% interval
 
 
 @dataclass(frozen=True)

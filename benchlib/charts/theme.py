@@ -60,3 +60,16 @@ def _template() -> go.layout.Template:
 
 pio.templates["benchlib"] = _template()
 TEMPLATE = "benchlib"
+
+
+def use_renderer() -> str:
+    """Notebook renderer: plotly's own mime type (interactive in JupyterLab), plus a PNG copy where
+    static export works (kaleido with a Chromium), so charts stay visible where plotly cannot run."""
+    from benchlib.charts.export import keep_browser, static_export_available
+
+    renderer = "plotly_mimetype"
+    if static_export_available():
+        keep_browser()  # one browser for every image of this process, stopped when it exits
+        renderer = "plotly_mimetype+png"
+    pio.renderers.default = renderer
+    return renderer

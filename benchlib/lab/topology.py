@@ -427,7 +427,7 @@ class Galera(Topology):
                 with self.lab.connect(node) as conn:
                     sql.execute(conn, f"SET GLOBAL wsrep_provider_options = '{opt}={value}'")
                     got = provider_option(sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options"), opt)
-                    if got is None or float(got) != float(value):
+                    if got is None or galera_number(got) != float(value):
                         raise SettingError(f"{node.name}: {opt} is {got!r} after setting {value!r}")
         elif key == "applier_threads":
             self._set_global(nodes, "wsrep_slave_threads", value)
@@ -450,6 +450,13 @@ def recover_position(node: NodePlan, run_as: str | None) -> str:
             return line.rsplit("Recovered position:", 1)[1].strip()
     raise ReplicationError(f"{node.name}: mariadbd --wsrep-recover found no position",
                            detail="\n".join("    " + line for line in text.splitlines()[-8:]))
+
+
+def galera_number(text: str) -> float:
+    """A number as wsrep_provider_options shows it: 4096 reads back as "4K" (binary multiples)."""
+    t = text.strip()
+    power = "KMGT".find(t[-1:].upper()) + 1 if t and t[-1:].isalpha() else 0
+    return float(t[:-1] if power else t) * 1024**power
 
 
 def provider_option(options: str, name: str) -> str | None:

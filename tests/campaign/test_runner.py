@@ -59,6 +59,9 @@ def test_a_node_killed_mid_run_fails_that_run_heals_the_lab_and_the_campaign_goe
         e for e in events if e["event"] == "heal").items()
     failed = read_manifest(result.path / first)
     assert failed["status"] == "failed" and "intervals" in failed["frames"]  # partial frames kept
+    check = subprocess.run([sys.executable, "-m", "benchlib.cli", "validate", str(result.path)],
+                           capture_output=True, text=True)
+    assert check.returncode == 1 and f"error    {first}: run failed: FAILED: {victim} went down" in check.stdout
 
     # resume: "keep" leaves the failed run alone; the default redoes it and keeps the old attempt
     again = run_campaign(spec, runs_dir=tmp_path / "runs", failed="keep", progress="none")
@@ -139,3 +142,16 @@ def test_bad_parameters_and_specs_fail_before_any_lab_starts(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2 and "failed" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "t").exists()
+
+
+def test_adaptive_mode_adds_repetitions_until_the_cap(labs, tmp_path):
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-adapt", clusters=["async"], repetitions=2, time_s=2,
+                          extra="adaptive = true\nmax_repetitions = 3\ntarget_halfwidth = 0.00001\n")
+    labs.up(example_spec("async-1p2r.toml", "t-adapt"))
+    result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert len(result.plan) == 3 and result.counts == {"ok": 3}  # 2 planned + 1 added, then the cap
+    assert [r.repetition for r in result.plan] == [1, 2, 3] and len({r.config_key for r in result.plan}) == 1
+    events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
+    assert [e["runs"] for e in events if e["event"] == "adaptive"] == [[result.plan[2].run_id]]
+    again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")  # resume: nothing more to do
+    assert again.ran == [] and len(again.plan) == 3

@@ -98,3 +98,12 @@ def test_errors_name_the_available_columns():
     assert "tps_mean" in err.value.hint
     with pytest.raises(charts.ChartError, match="empty"):
         charts.throughput_vs_threads(BY_THREADS.iloc[:0])
+
+
+def test_catch_up_bars_with_min_max_whiskers():
+    df = pd.DataFrame({"label": ["galera fc16", "galera fc4096"], "topology": "galera", "catch_up_s": [0.2, 3.0],
+                       "catch_up_min": [0.1, 2.0], "catch_up_max": [0.4, 5.0]})
+    j = fig_json(charts.catch_up(df, error_low="catch_up_min", error_high="catch_up_max"))
+    (bars,) = j["data"]
+    assert bars["type"] == "bar" and bars["marker"]["color"] == TOPOLOGY_COLORS["galera"]
+    assert bars["error_y"]["array"] == pytest.approx([0.2, 2.0]) and bars["error_y"]["arrayminus"] == pytest.approx([0.1, 1.0])

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from benchlib.lab import sql
-from benchlib.lab.topology import provider_option
+from benchlib.lab.topology import galera_number, provider_option
 from tests.conftest import example_spec, kill9
 from tests.lab.test_async import rows_on, write_rows
 
@@ -61,6 +61,15 @@ def test_flow_control_and_appliers_change_at_runtime(galera_lab):
             assert sql.scalar(conn, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == 2
     assert galera_lab.settings("galera") == {"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8,
                                               "durability": "relaxed"}
+    galera_lab.set({"fc_limit": 4096})  # Galera shows it back as "4K"
+    with galera_lab.connect("galera-2") as conn:
+        assert galera_number(provider_option(sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options"),
+                                             "gcs.fc_limit")) == 4096
+
+
+@pytest.mark.parametrize("text,value", [("16", 16), ("4K", 4096), ("2M", 2 * 1024**2), ("0.5", 0.5)])
+def test_galera_numbers(text, value):
+    assert galera_number(text) == value
 
 
 def test_killed_node_shows_down_then_rejoins_by_ist(galera_lab):

@@ -1,0 +1,170 @@
+"""Frames shaped for the charts, from a ``CampaignAnalysis``: what the notebooks call, so that
+no notebook computes anything itself.
+
+Each function returns a tidy frame (or the pieces a chart builder takes); the column names match
+the chart builders' defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+
+
+def campaign_record(a: CampaignAnalysis) -> dict[str, Any]:
+    """The campaign's campaign.json (resolved specs and plan), or {} for frames without a folder."""
+    if a.path is None or not (a.path / "campaign.json").exists():
+        return {}
+    return json.loads((a.path / "campaign.json").read_text())
+
+
+def cluster_sizes(a: CampaignAnalysis) -> dict[str, int]:
+    """Nodes per cluster, from the runs' node lists."""
+    out: dict[str, int] = {}
+    for cluster, nodes in a.runs[["cluster", "nodes"]].dropna().itertuples(index=False):
+        out[cluster] = len(str(nodes).split(","))
+    return out
+
+
+def problems_first(a: CampaignAnalysis) -> pd.DataFrame:
+    """Errors and warnings, for the top of every report (info lines left out)."""
+    return a.warnings.reset_index(drop=True)
+
+
+def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
+    """Ratios against the baseline with a label per topology and cluster size (x of ratio_bars)."""
+    c = a.comparisons
+    if c.empty:
+        raise AnalysisError("no comparison against the baseline in this campaign",
+                            hint="the campaign needs runs of the baseline topology (async) with the same load")
+    c = c[c.metric == metric].copy()
+    sizes = cluster_sizes(a)
+    c["size"] = c["cluster"].map(sizes)
+    c["label"] = c["topology"] + " (" + c["size"].astype(str) + " nodes)"
+    return _with_durability(a, c)
+
+
+def _with_durability(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
+    """A campaign that did not sweep durability ran with the lab's: say which, so charts can group on it."""
+    if "durability" not in df:
+        lab = campaign_record(a).get("lab") or {}
+        df["durability"] = (lab.get("defaults") or {}).get("durability") or "lab default"
+    return df
+
+
+def configs(a: CampaignAnalysis) -> pd.DataFrame:
+    """Per configuration, with the columns the threads charts use."""
+    c = a.configs.copy()
+    if c.empty:
+        raise AnalysisError("no successful runs to summarise")
+    return _with_durability(a, c)
+
+
+def stability(a: CampaignAnalysis, run_ids: list[str] | None = None, *, per_config: int = 1,
+              limit: int = 6) -> tuple[pd.DataFrame, dict, dict]:
+    """Per-second intervals of chosen runs (default: the first ``per_config`` runs of up to ``limit``
+    configurations, flagged runs first), with their trims and stability labels."""
+    runs = a.runs[a.runs.status == "ok"].dropna(subset=["stability"])
+    if run_ids is None:
+        flagged = runs.assign(_flag=runs["class"].ne("FLAT") | runs["flags"].fillna("").ne(""))
+        picked = (flagged.sort_values(["_flag", "run_id"], ascending=[False, True])
+                  .groupby("config", sort=False).head(per_config).head(limit))
+        run_ids = list(picked.run_id)
+    iv = a.frames["intervals"]
+    iv = iv[iv.run_id.isin(run_ids)]
+    chosen = runs.set_index("run_id").loc[run_ids]
+    return iv, chosen["trim_s"].astype(int).to_dict(), chosen["stability"].to_dict()
+
+
+def lag_of_run(a: CampaignAnalysis, run_id: str) -> tuple[pd.DataFrame, float | None, float | None]:
+    """One run's heartbeat lag per node, seconds counted from the load start; the load's end and catch-up."""
+    run = a.runs.set_index("run_id").loc[run_id]
+    lag = a.frames["lag"]
+    lag = lag[lag.run_id == run_id].dropna(subset=["lag_ms"])
+    start = float(run.load_start_s)
+    out = lag.assign(t_s=lag.t_commit_s - start)
+    end = float(run.load_end_s - start) if pd.notna(run.load_end_s) else None
+    return out, end, (float(run.catch_up_s) if pd.notna(run.catch_up_s) else None)
+
+
+def worst_lag_run(a: CampaignAnalysis) -> str:
+    runs = a.runs[a.runs.status == "ok"]
+    if "lag_p95_ms" not in runs or runs.lag_p95_ms.isna().all():
+        raise AnalysisError("no replica lag was sampled in this campaign")
+    return str(runs.loc[runs.lag_p95_ms.idxmax(), "run_id"])
+
+
+def label(row: pd.Series, keys: list[str]) -> str:
+    """A short name for a configuration: its cluster, then the settings that are set."""
+    parts = [str(row["cluster"])] if "cluster" in keys else []
+    for k in keys:
+        if k in ("cluster", "topology", "workload") or pd.isna(row[k]):
+            continue
+        parts.append(f"t{row[k]:g}" if k == "threads" else f"{k}={row[k]:g}" if isinstance(row[k], float) else f"{k}={row[k]}")
+    return " ".join(parts)
+
+
+def catch_up(a: CampaignAnalysis) -> pd.DataFrame:
+    """Catch-up time per configuration (mean over runs, min-max as the interval)."""
+    runs = a.runs[a.runs.status == "ok"].dropna(subset=["catch_up_s"])
+    keys = [c for c in ["cluster", "topology", "workload", "threads", "durability", "fc_limit", "parallel_threads"]
+            if c in runs]
+    g = runs.groupby(keys, dropna=False).catch_up_s.agg(["mean", "min", "max"]).reset_index()
+    g["label"] = [label(row, keys) for _, row in g.iterrows()]
+    return g.rename(columns={"mean": "catch_up_s", "min": "catch_up_min", "max": "catch_up_max"})
+
+
+def flow_control(a: CampaignAnalysis) -> pd.DataFrame:
+    c = configs(a)
+    if "fc_limit" not in c or c.fc_limit.isna().all():
+        raise AnalysisError("no flow-control sweep in this campaign", hint="sweep fc_limit in the campaign's matrix")
+    return c.dropna(subset=["fc_limit"]).sort_values("fc_limit")
+
+
+def replica_cpu(a: CampaignAnalysis) -> pd.DataFrame:
+    """Mean CPU% of each run's replicas (every node but the write node) over the load window."""
+    cl = a.frames["cluster"]
+    cl = cl[(cl.metric == "cpu_s") & ~cl.reset]
+    rows = []
+    for run in a.runs[a.runs.status == "ok"].itertuples(index=False):
+        nodes = str(run.nodes).split(",")[1:]
+        d = cl[(cl.run_id == run.run_id) & cl.node.isin(nodes)]
+        d = d[(d.t_s >= run.load_start_s) & (d.t_s <= run.load_end_s)]
+        per_node = []
+        for _, g in d.groupby("node"):
+            if len(g) >= 2 and g.t_s.iloc[-1] > g.t_s.iloc[0]:
+                per_node.append(100 * (g.value.iloc[-1] - g.value.iloc[0]) / (g.t_s.iloc[-1] - g.t_s.iloc[0]))
+        rows.append({"run_id": run.run_id, "replica_cpu_pct": float(np.mean(per_node)) if per_node else np.nan})
+    return pd.DataFrame(rows, columns=["run_id", "replica_cpu_pct"])
+
+
+def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
+    runs = a.runs[a.runs.status == "ok"]
+    if "parallel_threads" not in runs or runs.parallel_threads.isna().all():
+        raise AnalysisError("no parallel-apply sweep in this campaign",
+                            hint="sweep parallel_threads in the campaign's matrix")
+    runs = runs.dropna(subset=["parallel_threads"]).merge(replica_cpu(a), on="run_id", how="left")
+    keys = ["cluster", "topology", "workload", "threads", "parallel_threads"]
+    return (runs.groupby(keys).agg(tps_mean=("tps_mean", "mean"), lag_p95_ms=("lag_p95_ms", "mean"),
+                                   replica_cpu_pct=("replica_cpu_pct", "mean"), runs=("run_id", "count"))
+            .reset_index().sort_values("parallel_threads"))
+
+
+def wan(a: CampaignAnalysis) -> pd.DataFrame:
+    """Per configuration, the cluster's largest round-trip time to a remote site (0: all local)."""
+    lab = campaign_record(a).get("lab") or {}
+    sites = lab.get("sites") or {}
+    rtt = {}
+    for site in sites.values():
+        for node in site.get("nodes", []):
+            cluster = node.rsplit("-", 1)[0]
+            rtt[cluster] = max(rtt.get(cluster, 0.0), float(site.get("rtt_ms", 0.0)))
+    c = configs(a)
+    c["rtt_ms"] = c["cluster"].map(lambda x: rtt.get(x, 0.0))
+    c["label"] = c["cluster"] + " (" + c["topology"] + ")"
+    return c.sort_values(["threads", "rtt_ms"])

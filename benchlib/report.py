@@ -1,0 +1,194 @@
+"""Publishing: a campaign's charts as PNG (2x), SVG and self-contained HTML, and one report page.
+
+``publish(campaign)`` analyses the campaign, builds every chart that applies (``figures``), exports
+each one (one browser kept for all static images), executes the analysis notebooks that apply, and
+writes ``report.html``: the warnings at the top, the statistical verdicts, the interactive charts and
+links to every file. Output goes to ``CAMPAIGN/report/<UTC time>/``; earlier reports are kept.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from benchlib import charts
+from benchlib.analysis import views
+from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
+
+
+def _ratio(a):
+    return charts.ratio_bars(views.ratios(a, "tps"), x="label", color="topology")
+
+
+def _throughput(a):
+    c = views.configs(a)
+    dash = "durability" if "durability" in c and c.durability.nunique() > 1 else None
+    return charts.throughput_vs_threads(c, color="cluster", dash=dash, error_low="ci_low", error_high="ci_high")
+
+
+def _latency(a):
+    c = views.configs(a)
+    if "durability" in c and c.durability.nunique() > 1:
+        c = c[c.durability == "durable"]
+    return charts.latency_vs_threads(c, color="cluster")
+
+
+def _stability(a):
+    iv, trim, labels = views.stability(a)
+    return charts.stability_over_time(iv, trim=trim, labels=labels)
+
+
+def _flow_control(a):
+    return charts.flow_control_sweep(views.flow_control(a))
+
+
+def _lag(a):
+    rid = views.worst_lag_run(a)
+    lag, end, catch = views.lag_of_run(a, rid)
+    return charts.lag_over_time(lag, load_end=end, catch_up_s=catch, title=f"Replica lag over time ({rid})")
+
+
+def _catch_up(a):
+    return charts.catch_up(views.catch_up(a), error_low="catch_up_min", error_high="catch_up_max")
+
+
+def _wan(a):
+    w = views.wan(a)
+    if w.rtt_ms.max() <= 0:
+        raise AnalysisError("no WAN site in this campaign's lab")
+    return charts.latency_vs_rtt(w[w.threads == w.threads.min()], color="cluster")
+
+
+def _parallel(a):
+    return charts.parallel_apply(views.parallel_apply(a))
+
+
+#: every chart a report can hold, in report order; a chart whose data the campaign lacks is skipped
+CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
+    "ratio_vs_baseline": ("Throughput relative to the baseline", _ratio),
+    "throughput_vs_threads": ("Throughput vs client threads", _throughput),
+    "latency_vs_threads": ("Latency vs client threads", _latency),
+    "stability": ("Stability over time", _stability),
+    "flow_control": ("Flow control sweep", _flow_control),
+    "lag": ("Replica lag over time", _lag),
+    "catch_up": ("Catch-up after the load", _catch_up),
+    "wan_latency": ("Commit latency vs round-trip time", _wan),
+    "parallel_apply": ("Parallel apply", _parallel),
+}
+
+
+def figures(a: CampaignAnalysis) -> dict[str, go.Figure]:
+    """Every chart of the catalogue that this campaign has data for."""
+    out = {}
+    for name, (_, build) in CATALOGUE.items():
+        try:
+            out[name] = build(a)
+        except (AnalysisError, charts.ChartError, KeyError):
+            continue
+    return out
+
+
+@dataclass
+class Report:
+    folder: Path
+    page: Path
+    files: list[Path] = field(default_factory=list)
+    notebooks: list[Path] = field(default_factory=list)
+    image_seconds: list[float] = field(default_factory=list)
+
+
+def _table(df: pd.DataFrame, columns: list[str]) -> str:
+    cols = [c for c in columns if c in df.columns]
+    if df.empty or not cols:
+        return "<p>none</p>"
+    return df[cols].to_html(index=False, border=0, classes="t", float_format=lambda v: f"{v:.4g}", na_rep="")
+
+
+CSS = """body{font-family:Inter,Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;color:#222}
+table.t{border-collapse:collapse;font-size:13px;margin:1em 0}table.t td,table.t th{padding:3px 8px;border-bottom:1px solid #ddd}
+.error{background:#fde0dc}.warning{background:#fff4d6}.chart{margin:2em 0}.files{font-size:13px;color:#555}"""
+
+
+def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "async", notebooks: bool = True,
+            static: bool = True) -> Report:
+    campaign = Path(campaign).resolve()
+    a = analyze(campaign, baseline=baseline)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    folder = Path(out) if out else campaign / "report" / stamp
+    n = 1
+    while folder.exists() and any(folder.iterdir()):  # earlier reports are kept, never overwritten
+        n += 1
+        folder = folder.with_name(f"{stamp}-{n}") if not out else Path(f"{out}-{n}")
+    folder.mkdir(parents=True, exist_ok=True)
+    report = Report(folder, folder / "report.html")
+    figs = figures(a)
+    from benchlib.charts.export import Exporter
+
+    formats = ("png", "svg", "html") if static else ("html",)
+    exporter = Exporter()
+    with (exporter if static else _Nothing()):
+        for name, fig in figs.items():
+            report.files += exporter.write(fig, folder / "charts" / name, formats)
+    report.image_seconds = exporter.seconds
+    if notebooks:
+        from benchlib.notebooks import applicable, execute, output_path
+
+        for name in applicable(campaign):
+            report.notebooks.append(execute(name, output_path(folder / "notebooks", name),
+                                            {"campaign": str(campaign), "baseline": baseline}, stream=False))
+    report.page.write_text(_page(campaign, a, figs, report))
+    return report
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], report: Report) -> str:
+    problems = a.problems[a.problems.severity != "info"]
+    rows = "".join(f'<tr class="{html.escape(p.severity)}"><td>{html.escape(p.severity)}</td>'
+                   f"<td>{html.escape(str(p.where))}</td><td>{html.escape(str(p.what))}</td>"
+                   f"<td>{html.escape(str(p.fix))}</td></tr>" for p in problems.itertuples(index=False))
+    warn = (f'<table class="t"><tr><th>severity</th><th>where</th><th>what</th><th>fix</th></tr>{rows}</table>'
+            if rows else "<p>No errors or warnings.</p>")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(campaign.name)} report</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>Campaign {html.escape(campaign.name)}</h1>",
+             f"<p>{len(a.runs)} runs, {int((a.runs.status == 'ok').sum())} ok; baseline for ratios: "
+             f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
+             f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}.</p>",
+             f"<h2>Warnings</h2>{warn}"]
+    if not a.comparisons.empty:
+        parts.append("<h2>Against the baseline</h2>" + _table(a.comparisons, [
+            "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",
+            "q", "verdict", "runs_needed_per_side"]))
+    parts.append("<h2>Configurations</h2>" + _table(a.configs, [
+        "cluster", "durability", "workload", "threads", "fc_limit", "parallel_threads", "runs", "tps_mean", "ci_low",
+        "ci_high", "half_width_rel", "cov_runs", "i2", "agreement", "lat_pctl_ms", "lag_p95_ms", "catch_up_s"]))
+    for i, (name, fig) in enumerate(figs.items()):
+        title = CATALOGUE[name][0]
+        div = pio.to_html(fig, full_html=False, include_plotlyjs=i == 0,  # plotly.js inlined once: works offline
+                          div_id=f"chart-{name}")
+        links = " · ".join(f'<a href="charts/{name}.{ext}">{ext.upper()}</a>'
+                           for ext in ("png", "svg", "html") if (report.folder / "charts" / f"{name}.{ext}").exists())
+        parts.append(f'<div class="chart"><h2>{html.escape(title)}</h2>{div}<p class="files">{links}</p></div>')
+    parts.append("<h2>Runs</h2>" + _table(a.runs, [
+        "run_id", "status", "trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms",
+        "lag_p95_ms", "lag_verdict", "catch_up_s"]))
+    if report.notebooks:
+        parts.append("<h2>Notebooks</h2><ul>" + "".join(
+            f'<li><a href="notebooks/{p.name}">{html.escape(p.name)}</a></li>' for p in report.notebooks) + "</ul>")
+    parts.append("<p class='files'>Statistics: benchlib.analysis (statistics spec); charts: benchlib.charts.</p>"
+                 "</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,75 @@
+"""A whole recorded campaign analysed: runs, configurations, comparisons, validation, views."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchlib.analysis import views
+from benchlib.analysis.campaign import AnalysisError, analyze
+from benchlib.store import load_campaign
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "campaigns"
+
+
+@pytest.fixture(scope="module")
+def topologies():
+    return analyze(DATA / "topologies")
+
+
+@pytest.fixture(scope="module")
+def apply():
+    return analyze(DATA / "apply")
+
+
+def test_every_run_gets_the_per_run_numbers(topologies):
+    runs = topologies.runs
+    assert (runs.status == "ok").all() and len(runs) == 54
+    for col in ("trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms", "catch_up_s"):
+        assert runs[col].notna().all(), col
+    assert (runs.tps_se > 0).all() and (runs.n_eff <= runs.seconds).all()
+
+
+def test_configurations_and_comparisons_against_async(topologies):
+    c = topologies.configs
+    assert len(c) == 3 * 2 * 3 and (c.runs == 3).all()
+    assert set(c.verdict) <= {"AGREE", "ADD_RUNS", "UNRESOLVED"}
+    cmp = topologies.comparisons
+    assert set(cmp.cluster) == {"semisync", "galera"} and set(cmp.metric) == {"tps", "lat_pctl_ms"}
+    assert len(cmp) == 2 * 2 * 3 * 2  # clusters x durability x threads x metric
+    assert cmp.q.notna().all() and (cmp.q >= cmp.p - 1e-12).all()  # BH never lowers a p-value
+    assert (cmp.ci_low <= cmp.ratio).all() and (cmp.ratio <= cmp.ci_high).all()
+    assert cmp.notes.str.contains("rank test").all()  # three runs per side: said plainly
+
+
+def test_validation_lists_failed_runs_as_errors_first(topologies):
+    frames = load_campaign(DATA / "topologies")
+    runs = frames["runs"].copy()
+    runs.loc[0, ["status", "reason"]] = ["failed", "FAILED: async-2 went down during the run"]
+    a = analyze({**frames, "runs": runs})
+    assert a.problems.iloc[0].severity == "error" and "went down" in a.problems.iloc[0].what
+    assert len(a.errors) == 1
+    assert not len(topologies.errors)
+    assert (topologies.problems.severity == "warning").any()  # 2 repetitions: more runs asked for
+
+
+def test_views_feed_the_charts(topologies, apply):
+    r = views.ratios(topologies)
+    assert set(r.label) == {"semisync (2 nodes)", "galera (3 nodes)"}
+    iv, trim, labels = views.stability(topologies)
+    assert set(iv.run_id) == set(trim) == set(labels) and 1 <= len(trim) <= 6
+    fc = views.flow_control(apply)
+    assert list(fc.fc_limit) == [16, 256, 4096]
+    par = views.parallel_apply(apply)
+    assert list(par.parallel_threads) == [0, 4] and par.replica_cpu_pct.notna().all()
+    lag, end, catch = views.lag_of_run(apply, views.worst_lag_run(apply))
+    assert end and end > 25 and catch is not None and lag.t_s.min() > -1
+    with pytest.raises(AnalysisError, match="no flow-control sweep"):
+        views.flow_control(topologies)
+
+
+def test_wan_rtt_comes_from_the_lab_spec():
+    w = views.wan(analyze(DATA / "wan"))
+    rtt = dict(zip(w.cluster, w.rtt_ms))
+    assert rtt == {"local": 0.0, "semi": 20.0, "galera": 20.0}

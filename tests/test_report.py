@@ -1,0 +1,80 @@
+"""Publishing: charts as PNG/SVG/HTML, the report page, and a real headless-Chromium check that it renders."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from benchlib.charts.export import find_browser, static_export_available
+from benchlib.report import publish
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
+needs_browser = pytest.mark.skipif(not static_export_available(), reason="needs kaleido and Chromium")
+
+
+def png_size_and_colours(path: Path) -> tuple[int, int, int]:
+    """Width, height and the number of distinct byte values of the decoded (filtered) pixel data."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, size = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    return size[0], size[1], len(set(zlib.decompress(idat)))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pub")
+    shutil.copytree(DATA / "wan", root / "wan", ignore=shutil.ignore_patterns("notebooks", ".lock", "report"))
+    return publish(root / "wan")
+
+
+@needs_browser
+def test_every_chart_in_three_formats(report):
+    charts = report.folder / "charts"
+    names = {p.stem for p in charts.iterdir()}
+    assert {"ratio_vs_baseline", "throughput_vs_threads", "wan_latency", "stability", "lag"} <= names
+    for name in names:
+        for ext in ("png", "svg", "html"):
+            assert (charts / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
+    w, h, colours = png_size_and_colours(charts / "wan_latency.png")
+    assert (w, h) == (1800, 1040) and colours > 20  # 2x the 900x520 template, not blank
+    assert (charts / "wan_latency.svg").read_text().startswith("<svg")
+    assert 'src="http' not in (charts / "wan_latency.html").read_text()  # self-contained
+    assert report.image_seconds and max(report.image_seconds) < 30
+
+
+@needs_browser
+def test_report_page_warnings_first_then_verdicts_and_notebooks(report):
+    page = report.page.read_text()
+    assert page.index("<h2>Warnings</h2>") < page.index("<h2>Against the baseline</h2>") < page.index('class="chart"')
+    assert page.count("<script") >= 1 and 'src="http' not in page  # plotly.js inlined: opens offline
+    assert {p.stem.split("-")[0] for p in report.notebooks} >= {"wan", "stability", "lag", "compare"}
+    for nb in report.notebooks:
+        assert f'href="notebooks/{nb.name}"' in page and nb.exists()
+
+
+@needs_browser
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    browser = find_browser()
+    flags = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--window-size=1100,2400", "--virtual-time-budget=15000"]
+    url = report.page.as_uri()
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    assert dom.count('class="main-svg"') >= 2 * 4  # plotly drew its SVG layers for the charts
+    assert dom.count("plot-container") >= 4
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    w, h, colours = png_size_and_colours(shot)
+    assert (w, h) == (1100, 2400) and colours > 50  # not a blank page
