@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import tomllib
 from pathlib import Path
 
@@ -45,8 +46,14 @@ def leftovers(lab) -> list[str]:
     """Everything of ``lab`` still on the machine: processes, listening ports, namespaces, TUN devices."""
     found = [f"process {p.pid}: {' '.join(p.cmdline)[:120]}" for p in procs.find(f"{lab.dir}/")]
     for node in lab.layout.nodes.values():
-        if not node.site and not port_free(node.port):
-            found.append(f"port {node.port} of {node.name} still in use")
+        if node.site:
+            continue
+        deadline = time.monotonic() + 3  # the kernel may take a moment to release a port after the exit
+        while not port_free(node.port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not port_free(node.port):
+            holders = subprocess.run(["ss", "-Htlnp", f"sport = :{node.port}"], capture_output=True, text=True).stdout
+            found.append(f"port {node.port} of {node.name} still in use: {holders.strip()[:200]}")
     namespaces = set(wan.list_namespaces())
     found += [f"namespace {s.netns}" for s in lab.layout.sites.values() if s.netns in namespaces]
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from benchlib.analysis.compare import MARGIN, TARGET, adjust, agreement, ratio
-from benchlib.analysis.lag import lag_growth, worst_lag_per_second
+from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.series import batch_means
 from benchlib.analysis.stability import assess
 from benchlib.errors import BenchlibError
@@ -63,35 +63,99 @@ def _config_columns(params: list[str]) -> list[str]:
     return [c for c in params if c not in NOT_CONFIG]
 
 
-def assess_run(run: pd.Series, intervals: pd.DataFrame, lag: pd.DataFrame) -> dict[str, Any]:
+@dataclass
+class RunInput:
+    """What one run's assessment needs, as plain arrays (cheap to send to a worker process)."""
+
+    run_id: str
+    t_s: np.ndarray
+    tps: np.ndarray
+    lat: np.ndarray
+    err: np.ndarray
+    lag_t: np.ndarray  # seconds since the load started
+    lag_worst: np.ndarray  # the worst node's lag in that second, ms
+    load_s: float
+
+
+def assess_run(r: RunInput) -> dict[str, Any]:
     """The per-run numbers of spec G for one run."""
-    iv = intervals.sort_values("t_s")
-    out: dict[str, Any] = {"run_id": run.run_id}
-    if iv.empty:
+    out: dict[str, Any] = {"run_id": r.run_id}
+    if len(r.tps) == 0:
         return out
-    a = assess(iv["tps"].to_numpy())
+    a = assess(r.tps)
     out.update({"seconds": a.n_s, "trim_s": a.trim_s, "trim_frac": a.trim_frac, "tps_mean": a.mean, "tps_se": a.se,
                 "n_eff": a.n_eff, "tps_cov": a.cov, "tps_cov_10s": a.cov_batch10, "class": a.main,
                 "flags": " ".join(a.flags), "stability": a.label, "stalls": a.stalls,
                 "longest_stall_s": a.longest_stall_s,
                 "osc_period_s": a.oscillation.period_s if a.oscillation else np.nan,
                 "osc_amplitude": a.oscillation.amplitude_rel if a.oscillation else np.nan,
-                "err_seconds": int((iv["err_per_s"] > 0).sum()),
-                "gaps": int(max(0, iv["t_s"].iloc[-1] - iv["t_s"].iloc[0] + 1 - len(iv)))})
-    steady = iv.iloc[a.trim_s:]
-    out["lat_pctl_ms"] = float(steady["lat_pctl_ms"].mean())
-    out["lat_p95_of_seconds_ms"] = float(np.nanpercentile(steady["lat_pctl_ms"], 95))
-    tps_batches = batch_means(steady["tps"].to_numpy(), count=20)
-    out["_batches"] = tps_batches
-    if not lag.empty and pd.notna(run.get("load_start_s")):
-        t, worst = worst_lag_per_second(lag, origin=float(run.load_start_s))
-        in_load = (t >= 0) & (t < (run.load_end_s - run.load_start_s if pd.notna(run.get("load_end_s")) else np.inf))
-        if in_load.any():
-            lg = lag_growth(worst[in_load], t[in_load], trim_s=a.trim_s)
-            out.update({"lag_max_ms": float(worst[in_load].max()), "lag_p95_ms": float(np.percentile(worst[in_load], 95)),
-                        "lag_mean_ms": float(worst[in_load].mean()), "lag_verdict": lg.verdict,
-                        "lag_slope_ms_per_s": lg.slope, "lag_slope_high": lg.slope_high, "lag_epsilon": lg.epsilon})
+                "err_seconds": int((r.err > 0).sum()),
+                "gaps": int(max(0, r.t_s[-1] - r.t_s[0] + 1 - len(r.t_s)))})
+    steady_lat = r.lat[a.trim_s:]
+    out["lat_pctl_ms"] = float(np.nanmean(steady_lat)) if len(steady_lat) else np.nan
+    out["lat_p95_of_seconds_ms"] = float(np.nanpercentile(steady_lat, 95)) if len(steady_lat) else np.nan
+    out["_batches"] = batch_means(r.tps[a.trim_s:], count=20)
+    in_load = (r.lag_t >= 0) & (r.lag_t < r.load_s)
+    if in_load.any():
+        lg = lag_growth(r.lag_worst[in_load], r.lag_t[in_load], trim_s=a.trim_s)
+        w = r.lag_worst[in_load]
+        out.update({"lag_max_ms": float(w.max()), "lag_p95_ms": float(np.percentile(w, 95)),
+                    "lag_mean_ms": float(w.mean()), "lag_verdict": lg.verdict, "lag_slope_ms_per_s": lg.slope,
+                    "lag_slope_high": lg.slope_high, "lag_epsilon": lg.epsilon})
     return out
+
+
+def _inputs(ok: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> list[RunInput]:
+    """Split the campaign's frames per run; the worst lag per second is computed for all runs at once."""
+    iv = frames["intervals"]
+    iv_by = {k: g for k, g in iv.sort_values(["run_id", "t_s"]).groupby("run_id", observed=True)} if not iv.empty else {}
+    lag = frames["lag"]
+    lag_by: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if not lag.empty:
+        lag = lag[["run_id", "t_commit_s", "lag_ms"]].dropna(subset=["lag_ms"])
+        rid = lag.run_id.astype("category")
+        names = list(rid.cat.categories)
+        start = ok.set_index("run_id").load_start_s.astype(float)
+        origin = start.reindex(names).to_numpy()  # per category; NaN for runs not analysed
+        codes = rid.cat.codes.to_numpy()
+        sec = np.floor(lag.t_commit_s.to_numpy() - origin[codes])
+        keep = np.isfinite(sec)
+        key = codes[keep].astype(np.int64) * 10_000_000 + (sec[keep].astype(np.int64) + 1_000_000)
+        order = np.argsort(key, kind="stable")
+        key, val = key[order], lag.lag_ms.to_numpy()[keep][order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        worst = np.maximum.reduceat(val, first)
+        ukey = key[first]
+        run_code, second = ukey // 10_000_000, (ukey % 10_000_000 - 1_000_000).astype(float)
+        bounds = np.flatnonzero(np.r_[True, run_code[1:] != run_code[:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            lag_by[names[run_code[a]]] = (second[a:b], worst[a:b])
+    empty = np.array([])
+    out = []
+    for r in ok.itertuples(index=False):
+        g = iv_by.get(r.run_id)
+        lt, lw = lag_by.get(r.run_id, (empty, empty))
+        load_s = float(r.load_end_s - r.load_start_s) if pd.notna(r.load_end_s) and pd.notna(r.load_start_s) else np.inf
+        if g is None:
+            out.append(RunInput(r.run_id, empty, empty, empty, empty, lt, lw, load_s))
+        else:
+            out.append(RunInput(r.run_id, g.t_s.to_numpy(float), g.tps.to_numpy(float), g.lat_pctl_ms.to_numpy(float),
+                                g.err_per_s.to_numpy(float), lt, lw, load_s))
+    return out
+
+
+def _assess_all(inputs: list[RunInput]) -> list[dict[str, Any]]:
+    """Every run's assessment; spread over the machine's cores for large campaigns."""
+    import os
+
+    workers = os.cpu_count() or 1
+    if len(inputs) < 64 or workers < 2:
+        return [assess_run(r) for r in inputs]
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(assess_run, inputs, chunksize=max(1, len(inputs) // (4 * workers))))
 
 
 def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float = MARGIN,
@@ -104,13 +168,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
                             hint="run it first: benchlib run SPEC")
     params = _param_columns(runs)
     ok = runs[runs.status == "ok"]
-    by_run_iv = dict(tuple(frames["intervals"].groupby("run_id"))) if not frames["intervals"].empty else {}
-    by_run_lag = dict(tuple(frames["lag"].groupby("run_id"))) if not frames["lag"].empty else {}
-    empty_iv = frames["intervals"].iloc[:0]
-    empty_lag = frames["lag"].iloc[:0]
-    rows = [assess_run(r, by_run_iv.get(r.run_id, empty_iv), by_run_lag.get(r.run_id, empty_lag))
-            for _, r in ok.iterrows()]
-    assessed = pd.DataFrame(rows)
+    assessed = pd.DataFrame(_assess_all(_inputs(ok, frames)))
     batches = dict(zip(assessed.run_id, assessed.pop("_batches"))) if "_batches" in assessed else {}
     table = runs.merge(assessed, on="run_id", how="left") if not assessed.empty else runs.copy()
     configs = _configs(table, params, batches, target)

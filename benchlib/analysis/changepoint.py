@@ -31,30 +31,28 @@ def pelt(x: np.ndarray, penalty: float | None = None, min_size: int = 2) -> list
     s2 = np.concatenate([[0.0], np.cumsum(x * x)])
     floor = max(float(np.var(x)) * 1e-6, 1e-12)  # a perfectly flat piece must not cost -inf
 
-    def cost(tau: np.ndarray, t: int) -> np.ndarray:
-        m = t - tau
-        mean = (s1[t] - s1[tau]) / m
-        var = np.maximum((s2[t] - s2[tau]) / m - mean * mean, floor)
-        return m * np.log(var)
-
     f = np.full(n + 1, np.inf)
     f[0] = -beta
     last = np.zeros(n + 1, dtype=int)
     candidates = np.zeros(n + 1, dtype=int)  # a stack of candidate segment starts
     size = 1
     for t in range(min_size, n + 1):
-        cand = candidates[:size]
-        ready_mask = t - cand >= min_size
-        ready = cand[ready_mask]
-        if len(ready):
-            c = f[ready] + cost(ready, t)  # once per t: used for the minimum and for pruning
-            i = int(np.argmin(c))
+        # candidates are kept in increasing order: the ones not min_size back yet are at the end
+        ready_n = size
+        while ready_n and t - candidates[ready_n - 1] < min_size:
+            ready_n -= 1
+        if ready_n:
+            ready = candidates[:ready_n]
+            m = t - ready
+            mean = (s1[t] - s1[ready]) / m
+            c = f[ready] + m * np.log(np.maximum((s2[t] - s2[ready]) / m - mean * mean, floor))
+            i = int(c.argmin())
             f[t], last[t] = c[i] + beta, ready[i]
-            keep = ~ready_mask
-            keep[ready_mask] = c <= f[t]
-            kept = cand[keep]
-            size = len(kept)
-            candidates[:size] = kept
+            kept = ready[c <= f[t]]  # pruning: these can still start the last segment of a later optimum
+            k = len(kept)
+            candidates[:k] = kept
+            candidates[k:k + size - ready_n] = candidates[ready_n:size]
+            size = k + size - ready_n
         if t <= n - min_size:
             candidates[size] = t
             size += 1

@@ -65,6 +65,7 @@ def test_flow_control_and_appliers_change_at_runtime(galera_lab):
     with galera_lab.connect("galera-2") as conn:
         assert galera_number(provider_option(sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options"),
                                              "gcs.fc_limit")) == 4096
+    galera_lab.set({"fc_limit": 256})  # as the next test expects
 
 
 @pytest.mark.parametrize("text,value", [("16", 16), ("4K", 4096), ("2M", 2 * 1024**2), ("0.5", 0.5)])
