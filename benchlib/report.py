@@ -8,6 +8,7 @@ links to every file. Output goes to ``CAMPAIGN/report/<UTC time>/``; earlier rep
 
 from __future__ import annotations
 
+import contextlib
 import html
 import time
 from dataclasses import dataclass, field
@@ -133,7 +134,7 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
 
     formats = ("png", "svg", "html") if static else ("html",)
     exporter = Exporter()
-    with (exporter if static else _Nothing()):
+    with (exporter if static else contextlib.nullcontext()):
         for name, fig in figs.items():
             report.files += exporter.write(fig, folder / "charts" / name, formats)
     report.image_seconds = exporter.seconds
@@ -145,14 +146,6 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
                                             {"campaign": str(campaign), "baseline": baseline}, stream=False))
     report.page.write_text(_page(campaign, a, figs, report))
     return report
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
 
 
 def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], report: Report) -> str:

@@ -258,33 +258,35 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str]) -> p
     def add(severity: str, where: str, what: str, fix: str = "") -> None:
         out.append({"severity": severity, "where": where, "what": what, "fix": fix})
 
-    for r in table.itertuples(index=False):
-        if r.status != "ok":
-            add("error", r.run_id, f"run failed: {r.reason}", "rerun the campaign: failed runs are redone")
+    for r in table.to_dict("records"):
+        rid = r["run_id"]
+        if r["status"] != "ok":
+            add("error", rid, f"run failed: {r['reason']}", "rerun the campaign: failed runs are redone")
             continue
-        if getattr(r, "gaps", 0) and r.gaps > 0:
-            add("error", r.run_id, f"{r.gaps} per-second intervals missing", "rerun this run")
-        if getattr(r, "err_seconds", 0) and r.err_seconds > 0:
-            add("warning", r.run_id, f"errors/s > 0 in {r.err_seconds} seconds (deadlocks, certification failures)",
+        if r.get("gaps", 0) > 0:
+            add("error", rid, f"{r['gaps']} per-second intervals missing", "rerun this run")
+        if r.get("err_seconds", 0) > 0:
+            add("warning", rid, f"errors/s > 0 in {r['err_seconds']} seconds (deadlocks, certification failures)",
                 "expected with multi-writer conflicts; otherwise look at raw/sysbench.txt")
-        if r.sampler_errors:
-            add("warning", r.run_id, f"{r.sampler_errors} sampler errors: gaps in lag or cluster sampling",
+        if r["sampler_errors"]:
+            add("warning", rid, f"{r['sampler_errors']} sampler errors: gaps in lag or cluster sampling",
                 "see manifest.json sampler.errors")
-        if pd.isna(r.in_sync_wait_s) or (r.in_sync_wait_s or 0) > 5:
-            add("warning", r.run_id, "replicas were not in sync at the start of the load" if pd.isna(r.in_sync_wait_s)
-                else f"replicas took {r.in_sync_wait_s:.1f} s to get in sync before the load", "")
-        cls = getattr(r, "_asdict", lambda: {})().get("class")
-        if cls in ("NO_STEADY_STATE", "SLOWDOWN"):
-            add("warning", r.run_id, f"throughput {r.stability}", "run longer, or look at the stability chart")
-        elif isinstance(r.flags, str) and any(f in r.flags for f in ("STALLS", "NOT_SETTLED", "LONG_WARMUP")):
-            add("warning", r.run_id, f"throughput {r.stability}", "run longer, or add warm-up (load.warmup_s)")
-        elif isinstance(r.flags, str) and r.flags:
-            add("info", r.run_id, f"throughput {r.stability}")
-        if getattr(r, "lag_verdict", None) == "GROWING":
-            add("warning", r.run_id, f"replica lag grows {r.lag_slope_ms_per_s:.1f} ms/s over the run: "
-                                     "the replicas do not sustain this load", "")
-        if pd.isna(r.catch_up_s):
-            add("warning", r.run_id, "no catch-up time recorded", "")
+        wait = r["in_sync_wait_s"]
+        if pd.isna(wait) or wait > 5:
+            add("warning", rid, "replicas were not in sync at the start of the load" if pd.isna(wait)
+                else f"replicas took {wait:.1f} s to get in sync before the load")
+        flags = r.get("flags") if isinstance(r.get("flags"), str) else ""
+        if r.get("class") in ("NO_STEADY_STATE", "SLOWDOWN"):
+            add("warning", rid, f"throughput {r['stability']}", "run longer, or look at the stability chart")
+        elif any(f in flags for f in ("STALLS", "NOT_SETTLED", "LONG_WARMUP")):
+            add("warning", rid, f"throughput {r['stability']}", "run longer, or add warm-up (load.warmup_s)")
+        elif flags:
+            add("info", rid, f"throughput {r['stability']}")
+        if r.get("lag_verdict") == "GROWING":
+            add("warning", rid, f"replica lag grows {r['lag_slope_ms_per_s']:.1f} ms/s over the run: "
+                                "the replicas do not sustain this load")
+        if pd.isna(r["catch_up_s"]):
+            add("warning", rid, "no catch-up time recorded")
     for c in configs.itertuples(index=False):
         if c.verdict != "AGREE":
             add("warning", f"config {c.config}", f"repetitions: {c.agreement}",

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
-from benchlib.analysis.series import as_array, batch_means, mann_kendall
+from benchlib.analysis.series import batch_means, mann_kendall
 
 WARMUP_MIN_S = 60
 TIME_FLOOR_MS_PER_S = 1.0  # epsilon for time lag: 1 ms more lag every second (60 ms a minute)
@@ -101,15 +101,3 @@ def lag_growth(lag, t_s=None, *, trim_s: float = 0.0, epsilon: float | None = No
     w = max(1, len(y) // 5)
     return LagGrowth(verdict, slope, lo, hi, float(epsilon), rho, len(y), float(skip), mk,
                      float(np.median(y[:w])), float(np.median(y[-w:])), notes)
-
-
-def worst_lag_per_second(lag_frame, value: str = "lag_ms", time: str = "t_commit_s",
-                         origin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """The worst node's lag in each second of one run's LAG frame, seconds counted from ``origin``
-    (e.g. the load start on the sampler's clock, from the manifest's load_window_s)."""
-    df = lag_frame.dropna(subset=[value])
-    if df.empty:
-        return np.array([]), np.array([])
-    sec = np.floor(df[time].to_numpy() - origin).astype(int)
-    worst = df.assign(_s=sec).groupby(["_s", "node"])[value].max().groupby(level=0).max()
-    return worst.index.to_numpy(dtype=float), as_array(worst.to_numpy())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -84,7 +85,9 @@ class Exporter:
     def image(self, fig: go.Figure, path: Path, fmt: str) -> Path:
         t0 = time.monotonic()
         try:
-            fig.write_image(str(path), format=fmt, scale=self.scale if fmt == "png" else 1)
+            with warnings.catch_warnings():  # plotly passes kaleido options that the kept browser does not need
+                warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+                fig.write_image(str(path), format=fmt, scale=self.scale if fmt == "png" else 1)
         except Exception as exc:  # kaleido raises its own and choreographer's errors
             raise ChartError(f"static export of {path.name} failed: {type(exc).__name__}: {exc}",
                              hint="benchlib doctor checks Chromium; a chart with very many points can time out") from None

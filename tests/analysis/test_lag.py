@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from benchlib.analysis.lag import lag_growth, worst_lag_per_second
+from benchlib.analysis.lag import lag_growth
 from tests.analysis.sim import ar1
 
 
@@ -32,8 +32,13 @@ def test_backlog_epsilon_scales_with_throughput_and_short_runs_say_so():
     assert any("shorter than" in n for n in r.notes) and r.skipped_s == 10
 
 
-def test_worst_node_per_second():
-    frame = pd.DataFrame({"node": ["a", "b", "a", "b"], "t_commit_s": [10.1, 10.2, 11.5, 11.6],
-                          "lag_ms": [3.0, 9.0, 4.0, 2.0]})
-    t, worst = worst_lag_per_second(frame, origin=10.0)
-    assert list(t) == [0.0, 1.0] and list(worst) == [9.0, 4.0]
+def test_worst_node_per_second_for_every_run_at_once():
+    from benchlib.analysis.campaign import _inputs
+
+    runs = pd.DataFrame({"run_id": ["r1", "r2"], "load_start_s": [10.0, 50.0], "load_end_s": [12.0, 52.0]})
+    lag = pd.DataFrame({"run_id": pd.Categorical(["r1"] * 4 + ["r2"] * 2), "node": ["a", "b", "a", "b", "a", "b"],
+                        "t_commit_s": [10.1, 10.2, 11.5, 11.6, 50.5, 50.6], "lag_ms": [3.0, 9.0, 4.0, 2.0, 7.0, 1.0]})
+    empty = pd.DataFrame(columns=["run_id", "t_s", "tps", "lat_pctl_ms", "err_per_s"])
+    r1, r2 = _inputs(runs, {"intervals": empty, "lag": lag})
+    assert list(r1.lag_t) == [0.0, 1.0] and list(r1.lag_worst) == [9.0, 4.0]
+    assert list(r2.lag_t) == [0.0] and list(r2.lag_worst) == [7.0] and r2.load_s == 2.0
