@@ -304,7 +304,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                                 stall_s=stall_s, source=f"{writer.run_id}/raw/sysbench.txt",
                                 abort_if=lambda: nodes_down(lab, nodes))
         load_end = sampling.sampler.now()
-        catch_up = sampling.wait_caught_up(catch_up_timeout) if load.status == "ok" else None
+        bounds = sampling.wait_catch_up(sampling.sampler.t0 + load_end, catch_up_timeout) if load.status == "ok" else None
+        catch_up = bounds[1] if bounds else None
     finally:
         sampling.stop()
     writer.raw("sysbench.txt", load.output)
@@ -319,7 +320,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     extra.update({
         "in_sync_wait_s": in_sync,
         "load_window_s": [load_t0, load_end],
-        "catch_up_s": catch_up,
+        "catch_up_s": catch_up,  # upper bound: every node saw the first heartbeat after the load
+        "catch_up_low_s": bounds[0] if bounds else None,  # lower bound (the last heartbeat before the end)
         "sampler": {"errors": [f"{n}: {e}" for n, _, e in sampling.sampler.errors],
                     "skipped_ticks": sampling.sampler.skipped, "warnings": sampling.warnings},
     })

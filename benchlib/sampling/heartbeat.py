@@ -226,6 +226,23 @@ class Heartbeat:
         last = self.log.last_seq
         return all(last in self.log.seen[r.node] for r in self.readers)
 
+    def catch_up_bounds(self, end: float) -> tuple[float, float] | None:
+        """Catch-up after a load that ended at ``end`` (heartbeat clock), bracketed by heartbeats: every node
+        has seen the first heartbeat committed after ``end`` (it follows every load transaction: the upper
+        bound) and the last one committed before it (the lower bound). None until the upper bound is known.
+        The bracket is at most one heartbeat period wide."""
+        log = self.log
+        with log.lock:
+            after = min((q for q, t in log.committed.items() if t >= end), default=None)
+            before = max((q for q, t in log.committed.items() if t < end), default=None)
+        if after is None or not all(after in log.seen[r.node] for r in self.readers):
+            return None
+        high = max(log.seen[r.node][after][1] for r in self.readers) - end
+        low = 0.0
+        if before is not None and all(before in log.seen[r.node] for r in self.readers):
+            low = max(0.0, max(log.seen[r.node][before][1] for r in self.readers) - end)
+        return min(low, high), max(high, 0.0)
+
     def current_lag_ms(self) -> float:
         """Live lag for progress displays: how long ago the oldest heartbeat some node has not seen
         yet was committed (0 when every node is caught up). The stored frame is the measurement."""

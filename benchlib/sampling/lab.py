@@ -68,6 +68,16 @@ class LabSampling:
             time.sleep(0.01)
         return None
 
+    def wait_catch_up(self, end: float, timeout: float) -> tuple[float, float] | None:
+        """After a load that ended at ``end`` (time.monotonic): (low, high) bounds of the time every node
+        took to apply everything, from heartbeats around ``end`` (None: not within ``timeout``)."""
+        while time.monotonic() - end < timeout:
+            bounds = [hb.catch_up_bounds(end) for hb in self.heartbeats.values()]
+            if all(b is not None for b in bounds):
+                return (max((b[0] for b in bounds), default=0.0), max((b[1] for b in bounds), default=0.0))
+            time.sleep(0.01)
+        return None
+
     def current_lag_ms(self) -> float | None:
         """The worst live lag over the sampled clusters (None: no cluster has replicas)."""
         return max((hb.current_lag_ms() for hb in self.heartbeats.values()), default=None)

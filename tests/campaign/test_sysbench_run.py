@@ -28,7 +28,7 @@ def test_a_run_end_to_end(lab, tmp_path):
     seen = []
     run = read_run(execute_run(lab, "async", OPTS, writer(lab, tmp_path, "r1"), on_interval=seen.append))
     m = run.manifest
-    assert m["status"] == "ok" and m["catch_up_s"] is not None
+    assert m["status"] == "ok" and 0 <= m["catch_up_low_s"] <= m["catch_up_s"] < 2
     assert len(seen) == 4 and [iv.t_s for iv in seen] == [1.0, 2.0, 3.0, 4.0]  # parsed live
     assert len(run.frames["intervals"]) == 4 and run.frames["histogram"]["count"].sum() == m["summary"]["events"]
     lag = run.frames["lag"]
