@@ -186,7 +186,8 @@ def _run_facts(m: dict[str, Any]) -> dict[str, Any]:
     summary = {f"summary_{k}": v for k, v in (m.get("summary") or {}).items()}
     return {"status": m["status"], "reason": m.get("reason"), "started_utc": m["started_utc"],
             "ended_utc": m["ended_utc"], "load_start_s": window[0], "load_end_s": window[1],
-            "catch_up_s": m.get("catch_up_s"), "in_sync_wait_s": m.get("in_sync_wait_s"),
+            "catch_up_s": m.get("catch_up_s"), "catch_up_low_s": m.get("catch_up_low_s"),
+            "in_sync_wait_s": m.get("in_sync_wait_s"),
             "sampler_errors": len(sampler.get("errors") or []), "sampler_warnings": len(sampler.get("warnings") or []),
             "nodes": ",".join((m.get("lab") or {}).get("nodes") or []), **summary}
 

@@ -54,7 +54,7 @@ class CampaignAnalysis:
 
 
 def _param_columns(runs: pd.DataFrame) -> list[str]:
-    fixed = {"run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
+    fixed = {"run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s", "catch_up_low_s",
              "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes"}
     return [c for c in runs.columns if c not in fixed and not c.startswith("summary_")]
 
