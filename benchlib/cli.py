@@ -201,7 +201,10 @@ def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab:
     campaign, lab_spec = load_campaign_spec(params.spec)  # bad input fails here, before any kernel starts
     runs = plan(campaign, lab_spec, str(spec))
     folder = campaign_dir(campaign, params.runs_dir)
-    typer.echo(f"campaign {campaign.name}: {len(runs)} runs on lab {lab_spec.name} -> {folder}")
+    typer.echo(f"campaign {campaign.name}: {len(runs)} runs on lab {lab_spec.name} -> {folder}"
+               + (" (then sustained-throughput searches)" if campaign.sustained else ""))
+    if campaign.note:
+        typer.echo(f"note: {campaign.note}")
     if notebook:
         from benchlib.notebooks import execute, output_path
 
@@ -213,7 +216,73 @@ def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab:
     counts = CampaignResult(folder, runs).counts
     typer.echo(f"campaign {campaign.name}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
                + f"; load the runs with benchlib.load_campaign({str(folder)!r})")
+    if campaign.sustained:
+        from benchlib.analysis.campaign import analyze
+        from benchlib.analysis.views import sustained
+
+        for row in sustained(analyze(folder)).itertuples(index=False):
+            typer.echo(f"sustained {row.label} {row.workload} t{row.threads}: {row.sustained_tps:.0f} tps "
+                       f"(first failing {row.first_failing_tps:.0f}, peak {row.peak_tps:.0f}; {row.status}"
+                       f"{', FC_LIMITED' if row.fc_limited else ''})")
     return 1 if counts.get("failed") else 0
+
+
+def _print_claims(result) -> None:
+    width = max(len(c) for c in result.claims.claim) if len(result.claims) else 10
+    typer.echo(f"study {result.study.id}: {result.study.title}")
+    for c in result.claims.itertuples(index=False):
+        typer.echo(f"  {c.holds:<12} {c.claim:<{min(width, 90)}}  published {c.published}; measured {c.measured}")
+    typer.echo("  holds: " + ", ".join(f"{n} {k}" for k, n in sorted(result.summary.items())))
+
+
+@app.command("compare-reference")
+def compare_reference(campaign: Path = typer.Argument(..., help="campaign folder, e.g. runs/study001-quick"),
+                      study: Optional[str] = typer.Option(None, help="000 | 001 | 002 | 003 | 004 (default: from "
+                                                                     "the campaign's name)"),
+                      out: Optional[Path] = typer.Option(None, help="also write claims.csv and figures.csv here")
+                      ) -> None:
+    """Place a campaign's results next to the published figures of its study (data/reference/): each
+    published finding judged on ratios and shapes, every published number with ours beside it."""
+    from benchlib import studies
+
+    if not (campaign / "campaign.json").exists():
+        raise typer.BadParameter(f"{campaign} is not a campaign folder (no campaign.json)", param_hint="CAMPAIGN")
+    result = studies.compare_reference(campaign, study)
+    _print_claims(result)
+    f = result.figures
+    typer.echo(f"  published numbers: {len(f)}, with a local counterpart measured: {int(f.measured.notna().sum())}")
+    if out:
+        studies.record(result, out)
+        typer.echo(f"written: {out / 'claims.csv'}, {out / 'figures.csv'}")
+
+
+@app.command()
+def study(study_id: str = typer.Argument(..., metavar="STUDY", help="000 | 001 | 002 | 003 | 004"),
+          full: bool = typer.Option(False, help="the full campaign (hours, for a real lab) instead of the quick one"),
+          runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="campaigns are stored in RUNS_DIR/<name>/"),
+          publish_report: bool = typer.Option(True, "--publish/--no-publish", help="publish the report afterwards")
+          ) -> None:
+    """Reproduce one published study: run its campaign on the local lab (resuming if it was started),
+    judge the results against the published figures, and publish the report with the study's notebook."""
+    from benchlib import studies
+    from benchlib.campaign.runner import campaign_dir
+    from benchlib.campaign.spec import load_campaign_spec
+
+    s = studies.get(study_id)
+    spec = s.full if full else s.quick
+    typer.echo(f"study {s.id}: {s.title}\n  reproduces locally: {s.local}\n  needs a remote lab: {s.remote}")
+    code = _run_campaign(spec, runs_dir)
+    folder = campaign_dir(load_campaign_spec(spec)[0], runs_dir)
+    result = studies.compare_reference(folder, s.id)
+    studies.record(result, folder / "reference")
+    _print_claims(result)
+    if publish_report:
+        from benchlib.report import publish as publish_campaign
+
+        r = publish_campaign(folder)
+        typer.echo(f"report: {r.page}")
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -129,6 +129,8 @@ ANALYSIS_NOTEBOOKS: dict[str, Any] = {
     "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
     "wan": lambda r: bool((r.get("lab") or {}).get("sites")),
+    **{f"study_{k}": (lambda k: lambda r: str((r.get("campaign") or {}).get("name", "")).startswith(f"study{k}"))(k)
+       for k in ("000", "001", "002", "003", "004")},
 }
 
 

@@ -35,10 +35,7 @@ def _throughput(a):
 
 
 def _latency(a):
-    c = views.configs(a)
-    if "durability" in c and c.durability.nunique() > 1:
-        c = c[c.durability == "durable"]
-    return charts.latency_vs_threads(c, color="cluster")
+    return charts.latency_vs_threads(views.one_durability(views.configs(a)), color="cluster")
 
 
 def _stability(a):
@@ -71,6 +68,10 @@ def _parallel(a):
     return charts.parallel_apply(views.parallel_apply(a))
 
 
+def _sustained(a):
+    return charts.sustained_vs_peak(views.sustained(a))
+
+
 #: every chart a report can hold, in report order; a chart whose data the campaign lacks is skipped
 CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "ratio_vs_baseline": ("Throughput relative to the baseline", _ratio),
@@ -82,6 +83,7 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "catch_up": ("Catch-up after the load", _catch_up),
     "wan_latency": ("Commit latency vs round-trip time", _wan),
     "parallel_apply": ("Parallel apply", _parallel),
+    "sustained": ("Maximum sustained throughput vs peak", _sustained),
 }
 
 
@@ -162,10 +164,26 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}.</p>",
              f"<h2>Warnings</h2>{warn}"]
+    from benchlib import studies
+
+    study = studies.study_of(a)
+    if study is not None:
+        ref = studies.compare_reference(a, study.id)
+        parts.append(f"<h2>Study {study.id} against the published figures</h2><p>{html.escape(study.title)}. "
+                     f"Needs a remote lab: {html.escape(study.remote)}.</p>"
+                     + _table(ref.claims, ["claim", "published", "measured", "holds", "how"]))
     if not a.comparisons.empty:
         parts.append("<h2>Against the baseline</h2>" + _table(a.comparisons, [
             "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",
             "q", "verdict", "runs_needed_per_side"]))
+    try:
+        searches = views.sustained(a)
+    except AnalysisError:
+        searches = pd.DataFrame()
+    if not searches.empty:
+        parts.append("<h2>Maximum sustained throughput</h2>" + _table(searches, [
+            "label", "workload", "threads", "peak_tps", "sustained_tps", "first_failing_tps", "bracket_rel",
+            "sustained_vs_peak", "fc_limited", "failing_because", "runs", "status"]))
     parts.append("<h2>Configurations</h2>" + _table(a.configs, [
         "cluster", "durability", "workload", "threads", "fc_limit", "parallel_threads", "runs", "tps_mean", "ci_low",
         "ci_high", "half_width_rel", "cov_runs", "i2", "agreement", "lat_pctl_ms", "lag_p95_ms", "catch_up_s"]))
@@ -177,7 +195,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
                            for ext in ("png", "svg", "html") if (report.folder / "charts" / f"{name}.{ext}").exists())
         parts.append(f'<div class="chart"><h2>{html.escape(title)}</h2>{div}<p class="files">{links}</p></div>')
     parts.append("<h2>Runs</h2>" + _table(a.runs, [
-        "run_id", "status", "trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms",
+        "run_id", "status", "rate", "trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms",
         "lag_p95_ms", "lag_verdict", "catch_up_s"]))
     if report.notebooks:
         parts.append("<h2>Notebooks</h2><ul>" + "".join(

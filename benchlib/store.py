@@ -202,9 +202,11 @@ def _read_table(file: Path):
         raise StoreError(f"{file} is damaged: {exc}") from None
 
 
-def load_campaign(path: str | Path, *, failed: bool = False) -> dict[str, pd.DataFrame]:
+def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str] | None = None
+                  ) -> dict[str, pd.DataFrame]:
     """Every frame of every (ok, or also failed) run of a campaign, tagged with ``run_id`` and the
-    run's parameters; plus ``runs``: one row per run (status, reason, times, parameters).
+    run's parameters; plus ``runs``: one row per run (status, reason, times, parameters). ``only``:
+    the run ids to load (default: all).
 
     Each kind of frame is read with pyarrow and concatenated once; ``run_id`` and the parameters are
     categorical columns (one code per row), so a campaign of millions of rows loads in seconds."""
@@ -214,6 +216,9 @@ def load_campaign(path: str | Path, *, failed: bool = False) -> dict[str, pd.Dat
     import pyarrow as pa
 
     folders = list_runs(path)
+    if only is not None:
+        wanted = set(only)
+        folders = [p for p in folders if p.name in wanted]
     manifests = [read_manifest(p) for p in folders]
     rows = []
     params_of = []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "benchlib"
-ANALYSIS = ["schema.py", "store.py", "errors.py", "sysbench/output.py",
+ANALYSIS = ["schema.py", "store.py", "errors.py", "sysbench/output.py", "studies.py", "report.py",
             *sorted(str(p.relative_to(PKG)) for sub in ("analysis", "charts") for p in (PKG / sub).glob("*.py"))]
 FORBIDDEN = ("benchlib.lab", "benchlib.sampling", "benchlib.campaign", "pymysql")
 

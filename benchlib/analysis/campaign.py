@@ -27,7 +27,7 @@ from benchlib.store import load_campaign
 #: run parameters that describe the load (a configuration and its baseline share them)
 LOAD_KEYS = ["workload", "threads", "rate", "durability"]
 #: run parameters that are not part of a configuration
-NOT_CONFIG = {"repetition", "config"}
+NOT_CONFIG = {"repetition", "config", "search"}
 
 
 class AnalysisError(BenchlibError):
@@ -171,8 +171,11 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     assessed = pd.DataFrame(_assess_all(_inputs(ok, frames)))
     batches = dict(zip(assessed.run_id, assessed.pop("_batches"))) if "_batches" in assessed else {}
     table = runs.merge(assessed, on="run_id", how="left") if not assessed.empty else runs.copy()
-    configs = _configs(table, params, batches, target)
-    comparisons = _comparisons(table, params, baseline, margin)
+    # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
+    # pooled into configurations or ratios
+    measured = table[table.search.isna()] if "search" in table else table
+    configs = _configs(measured, params, batches, target)
+    comparisons = _comparisons(measured, params, baseline, margin)
     problems = validate(table, configs, params)
     path = None if isinstance(campaign, dict) else Path(campaign)
     return CampaignAnalysis(table, configs, comparisons, problems, frames, params, path)
@@ -282,7 +285,10 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str]) -> p
             add("warning", rid, f"throughput {r['stability']}", "run longer, or add warm-up (load.warmup_s)")
         elif flags:
             add("info", rid, f"throughput {r['stability']}")
-        if r.get("lag_verdict") == "GROWING":
+        if r.get("lag_verdict") == "GROWING" and isinstance(r.get("search"), str):
+            add("info", rid, f"replica lag grows at rate {r['rate']:.0f} (a sustained-throughput search probes "
+                             "past the sustained rate)")
+        elif r.get("lag_verdict") == "GROWING":
             add("warning", rid, f"replica lag grows {r['lag_slope_ms_per_s']:.1f} ms/s over the run: "
                                 "the replicas do not sustain this load")
         if pd.isna(r["catch_up_s"]):

@@ -23,6 +23,29 @@ def campaign_record(a: CampaignAnalysis) -> dict[str, Any]:
     return json.loads((a.path / "campaign.json").read_text())
 
 
+def measured(a: CampaignAnalysis) -> pd.DataFrame:
+    """The successful runs of the campaign's matrix (the open-loop runs of sustained-throughput searches
+    are left out: they are judged by rate, in ``sustained``)."""
+    runs = a.runs[a.runs.status == "ok"]
+    return runs[runs.search.isna()] if "search" in runs else runs
+
+
+def sustained(a: CampaignAnalysis) -> pd.DataFrame:
+    """One row per sustained-throughput search: peak, sustained rate and bracket, FC_LIMITED, with a label."""
+    from benchlib.analysis.sustained import searches
+
+    precision = ((campaign_record(a).get("campaign") or {}).get("search") or {}).get("precision", 0.02)
+    df = searches(a, precision=precision)
+    if df.empty:
+        raise AnalysisError("no sustained-throughput search in this campaign",
+                            hint="set sustained = true in the campaign spec")
+    keys = [c for c in ["cluster", "workload", "durability", "fc_limit", "parallel_threads", "applier_threads"]
+            if c in df]
+    df["label"] = [label(row, keys) + (f" {row['workload']}" if df.workload.nunique() > 1 else "")
+                   for _, row in df.iterrows()]
+    return df
+
+
 def cluster_sizes(a: CampaignAnalysis) -> dict[str, int]:
     """Nodes per cluster, from the runs' node lists."""
     out: dict[str, int] = {}
@@ -65,11 +88,19 @@ def configs(a: CampaignAnalysis) -> pd.DataFrame:
     return _with_durability(a, c)
 
 
+def one_durability(c: pd.DataFrame) -> pd.DataFrame:
+    """The configurations of one durability, for charts that cannot show both: durable when there."""
+    if "durability" not in c or c.empty:
+        return c
+    keep = "durable" if (c.durability == "durable").any() else c.durability.iloc[0]
+    return c[c.durability == keep]
+
+
 def stability(a: CampaignAnalysis, run_ids: list[str] | None = None, *, per_config: int = 1,
               limit: int = 6) -> tuple[pd.DataFrame, dict, dict]:
     """Per-second intervals of chosen runs (default: the first ``per_config`` runs of up to ``limit``
     configurations, flagged runs first), with their trims and stability labels."""
-    runs = a.runs[a.runs.status == "ok"].dropna(subset=["stability"])
+    runs = measured(a).dropna(subset=["stability"])
     if run_ids is None:
         flagged = runs.assign(_flag=runs["class"].ne("FLAT") | runs["flags"].fillna("").ne(""))
         picked = (flagged.sort_values(["_flag", "run_id"], ascending=[False, True])
@@ -92,8 +123,23 @@ def lag_of_run(a: CampaignAnalysis, run_id: str) -> tuple[pd.DataFrame, float | 
     return out, end, (float(run.catch_up_s) if pd.notna(run.catch_up_s) else None)
 
 
+def backlog_of_run(a: CampaignAnalysis, run_id: str) -> tuple[pd.DataFrame, float | None, float | None]:
+    """One run's replica backlog in transactions per node (async: GTID sequence behind the primary;
+    Galera: seqno behind the most advanced node), seconds from the load start; the load's end and
+    catch-up."""
+    run = a.runs.set_index("run_id").loc[run_id]
+    cl = a.frames["cluster"]
+    cl = cl[(cl.run_id == run_id) & cl.metric.isin(["trx_behind", "seqno_behind"])]
+    if cl.empty:
+        raise AnalysisError(f"no transactions-behind samples in run {run_id}")
+    start = float(run.load_start_s)
+    out = cl.assign(t_s=cl.t_s - start, trx_behind=cl.value)[["t_s", "node", "trx_behind"]]
+    end = float(run.load_end_s - start) if pd.notna(run.load_end_s) else None
+    return out, end, (float(run.catch_up_s) if pd.notna(run.catch_up_s) else None)
+
+
 def worst_lag_run(a: CampaignAnalysis) -> str:
-    runs = a.runs[a.runs.status == "ok"]
+    runs = measured(a)
     if "lag_p95_ms" not in runs or runs.lag_p95_ms.isna().all():
         raise AnalysisError("no replica lag was sampled in this campaign")
     return str(runs.loc[runs.lag_p95_ms.idxmax(), "run_id"])
@@ -111,7 +157,7 @@ def label(row: pd.Series, keys: list[str]) -> str:
 
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:
     """Catch-up time per configuration (mean over runs, min-max as the interval)."""
-    runs = a.runs[a.runs.status == "ok"].dropna(subset=["catch_up_s"])
+    runs = measured(a).dropna(subset=["catch_up_s"])
     keys = [c for c in ["cluster", "topology", "workload", "threads", "durability", "fc_limit", "parallel_threads"]
             if c in runs]
     g = runs.groupby(keys, dropna=False).catch_up_s.agg(["mean", "min", "max"]).reset_index()
@@ -131,7 +177,7 @@ def replica_cpu(a: CampaignAnalysis) -> pd.DataFrame:
     cl = a.frames["cluster"]
     cl = cl[(cl.metric == "cpu_s") & ~cl.reset]
     rows = []
-    for run in a.runs[a.runs.status == "ok"].itertuples(index=False):
+    for run in measured(a).itertuples(index=False):
         nodes = str(run.nodes).split(",")[1:]
         d = cl[(cl.run_id == run.run_id) & cl.node.isin(nodes)]
         d = d[(d.t_s >= run.load_start_s) & (d.t_s <= run.load_end_s)]
@@ -144,7 +190,7 @@ def replica_cpu(a: CampaignAnalysis) -> pd.DataFrame:
 
 
 def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
-    runs = a.runs[a.runs.status == "ok"]
+    runs = measured(a)
     if "parallel_threads" not in runs or runs.parallel_threads.isna().all():
         raise AnalysisError("no parallel-apply sweep in this campaign",
                             hint="sweep parallel_threads in the campaign's matrix")

@@ -35,7 +35,8 @@ import pandas as pd
 import pymysql
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from benchlib.campaign.spec import CampaignSpec, PlannedRun, load_campaign_spec, plan
+from benchlib.campaign.spec import (CampaignSpec, PlannedRun, PlannedSearch, load_campaign_spec, plan,
+                                    plan_searches)
 from benchlib.campaign.sysbench_run import execute_run
 from benchlib.errors import BenchlibError, SpecError
 from benchlib.lab.spec import LabSpec, _format_validation
@@ -76,13 +77,15 @@ class CampaignResult:
     skipped: list[str] = field(default_factory=list)  # complete before this start
     ran: list[str] = field(default_factory=list)
     healed: list[str] = field(default_factory=list)
+    searches: list[dict[str, Any]] = field(default_factory=list)  # sustained throughput: one row per search
 
     def table(self) -> pd.DataFrame:
         """One row per planned run: status, reason, mean TPS, p-th percentile latency, catch-up."""
         rows = []
         for run in self.plan:
             row: dict[str, Any] = {"run_id": run.run_id, "cluster": run.cluster, "workload": run.options.workload,
-                                   "threads": run.options.threads, **run.settings, "status": "missing"}
+                                   "threads": run.options.threads, "rate": run.options.rate, **run.settings,
+                                   "status": "missing"}
             folder = self.path / run.run_id
             if (folder / "manifest.json").exists():
                 m = read_manifest(folder)
@@ -194,7 +197,8 @@ class _Progress:
         self.run = ""
 
     def start(self, k: int, n: int, run: PlannedRun) -> None:
-        self.run = f"{k}/{n} {run.cluster} {run.options.workload} t{run.options.threads} r{run.repetition}"
+        rate = f" rate {run.options.rate}" if run.options.rate else ""
+        self.run = f"{k}/{n} {run.cluster} {run.options.workload} t{run.options.threads}{rate} r{run.repetition}"
         self.bar.set_postfix_str(self.run + " preparing", refresh=True)
 
     def second(self, iv: "Interval", lag_ms: float | None) -> None:
@@ -249,6 +253,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
                                       progress=progress)
     campaign, lab_spec = load_campaign_spec(params.spec)
     runs = plan(campaign, lab_spec, params.spec)
+    searches = plan_searches(campaign, runs, params.spec)
     policy = campaign.failed if params.failed == "spec" else params.failed
     path = campaign_dir(campaign, params.runs_dir).resolve()
     lock = _claim_folder(path, _describe(campaign, lab_spec, runs))
@@ -291,6 +296,11 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
             for run in extra:
                 _one_run(lab, campaign, run, path, bar, events, result, before_run, on_interval, context,
                          k=result.plan.index(run) + 1, n=len(result.plan))
+        for search in searches:
+            if lab is None and _search_needs_runs(campaign, search, path, policy, result.plan):
+                lab, owned = _open_lab(lab_spec, bar.say)
+            result.searches.append(_search(lab, campaign, search, path, bar, events, result, before_run, on_interval,
+                                           context, policy))
         events("end", **result.counts)
     except KeyboardInterrupt:
         events("interrupted", ran=len(result.ran))
@@ -343,6 +353,136 @@ def _more_runs(campaign: CampaignSpec, path: Path, plan_so_far: list[PlannedRun]
                            run_id=f"{index:04d}-{base.cluster}-{base.options.workload}-t{base.options.threads}-"
                                   f"{base.config_key}-r{rep}"))
     return out
+
+
+def _probe_runs(path: Path, key: str) -> dict[tuple[int, int], dict[str, Any]]:
+    """The stored runs of one search: (rate, repetition) -> manifest."""
+    out = {}
+    for folder in path.iterdir():
+        if folder.is_dir() and (folder / "manifest.json").exists():
+            m = read_manifest(folder)
+            p = m.get("params") or {}
+            if p.get("search") == key:
+                out[(int(p["rate"]), int(p["repetition"]))] = m
+    return out
+
+
+def _next_index(path: Path, plan_so_far: list[PlannedRun]) -> int:
+    names = [p.name for p in path.iterdir() if p.is_dir() and p.name[:4].isdigit()]
+    return max([r.index for r in plan_so_far] + [int(n[:4]) for n in names] + [0]) + 1
+
+
+def _search_state(campaign: CampaignSpec, search: PlannedSearch, path: Path, policy: str,
+                  verdicts: dict[str, dict[str, Any]]):
+    """(history {rate: accepted}, the (rate, repetition, run_id or None) to run next or None, the probes)."""
+    from benchlib.analysis.sustained import judge_runs, search_history
+    from benchlib.store import load_campaign
+
+    probes = _probe_runs(path, search.key)
+    fresh = [m["run_id"] for m in probes.values() if m["run_id"] not in verdicts]
+    if fresh:
+        judged = judge_runs(load_campaign(path, failed=True, only=fresh))
+        verdicts.update({r["run_id"]: r for r in judged.to_dict("records")})
+    rows = pd.DataFrame([verdicts[m["run_id"]] for m in probes.values() if m["run_id"] in verdicts])
+    reps = campaign.search.repetitions
+    for (rate, rep), m in sorted(probes.items()):  # first finish the rates already started
+        v = verdicts.get(m["run_id"], {}).get("verdict")
+        if v == "FAILED" and policy == "redo":
+            return None, (rate, rep, m["run_id"]), probes
+    for rate in sorted({r for r, _ in probes}):
+        for rep in range(1, reps + 1):
+            if (rate, rep) not in probes:
+                return None, (rate, rep, None), probes
+    history = search_history(rows) if not rows.empty else {}
+    return history, None, probes
+
+
+def _peak(path: Path, plan_so_far: list[PlannedRun], search: PlannedSearch) -> float | None:
+    """The best mean TPS over thread counts of the search's cluster, settings and workload (stored runs)."""
+    by_threads: dict[int, list[float]] = {}
+    for r in plan_so_far:
+        if (r.search or r.cluster != search.cluster or r.settings != search.settings
+                or r.options.workload != search.workload):
+            continue
+        folder = path / r.run_id
+        if (folder / "manifest.json").exists():
+            m = read_manifest(folder)
+            tps = (m.get("summary") or {}).get("tps")
+            if m["status"] == "ok" and tps:
+                by_threads.setdefault(r.options.threads, []).append(float(tps))
+    return max((sum(v) / len(v) for v in by_threads.values()), default=None)
+
+
+def _search_plan(campaign: CampaignSpec, peak: float):
+    from benchlib.analysis.sustained import SearchPlan
+
+    return SearchPlan(start=campaign.search.start * peak, step=campaign.search.step,
+                      precision=campaign.search.precision)
+
+
+def _search_needs_runs(campaign: CampaignSpec, search: PlannedSearch, path: Path, policy: str,
+                       plan_so_far: list[PlannedRun]) -> bool:
+    """Whether a search (resumed from its stored probes) has runs left to do: the lab is needed."""
+    from benchlib.analysis.sustained import next_rate
+
+    history, todo, probes = _search_state(campaign, search, path, policy, {})
+    if todo is not None:
+        return True
+    peak = _peak(path, plan_so_far, search)
+    if peak is None:
+        return True  # _search says why it cannot start
+    return len(probes) < campaign.search.max_runs and next_rate(history, _search_plan(campaign, peak)) is not None
+
+
+def _search(lab: "Lab | None", campaign: CampaignSpec, search: PlannedSearch, path: Path, bar: _Progress,
+            events: _Events, result: CampaignResult, before_run, on_interval, context: dict[str, Any],
+            policy: str) -> dict[str, Any]:
+    """Run one sustained-throughput search to its end (resuming from the probes already stored)."""
+    from benchlib.analysis.sustained import bracket, next_rate
+
+    label = f"{search.cluster} {search.workload} t{search.threads}" + "".join(
+        f" {k}={v}" for k, v in search.settings.items())
+    peak = _peak(path, result.plan, search)
+    if peak is None:
+        raise CampaignError(f"search {label}: no closed-loop run of this configuration succeeded, so there is no "
+                            "peak throughput to start the search from", hint="rerun the campaign: failed runs are "
+                                                                             "redone first")
+    splan = _search_plan(campaign, peak)
+    verdicts: dict[str, dict[str, Any]] = {}
+    while True:
+        history, todo, probes = _search_state(campaign, search, path, policy, verdicts)
+        if todo is None:
+            if len(probes) >= campaign.search.max_runs:
+                bar.say(f"search {label}: stopped after {len(probes)} runs (search.max_runs)")
+                break
+            rate = next_rate(history, splan)
+            if rate is None:
+                break
+            todo = (rate, 1, None)
+        rate, rep, run_id = todo
+        if lab is None:
+            raise CampaignError("internal: a search needs the lab")
+        index = int(run_id[:4]) if run_id else _next_index(path, result.plan)
+        run = search.probe(campaign, rate, rep, index)
+        if run.run_id not in {r.run_id for r in result.plan}:
+            result.plan.append(run)
+        bar.bar.total = len(result.plan)
+        _one_run(lab, campaign, run, path, bar, events, result, before_run, on_interval, context,
+                 k=len(result.plan), n=len(result.plan))
+        _, _, after = _search_state(campaign, search, path, policy, verdicts)
+        v = verdicts.get(run.run_id, {})
+        events("search", search=search.key, rate=rate, repetition=rep, run_id=run.run_id,
+               verdict=v.get("verdict"), reasons=v.get("reasons"))
+        bar.say(f"search {label}: {rate} tps {v.get('verdict', '?')}"
+                + (f" ({v['reasons']})" if v.get("reasons") else ""))
+    low, high = bracket(history or {})
+    row = {"search": search.key, "cluster": search.cluster, "workload": search.workload, "threads": search.threads,
+           **search.settings, "peak_tps": peak, "sustained_tps": low, "first_failing_tps": high,
+           "runs": len(probes)}
+    events("search_done", **row)
+    bar.say(f"search {label}: sustained {low if low is not None else 'none'} tps, fails at "
+            f"{high if high is not None else '?'} (peak {peak:.0f})")
+    return row
 
 
 def _one_run(lab: "Lab", spec: CampaignSpec, run: PlannedRun, path: Path, bar: _Progress, events: _Events,

@@ -4,6 +4,7 @@
     lab = "../labs/demo.toml"          # relative to this file
     seed = 1
     repetitions = 2
+    sustained = true                    # also search each configuration's maximum sustained throughput
 
     [load]
     workloads = ["oltp_read_write"]
@@ -21,11 +22,26 @@
     fc_limit = [16, 256]                # applies to Galera clusters only
     parallel_threads = [0, 4]           # applies to async / semi-sync clusters only
 
+    [search]                            # (all optional) how the search runs
+    threads = 16                        # client threads of the open-loop runs (default: the largest of load.threads)
+    time_s = 60                         # length of each open-loop run (default: load.time_s)
+    start = 0.5                         # first rate: this share of the configuration's peak (closed-loop) TPS
+    step = 1.5                          # sweep factor, up until a rate fails (down if the first one fails)
+    precision = 0.02                    # bisect until the bracket [last sustained, first failing] is this narrow
+    repetitions = 1                     # runs per rate (a rate holds when a majority of its runs do, and none fails)
+    max_runs = 16                       # per search
+    only = { workload = ["oltp_read_write"], durability = ["relaxed"] }   # limit the searches
+
 Top-level run policy: ``failed = "redo" | "keep"`` (what a rerun does with failed runs),
 ``stall_s`` (the watchdog: seconds without progress before a run is HUNG),
 ``catch_up_timeout_s`` (how long to wait for replicas after the load); ``adaptive = true`` adds
 repetitions to configurations whose runs do not agree, up to ``max_repetitions`` (target: a 95%
-interval within ``target_halfwidth`` of the mean).
+interval within ``target_halfwidth`` of the mean). ``note`` says what the campaign reproduces
+and what it cannot (the CLI prints it).
+
+With ``sustained = true``, after the planned (closed-loop) runs, one search per cluster, settings
+and workload finds the highest open-loop rate that every member sustains: its runs carry the
+parameter ``search`` (the search's key) and are judged by ``benchlib.analysis.sustained``.
 
 A setting applies to the clusters whose topology has it; every configuration is
 (cluster, settings, workload, threads, rate). Runs are configurations x repetitions
@@ -84,6 +100,19 @@ class Load(_Strict):
         return v
 
 
+class Search(_Strict):
+    """How the sustained-throughput search runs (statistics spec F; benchlib.analysis.sustained)."""
+
+    threads: int | None = Field(default=None, ge=1, le=100_000)
+    time_s: int | None = Field(default=None, ge=10, le=86_400)
+    start: float = Field(default=0.5, gt=0, le=2)
+    step: float = Field(default=1.5, gt=1, le=10)
+    precision: float = Field(default=0.02, gt=0, lt=1)
+    repetitions: int = Field(default=1, ge=1, le=20)
+    max_runs: int = Field(default=16, ge=2, le=1000)
+    only: dict[str, list[Any]] = Field(default_factory=dict)
+
+
 class CampaignSpec(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     lab: str
@@ -99,6 +128,11 @@ class CampaignSpec(_Strict):
     adaptive: bool = False
     max_repetitions: int = Field(default=10, ge=2, le=100)
     target_halfwidth: float = Field(default=0.02, gt=0, lt=1)  # relative half-width of the 95% interval
+    # maximum sustained throughput: open-loop searches after the planned runs (one per cluster, settings and
+    # workload; see Search)
+    sustained: bool = False
+    search: Search = Field(default_factory=Search)
+    note: str = ""  # what the campaign reproduces, what it cannot (printed by the CLI, kept in campaign.json)
 
 
 @dataclass(frozen=True)
@@ -111,13 +145,15 @@ class PlannedRun:
     options: SysbenchOptions
     repetition: int
     config_key: str
+    search: str | None = None  # the sustained-throughput search this open-loop run belongs to
 
     @property
     def params(self) -> dict[str, Any]:
         """What the run store records as this run's parameters (and load_campaign joins on)."""
+        extra = {"search": self.search} if self.search else {}
         return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
                 "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
-                "config": self.config_key, **self.settings}
+                "config": self.config_key, **self.settings, **extra}
 
 
 def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, LabSpec]:
@@ -175,3 +211,49 @@ def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[Pla
         order += [(rep, c) for c in block]
     return [PlannedRun(i, f"{i:04d}-{c[0]}-{c[3].workload}-t{c[3].threads}-{c[4]}-r{rep}", c[0], c[1], c[2], c[3],
                        rep, c[4]) for i, (rep, c) in enumerate(order, start=1)]
+
+
+@dataclass(frozen=True)
+class PlannedSearch:
+    """One sustained-throughput search: open-loop runs of one cluster, settings and workload."""
+
+    key: str
+    cluster: str
+    topology: str
+    settings: dict[str, Any]
+    workload: str
+    threads: int
+
+    def probe(self, spec: CampaignSpec, rate: int, repetition: int, index: int) -> PlannedRun:
+        opts = SysbenchOptions(workload=self.workload, tables=spec.load.tables, table_size=spec.load.table_size,
+                               threads=self.threads, time_s=spec.search.time_s or spec.load.time_s, rate=rate,
+                               percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
+        config = hashlib.sha1(json.dumps([self.key, rate], default=str).encode()).hexdigest()[:8]
+        return PlannedRun(index, f"{index:04d}-{self.cluster}-{self.workload}-t{self.threads}-{config}-rate{rate}"
+                                 f"-r{repetition}", self.cluster, self.topology, self.settings, opts, repetition,
+                          config, search=self.key)
+
+
+def plan_searches(spec: CampaignSpec, runs: list[PlannedRun], source: str = "campaign") -> list[PlannedSearch]:
+    """The searches of a campaign with ``sustained = true``: one per (cluster, settings, workload) of its
+    planned runs that passes ``search.only``."""
+    if not spec.sustained:
+        return []
+    known = {"cluster", "workload", *(k for r in runs for k in r.settings)}
+    unknown = sorted(set(spec.search.only) - known)
+    if unknown:
+        raise SpecError(f"{source}: search.only names {unknown}, which the campaign does not vary",
+                        hint=f"search.only may name: {', '.join(sorted(known))}")
+    threads = spec.search.threads or max(spec.load.threads)
+    out: dict[str, PlannedSearch] = {}
+    for r in sorted(runs, key=lambda r: r.index):
+        values = {"cluster": r.cluster, "workload": r.options.workload, **r.settings}
+        if any(k in values and values[k] not in allowed for k, allowed in spec.search.only.items()):
+            continue
+        key = "s" + hashlib.sha1(json.dumps([r.cluster, r.settings, r.options.workload, threads], sort_keys=True,
+                                            default=str).encode()).hexdigest()[:7]
+        out.setdefault(key, PlannedSearch(key, r.cluster, r.topology, dict(r.settings), r.options.workload, threads))
+    if not out:
+        raise SpecError(f"{source}: sustained = true, but search.only leaves no configuration to search",
+                        hint="widen search.only, or remove it")
+    return sorted(out.values(), key=lambda s: (s.cluster, s.workload, json.dumps(s.settings, default=str)))

@@ -182,15 +182,18 @@ def flow_control_sweep(df: pd.DataFrame, *, x: str = "fc_limit", y: str = "tps_m
 
 
 def lag_over_time(lag: pd.DataFrame, *, x: str = "t_s", y: str = "lag_ms", color: str = "node",
-                  load_end: float | None = None, catch_up_s: float | None = None, title: str | None = None) -> go.Figure:
-    """Replica lag of each node over a run; the end of the load marked, and the catch-up after it."""
+                  load_end: float | None = None, catch_up_s: float | None = None, title: str | None = None,
+                  y_title: str = "lag, ms") -> go.Figure:
+    """Replica lag of each node over a run (time lag, or transactions behind with ``y_title``); the end of
+    the load marked, and the catch-up after it."""
     _need(lag, [x, y, color], "lag_over_time")
     fig = _figure(title or "Replica lag over time", xaxis_title="seconds since the load started",
-                  yaxis_title="lag, ms")
+                  yaxis_title=y_title)
     for i, (node, d) in enumerate(lag.sort_values(x).groupby(color, sort=True)):
         fig.add_scatter(x=d[x], y=d[y], mode="lines", name=str(node), line=dict(width=1.8, color=_node_color(i)))
     if load_end is not None:
-        fig.add_vline(x=load_end, line_dash="dash", line_color="#444", annotation_text="load ends")
+        fig.add_vline(x=load_end, line_dash="dash", line_color="#444", annotation_text="load ends",
+                      annotation_position="top left")
         if catch_up_s is not None:
             fig.add_vrect(x0=load_end, x1=load_end + catch_up_s, fillcolor="#999", opacity=0.15, line_width=0,
                           annotation_text=f"catch-up {catch_up_s:.2f} s", annotation_position="top right")
@@ -243,4 +246,32 @@ def parallel_apply(df: pd.DataFrame, *, x: str = "parallel_threads", y: str = "t
         _lines(fig, df, x, col, color, row=i, col=1, showlegend=i == 1)
         fig.update_yaxes(title_text=label, row=i, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="replica applier threads", row=len(panels), col=1)
+    return fig
+
+
+def sustained_vs_peak(df: pd.DataFrame, *, x: str = "label", peak: str = "peak_tps", sustained: str = "sustained_tps",
+                      failing: str | None = "first_failing_tps", color: str = "topology", flag: str | None = "fc_limited",
+                      title: str | None = None) -> go.Figure:
+    """Maximum sustained throughput against peak (closed-loop) throughput per configuration: the peak as a
+    wide bar in a lighter shade, the sustained rate in front of it with a whisker up to the first failing
+    rate (the bracket), FC_LIMITED written above the configurations where flow control throttled it."""
+    _need(df, [x, peak, sustained, failing, color, flag], "sustained_vs_peak")
+    fig = _figure(title or "Maximum sustained throughput vs peak", barmode="overlay", hovermode="closest",
+                  xaxis_title="", yaxis_title="transactions/s", bargap=0.25)
+    colors = _colors(df[color])
+    for c, d in df.groupby(color, sort=False):
+        base = colors[c]
+        fig.add_bar(x=d[x].astype(str), y=d[peak], name=f"{c} peak", marker_color=lighter(base), width=0.8,
+                    legendgroup=str(c), hovertemplate=f"{c} peak: %{{y:.0f}} tps<extra></extra>")
+        err = None
+        if failing:
+            up = (d[failing] - d[sustained]).clip(lower=0)
+            err = dict(type="data", array=up.tolist(), arrayminus=[0] * len(d), visible=True, thickness=1.5, width=5)
+        fig.add_bar(x=d[x].astype(str), y=d[sustained], name=f"{c} sustained", marker_color=base, width=0.45,
+                    legendgroup=str(c), error_y=err,
+                    hovertemplate=f"{c} sustained: %{{y:.0f}} tps<extra></extra>")
+        if flag:
+            for _, row in d[d[flag].fillna(False).astype(bool)].iterrows():
+                fig.add_annotation(x=str(row[x]), y=float(max(row[peak], row[failing] if failing else 0) or 0),
+                                   text="FC_LIMITED", showarrow=False, yshift=12, font=dict(size=11))
     return fig

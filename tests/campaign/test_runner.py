@@ -155,3 +155,37 @@ def test_adaptive_mode_adds_repetitions_until_the_cap(labs, tmp_path):
     assert [e["runs"] for e in events if e["event"] == "adaptive"] == [[result.plan[2].run_id]]
     again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")  # resume: nothing more to do
     assert again.ran == [] and len(again.plan) == 3
+
+
+def test_a_sustained_search_brackets_a_rate_and_resumes_where_it_was_interrupted(labs, tmp_path):
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-sust", clusters=["async"], repetitions=1, time_s=3,
+                          threads=[4], extra="sustained = true\n[search]\ntime_s = 10\nprecision = 0.25\n"
+                                             "max_runs = 4\nstart = 0.6\nstep = 1.6\n")
+    labs.up(example_spec("async-1p2r.toml", "t-sust"))
+    probes = []
+
+    def interrupt_second_probe(lab, run):
+        if run.search:
+            probes.append(run.run_id)
+            if len(probes) == 2:
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(spec, runs_dir=tmp_path / "runs", progress="none", before_run=interrupt_second_probe)
+    first = read_manifest(tmp_path / "runs" / "t" / probes[0])
+    assert first["status"] == "ok" and first["params"]["rate"] > 0 and first["params"]["search"]
+    result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert probes[0] not in result.ran and result.ran[0] == probes[1]  # resumed at the interrupted probe
+    assert read_manifest(tmp_path / "runs" / "t" / probes[0])["started_utc"] == first["started_utc"]
+    (search,) = result.searches
+    assert 2 <= search["runs"] <= 4 and search["peak_tps"] > 0
+    assert search["sustained_tps"] is not None or search["first_failing_tps"] is not None
+    from benchlib.analysis.campaign import analyze
+    from benchlib.analysis.views import sustained
+
+    a = analyze(result.path)
+    assert len(a.configs) == 1  # the open-loop runs are not pooled into configurations
+    row = sustained(a).iloc[0]
+    assert row.runs == search["runs"] and row.threads == 4
+    again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert again.ran == []  # a finished search has nothing left to run

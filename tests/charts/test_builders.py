@@ -107,3 +107,17 @@ def test_catch_up_bars_with_min_max_whiskers():
     (bars,) = j["data"]
     assert bars["type"] == "bar" and bars["marker"]["color"] == TOPOLOGY_COLORS["galera"]
     assert bars["error_y"]["array"] == pytest.approx([0.2, 2.0]) and bars["error_y"]["arrayminus"] == pytest.approx([0.1, 1.0])
+
+
+def test_sustained_vs_peak_draws_the_bracket_and_marks_flow_control():
+    df = pd.DataFrame({"label": ["async", "galera3"], "topology": ["async", "galera"], "peak_tps": [3900.0, 2900.0],
+                       "sustained_tps": [1500.0, 2000.0], "first_failing_tps": [1560.0, 2180.0],
+                       "fc_limited": [False, True]})
+    j = fig_json(charts.sustained_vs_peak(df))
+    peaks = [d for d in j["data"] if d["name"].endswith("peak")]
+    sustained = [d for d in j["data"] if d["name"].endswith("sustained")]
+    assert len(peaks) == len(sustained) == 2 and j["layout"]["barmode"] == "overlay"
+    assert peaks[0]["width"] > sustained[0]["width"]  # the peak is the wider bar behind
+    assert sustained[1]["marker"]["color"] == TOPOLOGY_COLORS["galera"]
+    assert sustained[1]["error_y"]["array"] == pytest.approx([180.0])
+    assert [a["text"] for a in j["layout"]["annotations"]] == ["FC_LIMITED"]

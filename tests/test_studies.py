@@ -1,0 +1,185 @@
+"""The five study reproductions: reference data, and each quick campaign run on a local lab, its notebook
+executed against the result, and its published findings judged (001: the WAN latency pattern)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlib import studies
+from benchlib.studies import NOT_MEASURED, NOT_SHOWN, NO, STUDIES, YES
+from tests.conftest import LAB_ROOT, needs_root
+
+
+def test_reference_figures_are_tidy_and_cite_their_study():
+    ref = studies.reference()
+    assert list(ref.columns[:3]) == ["study", "source", "section"]
+    assert set(ref.study) == set(STUDIES)
+    for row in ref.itertuples(index=False):
+        assert row.source == STUDIES[row.study].seed and row.section and row.note
+        assert np.isfinite(row.value) and row.unit and row.quantity
+    assert not ref.duplicated(["study", "section", "system", "nodes", "workload", "threads", "durability", "setting",
+                               "quantity", "relative_to"]).any()
+    seeds = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+    if seeds.is_dir():  # every number is stated in its study's text (ratios also as "a third", "4x", "84%")
+        for row in ref.itertuples(index=False):
+            text = (seeds / row.source).read_text().replace(",", ".")
+            v = row.value
+            forms = {f"{v:g}", f"{v:.2f}", f"{v * 100:g}%", f"{v:g}x", f"{v:g}X", f"{v / 1000:g}K", f"{v / 1000:g}k",
+                     f"{v / 1000:g} K"}
+            worded = row.quantity.endswith("ratio") and any(w in row.note for w in ("third", "four times", "50%"))
+            assert worded or any(f in text for f in forms), (row.source, row.quantity, v)
+
+
+def test_every_study_has_a_quick_and_a_full_campaign_and_a_notebook():
+    from benchlib.campaign.spec import load_campaign_spec, plan, plan_searches
+    from benchlib.notebooks import notebook_path
+
+    for s in STUDIES.values():
+        quick, q_lab = load_campaign_spec(s.quick)
+        full, f_lab = load_campaign_spec(s.full)
+        assert quick.name == f"study{s.id}-quick" and full.name == f"study{s.id}-full"
+        assert len(plan(full, f_lab)) > len(plan(quick, q_lab)) and full.load.time_s >= 60 > quick.load.time_s
+        assert quick.note and full.note
+        plan_searches(quick, plan(quick, q_lab))
+        notebook_path(s.notebook)
+    with pytest.raises(studies.StudyError, match="no study"):
+        studies.get("7")
+
+
+def _copy_study(tmp: Path, sid: str) -> Path:
+    """The study's quick campaign next to its lab renamed for the tests (never a user's lab name)."""
+    spec = STUDIES[sid].quick
+    data = tomllib.loads(spec.read_text())
+    lab = (spec.parent / data["lab"]).read_text()
+    lab = re.sub(r'^name = ".*"$', f'name = "ts{sid}"', lab, count=1, flags=re.M)
+    (tmp / data["lab"]).write_text(lab)
+    (tmp / spec.name).write_text(spec.read_text())
+    return tmp / spec.name
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory):
+    """Run a study's quick campaign once (lab brought up and taken down by the runner), then its notebook."""
+    from benchlib.campaign.runner import run_campaign
+    from benchlib.lab import procs
+    from benchlib.notebooks import rerun
+
+    done: dict[str, tuple] = {}
+
+    def get(sid: str):
+        if sid not in done:
+            tmp = tmp_path_factory.mktemp(f"study{sid}")
+            result = run_campaign(_copy_study(tmp, sid), runs_dir=tmp / "runs", progress="none")
+            assert not procs.find(f"{LAB_ROOT}/ts{sid}/"), "the campaign left lab processes behind"
+            (nb,) = rerun(result.path, [f"study_{sid}"])
+            done[sid] = (result, nb)
+        return done[sid]
+
+    return get
+
+
+def _notebook_ok(nb: Path) -> list[str]:
+    cells = json.loads(nb.read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    return [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+
+
+@needs_root
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("sid", list(STUDIES))
+def test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_judged(study_run, sid):
+    result, nb = study_run(sid)
+    assert result.counts == {"ok": len([r for r in result.plan if not r.search])} or set(result.counts) == {"ok"}
+    figures = _notebook_ok(nb)
+    ref = studies.compare_reference(result.path)
+    assert ref.study.id == sid and len(figures) >= 1
+    assert set(ref.claims.holds) <= {YES, NO, NOT_SHOWN, NOT_MEASURED}
+    measured = ref.claims[ref.claims.holds != NOT_MEASURED]
+    assert len(measured) >= 2, ref.claims  # the local part of every study is measured
+    if "remote lab" in ref.study.remote or sid != "001":
+        assert (ref.claims.how.str.contains("remote lab")).any()
+
+
+@needs_root
+@pytest.mark.timeout(1200)
+def test_000_sustained_searches_bracket_the_rate_below_the_peak(study_run):
+    from benchlib.analysis.campaign import analyze
+    from benchlib.analysis.views import sustained
+
+    result, _ = study_run("000")
+    s = sustained(analyze(result.path))
+    assert set(s.cluster) == {"async", "galera3"}
+    for row in s.itertuples(index=False):
+        assert row.status in ("DONE", "WIDE"), row  # WIDE: search.max_runs reached before 10%
+        assert 0 < row.sustained_tps < row.first_failing_tps
+        assert row.status == "WIDE" or row.first_failing_tps <= 1.1 * row.sustained_tps + 1
+        assert row.peak_tps > 0
+    ref = studies.compare_reference(result.path)
+    assert (ref.figures.quantity.eq("sustained_tps_ratio") & ref.figures.measured.notna()).any()
+
+
+@needs_root
+@pytest.mark.timeout(1200)
+def test_001_wan_latency_lands_on_the_published_pattern(study_run):
+    """Semi-sync and two-site Galera commit in about one round trip (100 ms), the control well under 1 ms."""
+    from benchlib.analysis.campaign import analyze
+
+    result, _ = study_run("001")
+    a = analyze(result.path)
+    lat = {c: studies._latency(a, c) for c in ("control", "semi", "galera1", "galera2")}
+    assert lat["control"] < 1.0, lat
+    assert 80 <= lat["semi"] <= 150, lat
+    assert 80 <= lat["galera2"] <= 150, lat
+    assert lat["galera1"] < 10, lat
+    claims = studies.compare_reference(a).claims.set_index("claim").holds
+    assert claims["Semi-sync commit latency is about one round trip"] == YES
+    assert claims["Galera across two sites commit latency is about one round trip"] == YES
+    assert claims["Control (async) commit latency is well under a millisecond"] == YES
+
+
+@needs_root
+@pytest.mark.timeout(1200)
+def test_002_backlog_per_node_and_catch_up_are_measured(study_run):
+    from benchlib.analysis import views
+    from benchlib.analysis.campaign import analyze
+
+    result, _ = study_run("002")
+    a = analyze(result.path)
+    m = views.measured(a)
+    assert m.catch_up_s.notna().all()
+    galera_run = m[m.topology == "galera"].run_id.iloc[0]
+    backlog, end, _ = views.backlog_of_run(a, galera_run)
+    assert end and backlog.node.nunique() == 4 and (backlog.trx_behind >= 0).all()
+    claims = studies.compare_reference(a).claims
+    local = claims[~claims.how.str.contains("remote lab")]
+    assert len(local) == 4 and (local.holds != NOT_MEASURED).all()
+    assert local.measured.str.contains("paired configurations").all()
+
+
+@needs_root
+@pytest.mark.timeout(1200)
+def test_003_parallel_apply_cuts_replica_lag(study_run):
+    from benchlib.analysis import views
+    from benchlib.analysis.campaign import analyze
+
+    result, _ = study_run("003")
+    p = views.parallel_apply(analyze(result.path)).set_index("parallel_threads")
+    assert list(p.index) == [0, 4, 8]
+    assert p.loc[4, "lag_p95_ms"] < p.loc[0, "lag_p95_ms"]
+    assert p.replica_cpu_pct.notna().all()
+
+
+@needs_root
+@pytest.mark.timeout(1200)
+def test_004_flow_control_and_binlog_are_compared(study_run):
+    result, _ = study_run("004")
+    claims = studies.compare_reference(result.path).claims
+    assert (claims.claim.str.contains("binary log") & (claims.holds != NOT_MEASURED)).any()
+    assert (claims.claim.str.contains("looser flow-control") & (claims.holds != NOT_MEASURED)).sum() == 3
