@@ -71,7 +71,10 @@ def test_a_hung_cluster_is_killed_by_the_watchdog(lab, tmp_path):
     assert run.manifest["reason"].startswith("HUNG: no transaction completed for 2 s")
     assert time.monotonic() - t0 < 20
     assert (run.path / "raw" / "sysbench.txt").exists()
-    assert (run.frames["intervals"].tps == 0).sum() >= 2  # the stalled seconds are in the partial frame
+    # the stalled seconds are in the partial frame (how many depends on where in a second the lock fell:
+    # the watchdog counts 2 s without a commit, not 2 whole reporting intervals)
+    tps = run.frames["intervals"].tps
+    assert (tps == 0).sum() >= 1 and tps.iloc[-1] == 0
 
 
 def test_sysbench_dying_mid_run_marks_the_run_failed(lab, tmp_path):

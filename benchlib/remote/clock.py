@@ -1,0 +1,58 @@
+"""Clock offsets of remote servers and client hosts, estimated by the sampler (probes.md, "Cross-host
+timestamps").
+
+Each sample is a query of the remote clock (``SELECT UNIX_TIMESTAMP(SYSDATE(6))``, or ``date +%s.%N``
+over SSH) bracketed by the sampler's own clock: sent at ``t_send``, answered at ``t_recv``. The remote
+clock read ``remote`` somewhere in between, so ``offset = remote - (t_send + t_recv) / 2`` with an error
+of at most half the round trip. Over a window the sample with the lowest round trip is the best
+estimate. Offsets are recorded in the manifest and applied to cross-host timestamps; a negative lag
+after correction is kept as it is (a skew signal), never clamped to zero.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Offset:
+    offset_s: float  # remote clock minus the sampler's clock
+    error_s: float  # at most half the round trip of the sample it comes from
+    rtt_s: float
+    samples: int
+
+    def to_local(self, remote_time_s: float) -> float:
+        """A remote timestamp on the sampler's clock."""
+        return remote_time_s - self.offset_s
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"offset_s": self.offset_s, "error_s": self.error_s, "rtt_s": self.rtt_s, "samples": self.samples}
+
+
+class OffsetEstimator:
+    """Keeps the last ``window`` samples of one remote clock; ``estimate()`` takes the lowest round trip."""
+
+    def __init__(self, window: int = 64):
+        self._samples: deque[tuple[float, float, float]] = deque(maxlen=window)
+        self.count = 0
+
+    def add(self, t_send: float, remote: float, t_recv: float) -> None:
+        if t_recv < t_send:
+            raise ValueError(f"a sample answered before it was sent ({t_send} > {t_recv})")
+        self._samples.append((t_send, remote, t_recv))
+        self.count += 1
+
+    def estimate(self) -> Offset | None:
+        if not self._samples:
+            return None
+        t_send, remote, t_recv = min(self._samples, key=lambda s: s[2] - s[0])
+        rtt = t_recv - t_send
+        return Offset(remote - (t_send + t_recv) / 2, rtt / 2, rtt, self.count)
+
+
+def corrected_lag_s(applied_remote_s: float, committed_remote_s: float, applied_offset: Offset,
+                    committed_offset: Offset) -> float:
+    """Lag between a commit timestamp from one host's clock and an apply timestamp from another's, both
+    moved to the sampler's clock. Negative values are returned as they are: clamping would hide skew."""
+    return applied_offset.to_local(applied_remote_s) - committed_offset.to_local(committed_remote_s)
