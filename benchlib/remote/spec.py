@@ -1,0 +1,180 @@
+"""Remote lab specs: clusters of real hosts benchlib does not start, and the client hosts sysbench runs on.
+
+    name = "gr9"
+    allow_restart = false                 # settings that need a restart are refused unless true
+
+    [credentials]                         # by environment-variable name, never the values
+    user = "bench"
+    password_env = "BENCH_DB_PASSWORD"
+
+    [clusters.gr]
+    system = "group_replication"          # mariadb | mysql | group_replication | pxc | galera | aurora
+    mode = "single-primary"               # group_replication: single-primary | multi-primary
+    nodes = [
+        { name = "gr1", host = "10.0.0.1", port = 3306, role = "primary" },
+        { name = "gr2", host = "10.0.0.2", role = "secondary" },
+    ]
+
+    [clients.c1]                          # reached over SSH (asyncssh); the key by variable name, or the agent
+    host = "10.0.0.20"
+    user = "bench"
+    key_env = "BENCH_SSH_KEY"             # or agent = true
+    share = 0.5                           # share of each run's client threads (default: equal shares)
+
+Validation names every bad field; a literal password or key in the file is refused with the way to pass it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from benchlib.errors import SpecError
+from benchlib.lab.spec import _format_validation
+
+ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
+SYSTEMS = ("mariadb", "mysql", "group_replication", "pxc", "galera", "aurora")
+ROLES = {
+    "mariadb": {"primary", "replica"}, "mysql": {"primary", "replica"},
+    "group_replication": {"primary", "secondary"}, "pxc": {"writer", "node"}, "galera": {"writer", "node"},
+    "aurora": {"writer", "reader"},
+}
+SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_secrets(cls, data):
+        if isinstance(data, dict):
+            bad = sorted(k for k in data if str(k).lower() in SECRET_FIELDS)
+            if bad:
+                raise ValueError(f"{bad[0]}: secrets are never written in a spec; put the value in an environment "
+                                 f"variable and name it ({bad[0]}_env = \"MY_VARIABLE\")")
+        return data
+
+
+class Credentials(_Strict):
+    user: str = Field(min_length=1, max_length=80)
+    password_env: str = Field(pattern=ENV_NAME)
+
+
+class RemoteNode(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(default=3306, ge=1, le=65535)
+    role: str
+
+
+class RemoteCluster(_Strict):
+    system: Literal["mariadb", "mysql", "group_replication", "pxc", "galera", "aurora"]
+    mode: Literal["single-primary", "multi-primary"] | None = None
+    nodes: list[RemoteNode] = Field(min_length=1)
+    credentials: Credentials | None = None  # overrides the lab's
+
+    @model_validator(mode="after")
+    def _roles(self):
+        allowed = ROLES[self.system]
+        for n in self.nodes:
+            if n.role not in allowed:
+                raise ValueError(f"node {n.name}: role {n.role!r} is not one of {self.system}'s: "
+                                 f"{', '.join(sorted(allowed))}")
+        writers = [n.name for n in self.nodes if n.role in ("primary", "writer")]
+        if self.system == "group_replication":
+            if self.mode is None:
+                raise ValueError("group_replication needs mode = \"single-primary\" or \"multi-primary\"")
+            if self.mode == "single-primary" and len(writers) != 1:
+                raise ValueError(f"single-primary Group Replication needs exactly one primary (got {writers})")
+        elif self.mode is not None:
+            raise ValueError(f"mode applies to group_replication only, not {self.system}")
+        elif not writers:
+            raise ValueError("no node with role primary or writer: where does the load go?")
+        return self
+
+
+class ClientHost(_Strict):
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str = Field(min_length=1, max_length=80)
+    key_env: str | None = Field(default=None, pattern=ENV_NAME)
+    agent: bool = False
+    share: float | None = Field(default=None, gt=0, le=1)
+    sysbench: str = "sysbench"
+
+    @model_validator(mode="after")
+    def _one_way_in(self):
+        if (self.key_env is None) == (not self.agent):
+            raise ValueError("give exactly one of key_env (the variable holding the private key) or agent = true")
+        return self
+
+
+class RemoteLabSpec(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,23}$")
+    allow_restart: bool = False
+    credentials: Credentials
+    clusters: dict[str, RemoteCluster] = Field(min_length=1)
+    clients: dict[str, ClientHost] = Field(min_length=1)
+
+    @field_validator("clusters", "clients")
+    @classmethod
+    def _names(cls, v: dict, info) -> dict:
+        for key in v:
+            if not re.match(r"^[a-z][a-z0-9]{0,11}$", key):
+                raise ValueError(f"{info.field_name[:-1]} name {key!r}: lower-case letters and digits, at most 12")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_and_shares(self):
+        seen: dict[str, str] = {}
+        for cname, c in self.clusters.items():
+            for n in c.nodes:
+                if n.name in seen:
+                    raise ValueError(f"node name {n.name!r} is in both {seen[n.name]!r} and {cname!r}")
+                seen[n.name] = cname
+        shares = [c.share for c in self.clients.values()]
+        if any(s is not None for s in shares):
+            if any(s is None for s in shares):
+                raise ValueError("give every client a share, or none (equal shares)")
+            if abs(sum(shares) - 1.0) > 1e-6:
+                raise ValueError(f"client shares add up to {sum(shares):g}, not 1")
+        return self
+
+    def split_threads(self, threads: int) -> dict[str, int]:
+        """A run's client threads per client host (largest remainders; every host at least one)."""
+        names = list(self.clients)
+        if threads < len(names):
+            raise SpecError(f"{threads} client threads cannot be split over {len(names)} client hosts",
+                            hint="use at least one thread per client host")
+        shares = [self.clients[n].share or 1 / len(names) for n in names]
+        raw = [threads * s for s in shares]
+        out = [max(1, int(r)) for r in raw]
+        order = sorted(range(len(names)), key=lambda i: raw[i] - int(raw[i]), reverse=True)
+        i = 0
+        while sum(out) < threads:
+            out[order[i % len(order)]] += 1
+            i += 1
+        while sum(out) > threads:
+            j = max(range(len(out)), key=lambda k: out[k])
+            out[j] -= 1
+        return dict(zip(names, out))
+
+
+def load_remote_spec(path: str | Path) -> RemoteLabSpec:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"remote lab spec not found: {p}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{p}: not valid TOML: {exc}") from None
+    try:
+        return RemoteLabSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"{p}: invalid remote lab spec ({exc.error_count()} problems)",
+                        detail=_format_validation(exc, str(p))) from None

@@ -1,0 +1,61 @@
+"""Remote lab specs: roles per system, secrets only by variable name, threads split over client hosts."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchlib.errors import SpecError
+from benchlib.remote.spec import RemoteLabSpec, load_remote_spec
+from tests.conftest import ROOT
+
+BASE = {"name": "r", "credentials": {"user": "bench", "password_env": "BENCH_DB_PASSWORD"},
+        "clusters": {"gr": {"system": "group_replication", "mode": "single-primary",
+                            "nodes": [{"name": "a", "host": "h1", "role": "primary"},
+                                      {"name": "b", "host": "h2", "role": "secondary"}]}},
+        "clients": {"c1": {"host": "h9", "user": "u", "agent": True}}}
+
+
+def spec(**changes):
+    return RemoteLabSpec.model_validate({**BASE, **changes})
+
+
+def test_the_example_loads_and_bad_files_fail_with_one_message(tmp_path):
+    s = load_remote_spec(ROOT / "examples" / "remote" / "gr9.toml")
+    assert len(s.clusters["gr"].nodes) == 9 and s.clusters["gr"].mode == "single-primary"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[credentials]\nuser = "bench"\npassword = "hunter2"\n'
+                   '[clusters.a]\nsystem = "mysql"\nnodes = [{ name = "m1", host = "h", role = "boss" }]\n')
+    with pytest.raises(SpecError) as err:
+        load_remote_spec(bad)
+    text = err.value.render()
+    assert "secrets are never written in a spec" in text and "password_env" in text
+    assert "hunter2" not in text  # the value is never echoed
+    assert "role 'boss'" in text and "clients" in text
+
+
+def test_roles_and_modes_follow_the_system():
+    with pytest.raises(ValueError, match="needs mode"):
+        spec(clusters={"gr": {**BASE["clusters"]["gr"], "mode": None}})
+    two = [{"name": "a", "host": "h1", "role": "primary"}, {"name": "b", "host": "h2", "role": "primary"}]
+    with pytest.raises(ValueError, match="exactly one primary"):
+        spec(clusters={"gr": {**BASE["clusters"]["gr"], "nodes": two}})
+    assert spec(clusters={"gr": {**BASE["clusters"]["gr"], "mode": "multi-primary", "nodes": two}})
+    with pytest.raises(ValueError, match="role 'secondary' is not one of aurora's"):
+        spec(clusters={"au": {"system": "aurora", "nodes": [{"name": "w", "host": "h", "role": "writer"},
+                                                             {"name": "r", "host": "h", "role": "secondary"}]}})
+    with pytest.raises(ValueError, match="key_env .* or agent"):
+        spec(clients={"c1": {"host": "h", "user": "u"}})
+    with pytest.raises(ValueError, match="should match pattern"):
+        spec(credentials={"user": "bench", "password_env": "not a variable"})
+
+
+def test_threads_are_split_over_client_hosts_as_the_shares_say():
+    two = {"c1": {"host": "h8", "user": "u", "agent": True}, "c2": {"host": "h9", "user": "u", "agent": True}}
+    assert spec(clients=two).split_threads(2048) == {"c1": 1024, "c2": 1024}
+    assert spec(clients=two).split_threads(5) == {"c1": 3, "c2": 2}
+    shared = {"c1": {**two["c1"], "share": 0.75}, "c2": {**two["c2"], "share": 0.25}}
+    assert spec(clients=shared).split_threads(128) == {"c1": 96, "c2": 32}
+    with pytest.raises(ValueError, match="add up to"):
+        spec(clients={"c1": {**two["c1"], "share": 0.5}, "c2": {**two["c2"], "share": 0.6}})
+    with pytest.raises(SpecError, match="cannot be split"):
+        spec(clients=two).split_threads(1)
