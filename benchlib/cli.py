@@ -136,10 +136,30 @@ def lab_rtt(name: Optional[str] = typer.Argument(None, help="lab name")) -> None
 
 
 @lab_app.command("check")
-def lab_check(name: Optional[str] = typer.Argument(None, help="lab name")) -> None:
-    """Check every node is up and in sync, and time a write on each cluster's node 1 until every node sees it."""
+def lab_check(name: Optional[str] = typer.Argument(None, help="lab name, or a remote lab spec file")) -> None:
+    """Check every node is up and in sync, and time a write on each cluster's node 1 until every node sees it.
+
+    Given a remote lab spec (a TOML file with [clients]): connectivity, privileges, replication health,
+    clock offsets and the client hosts, one line per problem (exit 1 when not ready)."""
+    from benchlib.campaign.spec import is_remote_spec
     from benchlib.lab.check import check, format_check
     from benchlib.lab.lab import Lab
+
+    if name and name.endswith(".toml"):
+        from pathlib import Path
+
+        from benchlib.remote.check import check_remote, format_remote_check
+        from benchlib.remote.spec import load_remote_spec
+
+        if Path(name).exists() and not is_remote_spec(name):
+            raise BenchlibError(f"{name} is a local lab spec", hint=f"benchlib lab up {name}, then benchlib lab check "
+                                                                    "with the lab's name")
+        remote = check_remote(load_remote_spec(name))
+        for line in format_remote_check(remote):
+            typer.echo(line)
+        if not remote.ok:
+            raise typer.Exit(1)
+        return
 
     result = check(Lab.open(name))
     for line in format_check(result):

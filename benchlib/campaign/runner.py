@@ -220,6 +220,11 @@ def _open_lab(lab_spec: LabSpec, say: Callable[[str], None]) -> tuple["Lab", boo
     """The campaign's lab: the running one of that name, or a new one (True: this campaign owns it)."""
     from benchlib.lab.lab import Lab, list_labs
 
+    if hasattr(lab_spec, "clients"):  # a remote lab: connect, never start anything
+        from benchlib.remote.lab import RemoteLab
+
+        say(f"using remote lab {lab_spec.name} ({', '.join(lab_spec.clients)} as client hosts)")
+        return RemoteLab(lab_spec), True
     if lab_spec.name in list_labs():
         lab = Lab.open(lab_spec.name)
         if lab.spec != lab_spec:

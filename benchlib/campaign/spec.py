@@ -169,8 +169,28 @@ def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, LabSpec]:
     except ValidationError as exc:
         raise SpecError(f"{p}: invalid campaign spec ({exc.error_count()} problems)",
                         detail=_format_validation(exc, str(p))) from None
-    lab = load_spec((p.parent / spec.lab) if not Path(spec.lab).is_absolute() else spec.lab)
-    return spec, lab
+    lab_path = (p.parent / spec.lab) if not Path(spec.lab).is_absolute() else Path(spec.lab)
+    if is_remote_spec(lab_path):
+        from benchlib.remote.spec import load_remote_spec
+
+        return spec, load_remote_spec(lab_path)
+    return spec, load_spec(lab_path)
+
+
+def is_remote_spec(path: str | Path) -> bool:
+    """A remote lab spec (servers benchlib connects to, client hosts) rather than a local lab spec."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # the loader says what is wrong
+    return "clients" in data or "credentials" in data
+
+
+def setting_rules(lab, cluster: str):
+    """What parses the settings of ``cluster``: its local topology, or a remote cluster's system rules."""
+    if hasattr(lab, "rules"):
+        return lab.rules(cluster)
+    return REGISTRY[lab.clusters[cluster].topology]
 
 
 def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[PlannedRun]:
@@ -185,7 +205,7 @@ def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[Pla
     configs = []
     for cluster in clusters:
         topology = lab.clusters[cluster].topology
-        cls = REGISTRY[topology]
+        cls = setting_rules(lab, cluster)
         dims = {k: [cls.parse_setting(k, v) for v in values] for k, values in matrix.items() if k in cls.SETTINGS}
         used |= set(dims)
         loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])

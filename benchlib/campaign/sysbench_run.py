@@ -14,7 +14,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -135,11 +135,16 @@ def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
         if family == "oltp":  # another size may be there: start clean
             for i in range(1, opts.tables + 1):
                 sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
-    argv = opts.argv(config_file(lab, writer), "prepare", *opts.dataset_args(), f"--threads={min(opts.tables, 4)}")
-    res = subprocess.run(argv, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RunError(f"sysbench prepare of {key} failed on {writer} (exit {res.returncode})",
-                       detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-8:]))
+    if getattr(lab, "remote", False):
+        from benchlib.remote.load import prepare_remote
+
+        prepare_remote(lab, writer, opts)
+    else:
+        argv = opts.argv(config_file(lab, writer), "prepare", *opts.dataset_args(), f"--threads={min(opts.tables, 4)}")
+        res = subprocess.run(argv, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RunError(f"sysbench prepare of {key} failed on {writer} (exit {res.returncode})",
+                           detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-8:]))
     with lab.connect(writer) as conn:
         with conn.cursor() as cur:
             cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
@@ -154,6 +159,7 @@ class LoadResult:
     output: str
     returncode: int | None
     result: SysbenchResult | None = None  # what the live parser read (partial when the run failed)
+    extra: dict[str, Any] = field(default_factory=dict)  # remote loads: client hosts, their clocks and outputs
 
 
 def run_sysbench(argv: list[str], *, on_interval: Callable[[Interval], None] | None = None,
@@ -242,6 +248,15 @@ SERVER_VARIABLES = ["version", "sync_binlog", "innodb_flush_log_at_trx_commit", 
                     "wsrep_provider_options", "wsrep_slave_threads", "performance_schema"]
 
 
+def load(lab: "Lab", writer: str, opts: SysbenchOptions, **kwargs: Any) -> LoadResult:
+    """sysbench ``opts`` against ``writer``: here (a local lab), or from the client hosts of a remote lab."""
+    if getattr(lab, "remote", False):
+        from benchlib.remote.load import run_remote
+
+        return run_remote(lab, writer, opts, **kwargs)
+    return run_sysbench(opts.argv(config_file(lab, writer), "run", *opts.run_args()), **kwargs)
+
+
 def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
     """A reason naming the nodes of ``nodes`` that are not running (None: all up)."""
     down = [n for n in nodes if not lab.is_up(lab.node(n))]
@@ -265,7 +280,6 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     nodes = [n.name for n in lab.layout.cluster_nodes(cluster)]
     write_node = nodes[0]
     prepare_dataset(lab, write_node, opts)
-    config = config_file(lab, write_node)
     extra: dict[str, Any] = {
         **(context or {}),
         "sysbench": asdict(opts),
@@ -274,9 +288,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         "warmup_s": warmup_s,
     }
     if warmup_s > 0:
-        warm = run_sysbench(opts.argv(config, "run", *replace(opts, time_s=warmup_s, histogram=False).run_args()),
-                            stall_s=stall_s, source=f"{writer.run_id}/raw/warmup.txt",
-                            abort_if=lambda: nodes_down(lab, nodes))
+        warm = load(lab, write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,
+                    source=f"{writer.run_id}/raw/warmup.txt", abort_if=lambda: nodes_down(lab, nodes))
         writer.raw("warmup.txt", warm.output)
         if warm.status != "ok":
             return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
@@ -298,18 +311,19 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         in_sync = sampling.wait_caught_up(sync_timeout)
         load_t0 = sampling.sampler.now()
         if in_sync is None:
-            load = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
+            loaded = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
         else:
-            load = run_sysbench(opts.argv(config, "run", *opts.run_args()), on_interval=each_second,
-                                stall_s=stall_s, source=f"{writer.run_id}/raw/sysbench.txt",
-                                abort_if=lambda: nodes_down(lab, nodes))
+            loaded = load(lab, write_node, opts, on_interval=each_second, stall_s=stall_s,
+                          source=f"{writer.run_id}/raw/sysbench.txt", abort_if=lambda: nodes_down(lab, nodes))
         load_end = sampling.sampler.now()
-        bounds = sampling.wait_catch_up(sampling.sampler.t0 + load_end, catch_up_timeout) if load.status == "ok" else None
+        bounds = sampling.wait_catch_up(sampling.sampler.t0 + load_end, catch_up_timeout) if loaded.status == "ok" else None
         catch_up = bounds[1] if bounds else None
     finally:
         sampling.stop()
-    writer.raw("sysbench.txt", load.output)
-    result = load.result  # parsed live as the lines arrived; partial frames are kept for failed runs
+    writer.raw("sysbench.txt", loaded.output)
+    for host, text in loaded.extra.get("outputs", {}).items():
+        writer.raw(f"sysbench-{host}.txt", text)
+    result = loaded.result  # parsed live as the lines arrived; partial frames are kept for failed runs
     if result is not None:
         writer.frame("intervals", result.intervals)
         writer.frame("histogram", result.histogram)
@@ -327,8 +341,12 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     })
     if result is not None and result.summary:
         extra["summary"] = result.summary
-    if load.status != "ok":
-        return writer.fail(f"{load.status.upper()}: {load.reason}", **extra)
+    if loaded.extra.get("client_hosts"):
+        extra["client_hosts"] = loaded.extra["client_hosts"]
+    if sampling.offsets():
+        extra["clock_offsets"] = sampling.offsets()
+    if loaded.status != "ok":
+        return writer.fail(f"{loaded.status.upper()}: {loaded.reason}", **extra)
     if catch_up is None:
         return writer.fail(f"replicas did not catch up within {catch_up_timeout:g} s after the load", **extra)
     return writer.finish(**extra)

@@ -56,13 +56,9 @@ def global_status(conn, prefix: str) -> dict[str, str]:
 def global_variables(conn, names: Iterable[str]) -> dict[str, str]:
     names = list(names)
     marks = ",".join(["%s"] * len(names))
-    rows = query(
-        conn,
-        f"SELECT LOWER(VARIABLE_NAME) AS n, VARIABLE_VALUE AS v FROM information_schema.GLOBAL_VARIABLES "
-        f"WHERE VARIABLE_NAME IN ({marks})",
-        [n.upper() for n in names],
-    )
-    return {r["n"]: r["v"] for r in rows}
+    # SHOW ... WHERE works on MariaDB and on MySQL 8 (which has no information_schema.GLOBAL_VARIABLES)
+    rows = query(conn, f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({marks})", [n.lower() for n in names])
+    return {r["Variable_name"].lower(): r["Value"] for r in rows}
 
 
 def slave_status(conn) -> dict[str, Any] | None:

@@ -280,6 +280,7 @@ GRANTS = {
     "performance_schema": "GRANT SELECT ON performance_schema.{table} TO {user}",
     "heartbeat_read": "GRANT SELECT ON {schema}.heartbeat TO {user}",
     "heartbeat_write": "GRANT INSERT, UPDATE ON {schema}.heartbeat TO {writer}",
+    "schemas": "GRANT ALL PRIVILEGES ON benchlib.* TO {user}; GRANT ALL PRIVILEGES ON sbtest.* TO {user}",
     "set_global": "GRANT SYSTEM_VARIABLES_ADMIN ON *.* TO {user}   (MariaDB, MySQL 5.7: SUPER)",
 }
 ACCESS_DENIED = {1044, 1142, 1143, 1227, 1370, 3530}  # DB, table, column, specific privilege, routine, role

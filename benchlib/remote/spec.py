@@ -72,11 +72,38 @@ class RemoteNode(_Strict):
     role: str
 
 
+#: the label analysis groups clusters by (async is the baseline ratios are taken against)
+DEFAULT_TOPOLOGY = {"mariadb": "async", "mysql": "async", "galera": "galera", "pxc": "galera",
+                    "group_replication": "group_replication", "aurora": "aurora"}
+TOPOLOGY_LABELS = {"async", "semisync", "galera", "group_replication", "aurora"}
+
+
 class RemoteCluster(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     system: Literal["mariadb", "mysql", "group_replication", "pxc", "galera", "aurora"]
     mode: Literal["single-primary", "multi-primary"] | None = None
     nodes: list[RemoteNode] = Field(min_length=1)
     credentials: Credentials | None = None  # overrides the lab's
+    label: str | None = Field(default=None, alias="topology")  # e.g. "semisync" for a semi-sync MySQL pair
+
+    @property
+    def topology(self) -> str:
+        return self.label or DEFAULT_TOPOLOGY[self.system]
+
+    @property
+    def writer(self) -> "RemoteNode":
+        return next(n for n in self.nodes if n.role in ("primary", "writer"))
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes)
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, v):
+        if v is not None and v not in TOPOLOGY_LABELS:
+            raise ValueError(f"topology {v!r}: one of {', '.join(sorted(TOPOLOGY_LABELS))}")
+        return v
 
     @model_validator(mode="after")
     def _roles(self):
@@ -106,6 +133,7 @@ class ClientHost(_Strict):
     agent: bool = False
     share: float | None = Field(default=None, gt=0, le=1)
     sysbench: str = "sysbench"
+    known_hosts: str | None = None  # file of trusted host keys (default ~/.ssh/known_hosts)
 
     @model_validator(mode="after")
     def _one_way_in(self):
@@ -144,6 +172,15 @@ class RemoteLabSpec(_Strict):
             if abs(sum(shares) - 1.0) > 1e-6:
                 raise ValueError(f"client shares add up to {sum(shares):g}, not 1")
         return self
+
+    def rules(self, cluster: str):
+        """The settings a campaign may sweep on ``cluster`` (``benchlib.remote.settings``)."""
+        from benchlib.remote.settings import RemoteRules
+
+        return RemoteRules(self.clusters[cluster].system, self.allow_restart)
+
+    def credentials_of(self, cluster: str) -> Credentials:
+        return self.clusters[cluster].credentials or self.credentials
 
     def split_threads(self, threads: int) -> dict[str, int]:
         """A run's client threads per client host (largest remainders; every host at least one)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
@@ -42,6 +42,13 @@ class LabSampling:
     heartbeats: dict[str, Heartbeat]
     status: StatusLog
     sampler: Sampler
+    clocks: Any = None  # remote labs: the ClockProbe estimating every server's clock offset
+
+    def offsets(self) -> dict[str, dict[str, float]]:
+        """Every remote server's clock offset from the sampler ({} on a local lab: one clock)."""
+        if self.clocks is None:
+            return {}
+        return {n: o.as_dict() for n, o in self.clocks.offsets().items()}
 
     def start(self) -> "LabSampling":
         for hb in self.heartbeats.values():
@@ -92,6 +99,10 @@ class LabSampling:
 
 def for_lab(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
             read_every: float = 0.02) -> LabSampling:
+    if getattr(lab, "remote", False):
+        from benchlib.sampling.remote import for_remote_lab
+
+        return for_remote_lab(lab, clusters, write_every=write_every, read_every=read_every)
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}

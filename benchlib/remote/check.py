@@ -1,0 +1,235 @@
+"""``benchlib lab check REMOTE_SPEC``: is a remote lab ready for a campaign?
+
+Checked in order, every problem one line naming the node or host and how to fix it:
+
+1. connectivity and login on every node (a refused password names the variable to check);
+2. what each server is (``probes.detect``) against what the spec says;
+3. the privileges the campaign uses, by running the very statements the sampler and the load
+   run (a refusal names the grant to add): replica status, performance_schema tables, group
+   member stats, Aurora's replica_host_status, the benchlib and sbtest schemas on the writer;
+   changing global variables (needed only when a campaign sweeps settings) is a note;
+4. replication health: replica threads running without error, Galera nodes Synced in a
+   primary component of the declared size, Group Replication members ONLINE;
+5. clock offsets of every server and client host from this machine (lowest round trip);
+6. the client hosts: SSH login and sysbench's version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+
+from benchlib.errors import BenchlibError
+from benchlib.remote import probes as rp
+from benchlib.remote.clock import OffsetEstimator
+from benchlib.remote.lab import RemoteLab
+from benchlib.remote.spec import RemoteLabSpec
+
+SYSTEM_OF_KIND = {"mariadb": {"mariadb"}, "mariadb_galera": {"galera"}, "pxc": {"pxc", "galera"},
+                  "mysql": {"mysql", "group_replication"}, "percona": {"mysql", "group_replication"},
+                  "aurora": {"aurora"}}
+
+
+@dataclass
+class Finding:
+    where: str
+    ok: bool
+    message: str
+    severity: str = "error"  # error | note (notes never fail the check)
+
+
+@dataclass
+class RemoteCheck:
+    findings: list[Finding] = field(default_factory=list)
+    offsets: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok or f.severity == "note" for f in self.findings)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if not f.ok and f.severity == "error"]
+
+    def add(self, where: str, ok: bool, message: str, severity: str = "error") -> None:
+        self.findings.append(Finding(where, ok, message, severity))
+
+
+def _denied(exc: pymysql.MySQLError) -> tuple[int, str]:
+    return (exc.args[0], str(exc.args[-1])) if exc.args else (0, str(exc))
+
+
+def _offset(conn, samples: int = 5) -> dict[str, float]:
+    import time
+
+    est = OffsetEstimator(window=samples)
+    with conn.cursor() as cur:
+        for _ in range(samples):
+            t0 = time.time()
+            cur.execute("SELECT UNIX_TIMESTAMP(SYSDATE(6)) AS now")
+            remote = float(cur.fetchone()["now"])
+            est.add(t0, remote, time.time())
+    return est.estimate().as_dict()
+
+
+def _probe(result: RemoteCheck, conn, node: str, user: str, probe: str, sql: str, args: Any = None,
+           **names: str) -> list[dict] | None:
+    """Run one statement the campaign relies on; a refusal becomes the grant to add."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+    except pymysql.MySQLError as exc:
+        errno, text = _denied(exc)
+        if errno in rp.ACCESS_DENIED and probe == "performance_schema" and "table '" in text:
+            names.setdefault("table", text.split("table '")[1].split("'")[0])
+        result.add(node, False, rp.privilege_message(errno, text, node=node, probe=probe, user=user, **names))
+        return None
+
+
+def _check_node(lab: RemoteLab, result: RemoteCheck, cluster: str, node, conn, user: str) -> None:
+    spec = lab.spec.clusters[cluster]
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'version_comment', 'wsrep_on', "
+                    "'aurora_version', 'group_replication_group_name')")
+        variables = {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
+    kind = rp.detect(variables)
+    if spec.system not in SYSTEM_OF_KIND.get(kind.system, {kind.system}):
+        result.add(node.name, False, f"{node.name}: the spec says {spec.system}, the server is {kind.system} "
+                                     f"{'.'.join(map(str, kind.version))} ({variables.get('version')})")
+        return
+    result.add(node.name, True, f"{node.name}: {variables.get('version')} ({spec.system}, {node.role})")
+    writer = node.role in ("primary", "writer")
+    if writer:
+        for stmt in ("CREATE DATABASE IF NOT EXISTS benchlib", "CREATE DATABASE IF NOT EXISTS sbtest",
+                     "CREATE TABLE IF NOT EXISTS benchlib.check_write (id INT PRIMARY KEY) ENGINE=InnoDB",
+                     "REPLACE INTO benchlib.check_write VALUES (1)"):
+            if _probe(result, conn, node.name, user, "schemas", stmt) is None:
+                return
+    if spec.system in ("mariadb", "mysql") and not writer:
+        rows = _probe(result, conn, node.name, user, "replica_status", rp.replica_status_sql(kind))
+        if rows is not None:
+            _replica_health(result, node.name, rows, kind)
+        if kind.mysql_family and kind.version >= (8, 0, 0):
+            _probe(result, conn, node.name, user, "performance_schema", rp.MYSQL8_APPLIER_SQL, ("",))
+    if spec.system in ("galera", "pxc"):
+        rows = _probe(result, conn, node.name, user, "status", "SHOW GLOBAL STATUS LIKE 'wsrep%'")
+        if rows is not None:
+            st = {r["Variable_name"].lower(): r["Value"] for r in rows}
+            state, status = st.get("wsrep_local_state_comment"), st.get("wsrep_cluster_status")
+            size = int(st.get("wsrep_cluster_size") or 0)
+            if state != "Synced" or status != "Primary" or size != len(spec.nodes):
+                result.add(node.name, False, f"{node.name}: Galera node is {state}, cluster {status}, size {size} "
+                                             f"(the spec has {len(spec.nodes)} nodes): wait until it is Synced in a "
+                                             "primary component of every node, or fix the spec's node list")
+    if spec.system == "group_replication":
+        rows = _probe(result, conn, node.name, user, "performance_schema", rp.GROUP_MEMBER_STATS_SQL)
+        if rows is not None:
+            state = rows[0]["MEMBER_STATE"] if rows else "not a member"
+            if state != "ONLINE":
+                result.add(node.name, False, f"{node.name}: Group Replication member is {state}, not ONLINE: "
+                                             "START GROUP_REPLICATION on it, or check its error log")
+        _probe(result, conn, node.name, user, "performance_schema", rp.MYSQL8_APPLIER_SQL,
+               (rp.GROUP_REPLICATION_CHANNEL,))
+    if spec.system == "aurora" and writer:
+        _probe(result, conn, node.name, user, "aurora_replicas", rp.AURORA_REPLICAS_SQL)
+    _can_set_global(result, conn, node.name, kind)
+
+
+def _replica_health(result: RemoteCheck, node: str, rows: list[dict], kind: rp.ServerKind) -> None:
+    if not rows:
+        result.add(node, False, f"{node}: not configured as a replica (SHOW REPLICA STATUS is empty): set up "
+                                "replication from the primary, or give the node another role in the spec")
+        return
+    st = rows[0]
+    io = st.get("Replica_IO_Running", st.get("Slave_IO_Running"))
+    sq = st.get("Replica_SQL_Running", st.get("Slave_SQL_Running"))
+    if io != "Yes" or sq != "Yes":
+        errors = "; ".join(str(st.get(k)) for k in ("Last_IO_Error", "Last_SQL_Error") if st.get(k))
+        start = "START REPLICA" if kind.version >= ((10, 5, 1) if kind.system.startswith("mariadb") else (8, 0, 22)) \
+            else "START SLAVE"
+        result.add(node, False, f"{node}: replication is stopped (IO thread: {io}, SQL thread: {sq}"
+                                + (f"; last error: {errors}" if errors else "") + f"): run {start} on {node}"
+                                + (" after fixing the error" if errors else ""))
+
+
+def _can_set_global(result: RemoteCheck, conn, node: str, kind: rp.ServerKind) -> None:
+    with conn.cursor() as cur:
+        cur.execute("SHOW GRANTS")
+        grants = " ".join(str(next(iter(r.values()))) for r in cur.fetchall()).upper()
+    if not any(p in grants for p in ("ALL PRIVILEGES ON *.*", "SUPER", "SYSTEM_VARIABLES_ADMIN")):
+        result.add(node, False, f"{node}: the account cannot change global variables, so campaigns that sweep "
+                                f"settings will fail here; {rp.GRANTS['set_global'].format(user='the account')}",
+                   severity="note")
+
+
+def check_remote(spec: RemoteLabSpec, *, clients: bool = True) -> RemoteCheck:
+    """Check a remote lab; every problem is a finding, nothing raises for a lab that is not ready."""
+    lab = RemoteLab(spec)
+    result = RemoteCheck()
+    refused: set[tuple[str, str]] = set()  # credentials refused once: said once, not for every node
+    try:
+        for cname, cluster in spec.clusters.items():
+            creds = spec.credentials_of(cname)
+            for node in cluster.nodes:
+                if (creds.user, creds.password_env) in refused:
+                    break
+                try:
+                    conn = lab.connect(node.name, timeout=5)
+                except BenchlibError as exc:  # the password variable is not set
+                    refused.add((creds.user, creds.password_env))
+                    result.add(node.name, False, exc.message + (f" ({exc.hint})" if exc.hint else ""))
+                    break
+                except pymysql.MySQLError as exc:
+                    errno, text = _denied(exc)
+                    if errno == rp.WRONG_PASSWORD:
+                        refused.add((creds.user, creds.password_env))
+                        msg = (f"{node.name}: the server refused the login of {creds.user!r} (wrong password, or no "
+                               f"such account for this host): check the password in ${creds.password_env}")
+                    else:
+                        msg = (f"{node.name}: cannot connect to {node.host}:{node.port} ({text}): check the "
+                               "address, the port, and that the server runs")
+                    result.add(node.name, False, msg)
+                    continue
+                with conn:
+                    _check_node(lab, result, cname, node, conn, creds.user)
+                    result.offsets[node.name] = _offset(conn)
+        if clients:
+            _check_clients(lab, result)
+    finally:
+        lab.down()
+    return result
+
+
+def _check_clients(lab: RemoteLab, result: RemoteCheck) -> None:
+    from benchlib.remote.ssh import SSHClients
+
+    try:
+        ssh = SSHClients(lab.spec.clients).open()
+    except BenchlibError as exc:
+        result.add("clients", False, exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        return
+    try:
+        for name, client in lab.spec.clients.items():
+            rc, out, err = ssh.run(name, f"{client.sysbench} --version")
+            if rc != 0 or not out.startswith("sysbench "):
+                result.add(name, False, f"client host {name}: {client.sysbench} does not run there "
+                                        f"({(err or out).strip()[:120]}): install sysbench 1.0 on {client.host}")
+                continue
+            result.add(name, True, f"client host {name}: {out.strip()}")
+            result.offsets[name] = ssh.clock_offset(name).as_dict()
+    finally:
+        ssh.close()
+
+
+def format_remote_check(result: RemoteCheck) -> list[str]:
+    lines = []
+    for f in result.findings:
+        mark = "ok  " if f.ok else ("note" if f.severity == "note" else "FAIL")
+        lines.append(f"{mark} {f.message}")
+    for where, o in result.offsets.items():
+        lines.append(f"clock {where}: offset {o['offset_s'] * 1000:+.2f} ms ± {o['error_s'] * 1000:.2f} ms")
+    lines.append("ready for a campaign" if result.ok else f"{len(result.problems)} problem(s): not ready")
+    return lines

@@ -1,0 +1,214 @@
+"""A remote lab for real: the local lab's servers reached only by host:port through the namespace
+network, load from two SSH client hosts, `lab check` and a campaign end to end."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchlib.errors import SettingError
+from benchlib.lab import sql
+from benchlib.lab.spec import load_spec
+from benchlib.remote.check import check_remote, format_remote_check
+from benchlib.remote.spec import load_remote_spec
+from tests.remote.conftest import SHARED
+
+LAB = """name = "rmt{pid}"
+[defaults]
+durability = "durable"
+buffer_pool = "64M"
+[clusters.async]
+topology = "async"
+replicas = 1
+[clusters.galera]
+topology = "galera"
+nodes = 3
+"""
+
+ROLES = {"async-1": "primary", "async-2": "replica", "galera-1": "writer", "galera-2": "node", "galera-3": "node"}
+
+
+def remote_toml(lab, hosts, *, user: str = "rbench", password_env: str = "BENCHLIB_TEST_DB_PASSWORD") -> str:
+    out = [f'name = "r{lab.name}"', "[credentials]", f'user = "{user}"', f'password_env = "{password_env}"']
+    for cluster, system in (("async", "mariadb"), ("galera", "galera")):
+        out += [f"[clusters.{cluster}]", f'system = "{system}"', "nodes = ["]
+        for n in lab.layout.cluster_nodes(cluster):
+            out.append(f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{ROLES[n.name]}" }},')
+        out.append("]")
+    for name, address in hosts.hosts.items():
+        out += [f"[clients.{name}]", f'host = "{address}"', 'user = "root"', 'key_env = "BENCHLIB_TEST_SSH_KEY"',
+                f'known_hosts = "{hosts.known_hosts}"']
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="module")
+def remote(labs, client_hosts, tmp_path_factory):
+    d = tmp_path_factory.mktemp("remote")
+    (d / "lab.toml").write_text(LAB.format(pid=os.getpid() % 10000))
+    lab = labs.up(load_spec(d / "lab.toml"))
+    password = secrets.token_urlsafe(18)
+    weak = secrets.token_urlsafe(18)
+    for writer in ("async-1", "galera-1"):  # accounts replicate to the other nodes
+        with lab.connect(writer) as conn:
+            with conn.cursor() as cur:
+                cur.execute("CREATE USER 'rbench'@'127.0.0.1' IDENTIFIED BY %s", (password,))
+                cur.execute("CREATE USER 'rweak'@'127.0.0.1' IDENTIFIED BY %s", (weak,))
+            sql.execute(conn, "GRANT ALL PRIVILEGES ON sbtest.* TO 'rbench'@'127.0.0.1'",
+                        "GRANT ALL PRIVILEGES ON benchlib.* TO 'rbench'@'127.0.0.1'",
+                        "GRANT SUPER, SLAVE MONITOR, BINLOG MONITOR, REPLICATION CLIENT, PROCESS ON *.* "
+                        "TO 'rbench'@'127.0.0.1'",
+                        "GRANT ALL PRIVILEGES ON sbtest.* TO 'rweak'@'127.0.0.1'",
+                        "GRANT ALL PRIVILEGES ON benchlib.* TO 'rweak'@'127.0.0.1'")
+    for node in lab.layout.nodes.values():
+        client_hosts.forward(node.port)
+    os.environ["BENCHLIB_TEST_DB_PASSWORD"] = password
+    os.environ["BENCHLIB_TEST_WEAK_PASSWORD"] = weak
+    (d / "remote.toml").write_text(remote_toml(lab, client_hosts))
+    (d / "weak.toml").write_text(remote_toml(lab, client_hosts, user="rweak",
+                                             password_env="BENCHLIB_TEST_WEAK_PASSWORD"))
+    yield lab, d
+    for var in ("BENCHLIB_TEST_DB_PASSWORD", "BENCHLIB_TEST_WEAK_PASSWORD"):
+        os.environ.pop(var, None)
+
+
+def test_lab_check_passes_on_a_healthy_remote_lab(remote):
+    lab, d = remote
+    result = check_remote(load_remote_spec(d / "remote.toml"))
+    text = "\n".join(format_remote_check(result))
+    assert result.ok, text
+    assert set(result.offsets) == {*ROLES, "c1", "c2"}  # every server and client host has a clock offset
+    assert all(abs(o["offset_s"]) <= o["error_s"] + 0.002 for o in result.offsets.values()), text  # one clock
+    assert "client host c1: sysbench 1.0.20" in text and "ready for a campaign" in text
+
+
+def test_lab_check_names_each_problem_once(remote, monkeypatch):
+    lab, d = remote
+    spec = load_remote_spec(d / "remote.toml")
+    monkeypatch.setenv("BENCHLIB_TEST_DB_PASSWORD", "not-the-password")
+    wrong = check_remote(spec, clients=False)
+    assert [f.message for f in wrong.problems] == [
+        "async-1: the server refused the login of 'rbench' (wrong password, or no such account for this host): "
+        "check the password in $BENCHLIB_TEST_DB_PASSWORD"]
+    monkeypatch.undo()
+
+    weak = check_remote(load_remote_spec(d / "weak.toml"), clients=False)
+    assert len(weak.problems) == 1, weak.problems
+    assert re.match(r"async-2: 'rweak' lacks a privilege the replica_status probe needs \(.*SLAVE MONITOR.*\); "
+                    r"add it: GRANT REPLICATION CLIENT ON \*\.\* TO rweak", weak.problems[0].message)
+
+    with lab.connect("async-2") as conn:
+        sql.execute(conn, "STOP SLAVE")
+    try:
+        stopped = check_remote(spec, clients=False)
+        assert [f.message for f in stopped.problems] == [
+            "async-2: replication is stopped (IO thread: No, SQL thread: No): run START REPLICA on async-2"]
+        cli = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "check", str(d / "remote.toml")],
+                             capture_output=True, text=True, env={**os.environ}, timeout=120)
+        assert cli.returncode == 1 and "Traceback" not in cli.stderr + cli.stdout
+        assert [line for line in cli.stdout.splitlines() if line.startswith("FAIL")] == [
+            "FAIL async-2: replication is stopped (IO thread: No, SQL thread: No): run START REPLICA on async-2"]
+    finally:
+        with lab.connect("async-2") as conn:
+            sql.execute(conn, "START SLAVE")
+    assert lab.broken() == []
+
+
+def test_a_setting_that_needs_a_restart_is_refused(remote):
+    from benchlib.campaign.spec import CampaignSpec, plan
+
+    _, d = remote
+    spec = load_remote_spec(d / "remote.toml")
+    campaign = CampaignSpec(name="x", lab="remote.toml", matrix={"performance_schema": [True]})
+    with pytest.raises(SettingError, match="performance_schema takes effect only when the server restarts, and "
+                                           "this remote lab does not allow restarts") as exc:
+        plan(campaign, spec)
+    assert "allow_restart = true" in exc.value.render()
+    allowed = spec.model_copy(update={"allow_restart": True})
+    with pytest.raises(SettingError, match="cannot do on a remote MariaDB server"):
+        plan(campaign, allowed)
+
+
+CAMPAIGN = """name = "{name}"
+lab = "{lab}"
+seed = 3
+repetitions = 2
+stall_s = 20
+[load]
+workloads = ["oltp_read_write"]
+threads = [4]
+time_s = 5
+tables = 2
+table_size = 2000
+[matrix]
+clusters = ["async", "galera"]
+durability = ["relaxed"]
+"""
+
+
+def _sections(page: Path) -> list[str]:
+    return re.findall(r"<h2>([^<]*)</h2>", page.read_text())
+
+
+def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_path):
+    from benchlib.analysis.campaign import analyze
+    from benchlib.campaign.runner import run_campaign
+    from benchlib.report import publish
+    from benchlib.store import read_manifest
+
+    lab, d = remote
+    (d / "local.toml").write_text(CAMPAIGN.format(name="rlocal", lab="lab.toml"))
+    (d / "remote-campaign.toml").write_text(CAMPAIGN.format(name="rremote", lab="remote.toml"))
+    local = run_campaign(d / "local.toml", runs_dir=tmp_path, progress="none", keep_lab=True)
+    # the remote one as a user runs it: the CLI, through the campaign notebook (papermill)
+    cli = subprocess.run([str(Path(sys.executable).parent / "benchlib"), "run", str(d / "remote-campaign.toml"),
+                          "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert "using remote lab" in cli.stdout + cli.stderr
+    far = run_campaign(d / "remote-campaign.toml", runs_dir=tmp_path, progress="none")  # resumes: nothing to do
+    assert far.ran == [] and len(far.skipped) == 4
+    assert local.counts == far.counts == {"ok": 4}, (local.table(), far.table())
+    assert list((far.path / "notebooks").glob("*.ipynb"))
+    assert lab.broken() == []  # the remote campaign never touched the servers' processes
+
+    for run in far.plan:
+        folder = far.path / run.run_id
+        m = read_manifest(folder)
+        hosts = m["client_hosts"]
+        assert set(hosts) == {"c1", "c2"} and sum(h["threads"] for h in hosts.values()) == 4
+        assert all(h["exit_status"] == 0 for h in hosts.values())
+        assert abs(hosts["c1"]["start_s"] - hosts["c2"]["start_s"]) < 0.5  # started together
+        nodes = {n.name for n in lab.layout.cluster_nodes(run.cluster)}
+        assert set(m["clock_offsets"]) == nodes
+        assert all(m["server_variables"][n]["sync_binlog"] == "0" for n in nodes)  # the setting, by SET GLOBAL
+        per_host = [pd.read_parquet(folder / "intervals.parquet")]
+        from benchlib.sysbench.output import parse_file
+
+        parts = [parse_file(folder / "raw" / f"sysbench-{h}.txt").intervals for h in ("c1", "c2")]
+        merged = per_host[0]
+        n = min(len(merged), *(len(p) for p in parts))
+        assert n >= 4
+        assert merged["tps"].head(n).sum() == pytest.approx(sum(p["tps"].head(n).sum() for p in parts), rel=1e-6)
+        assert (merged["threads"] == 4).all()
+        lag = pd.read_parquet(folder / "lag.parquet")
+        assert set(lag["node"]) == nodes - {run.cluster + "-1"} and lag["lag_ms"].notna().mean() > 0.9
+
+    password = os.environ["BENCHLIB_TEST_DB_PASSWORD"]
+    for f in far.path.rglob("*"):
+        if f.is_file():
+            assert password.encode() not in f.read_bytes(), f
+
+    a_local, a_far = analyze(local.path), analyze(far.path)
+    assert list(a_local.runs.columns) == list(a_far.runs.columns)
+    assert list(a_local.configs.columns) == list(a_far.configs.columns)
+    assert set(a_far.comparisons.cluster) == {"galera"}  # galera against the async baseline, as locally
+    r_local = publish(local.path, out=tmp_path / "report-local", notebooks=False, static=False)
+    r_far = publish(far.path, out=tmp_path / "report-remote", notebooks=False, static=False)
+    assert _sections(r_local.page) == _sections(r_far.page)
+    assert sorted(p.name for p in r_local.files) == sorted(p.name for p in r_far.files)
