@@ -81,7 +81,7 @@ class RemoteRules:
         if key not in rules:
             where = ("Aurora's parameters are set in its DB cluster parameter group, not from SQL"
                      if self.system == "aurora" else f"settings of {self.system}: {', '.join(sorted(rules))}")
-            raise SettingError(f"{key!r} is not a setting benchlib can sweep on a {self.system} cluster", hint=where)
+            raise SettingError(f"{key!r} is not a setting benchlib can sweep on {self.system} clusters", hint=where)
         parser, help_ = rules[key]
         try:
             value = parser(value)

@@ -212,3 +212,45 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
     r_far = publish(far.path, out=tmp_path / "report-remote", notebooks=False, static=False)
     assert _sections(r_local.page) == _sections(r_far.page)
     assert sorted(p.name for p in r_local.files) == sorted(p.name for p in r_far.files)
+
+
+def test_lab_check_names_a_node_that_does_not_answer(remote):
+    _, d = remote
+    text = (d / "remote.toml").read_text()
+    port = re.search(r'name = "galera-3", host = "[0-9.]+", port = (\d+)', text).group(1)
+    (d / "unreachable.toml").write_text(text.replace(f"port = {port},", "port = 9,"))
+    result = check_remote(load_remote_spec(d / "unreachable.toml"), clients=False)
+    assert [f.message.split(" (")[0] for f in result.problems] == ["galera-3: cannot connect to 198.18.251.1:9"]
+    assert "check the address, the port, and that the server runs" in result.problems[0].message
+    # galera-1 and galera-2 see a cluster of 3 still: the spec is the one that is wrong here, not the cluster
+
+
+def test_a_node_lost_mid_run_fails_the_run_and_stops_the_campaign(remote, tmp_path, client_hosts):
+    from benchlib.campaign.runner import CampaignError, run_campaign
+    from benchlib.store import read_manifest
+    from tests.conftest import kill9
+
+    lab, d = remote
+    spec = CAMPAIGN.format(name="rdown", lab="remote.toml").replace("repetitions = 2", "repetitions = 1").replace(
+        'clusters = ["async", "galera"]', 'clusters = ["galera"]').replace("time_s = 5", "time_s = 30")
+    (d / "down.toml").write_text(spec)
+    killed = []
+
+    def kill_at_two_seconds(remote_lab, run, iv):
+        if iv.t_s == 2.0 and not killed:
+            killed.append(run.run_id)
+            kill9(lab, "galera-3")
+
+    try:
+        with pytest.raises(CampaignError) as exc:
+            run_campaign(d / "down.toml", runs_dir=tmp_path, progress="none", on_interval=kill_at_two_seconds)
+        assert "galera-3 of remote lab" in exc.value.message and "does not restart remote servers" in \
+            exc.value.message
+        m = read_manifest(tmp_path / "rdown" / killed[0])
+        assert m["status"] == "failed" and m["reason"] == "FAILED: galera-3 went down during the run"
+        left = subprocess.run(["pgrep", "-af", "sysbench --config-file=/dev/stdin"], capture_output=True, text=True)
+        assert left.stdout == ""  # nothing left running on the client hosts
+    finally:
+        lab.refresh()
+        lab.heal()
+    assert lab.broken() == []

@@ -59,3 +59,19 @@ def test_threads_are_split_over_client_hosts_as_the_shares_say():
         spec(clients={"c1": {**two["c1"], "share": 0.5}, "c2": {**two["c2"], "share": 0.6}})
     with pytest.raises(SpecError, match="cannot be split"):
         spec(clients=two).split_threads(1)
+
+
+def test_the_example_campaign_plans_on_the_remote_lab_with_its_systems_settings():
+    from benchlib.campaign.spec import load_campaign_spec, plan
+    from benchlib.errors import SettingError
+
+    campaign, lab = load_campaign_spec(ROOT / "examples" / "remote" / "000-gr9.toml")
+    assert isinstance(lab, RemoteLabSpec) and list(lab.clients) == ["c1", "c2"]
+    runs = plan(campaign, lab)
+    assert {r.topology for r in runs} == {"async", "group_replication"}
+    assert {r.settings.get("gr_applier_threshold") for r in runs if r.cluster == "gr"} == {25000, 1000, 2147483647}
+    assert all("gr_applier_threshold" not in r.settings for r in runs if r.cluster == "async")
+    assert lab.split_threads(256) == {"c1": 128, "c2": 128}
+    with pytest.raises(SettingError, match="not a setting benchlib can sweep on aurora clusters"):
+        spec(clusters={"au": {"system": "aurora", "nodes": [{"name": "w", "host": "h", "role": "writer"}]}}
+             ).rules("au").parse_setting("durability", "relaxed")
