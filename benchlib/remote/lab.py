@@ -61,6 +61,7 @@ class RemoteLab:
         self._nodes = {n.name: (c, n) for c, cl in spec.clusters.items() for n in cl.nodes}
         self._settings: dict[str, dict[str, Any]] = {c: {} for c in spec.clusters}
         self._ssh = None
+        self._client_facts: dict[str, dict[str, Any]] | None = None
         self._watch: dict[str, Any] = {}
         self._watch_lock = threading.Lock()
         self.creds = _Creds({})
@@ -190,6 +191,18 @@ class RemoteLab:
 
             self._ssh = SSHClients(self.spec.clients).open()
         return self._ssh
+
+    def client_facts(self) -> dict[str, dict[str, Any]]:
+        """Each client host's sysbench version, kernel and CPU count (read once, for every run's manifest)."""
+        if self._client_facts is None:
+            facts = {}
+            for name, client in self.spec.clients.items():
+                rc, out, _ = self.ssh.run(name, f"{client.sysbench} --version; uname -r; nproc; hostname")
+                lines = out.splitlines() + [""] * 4
+                facts[name] = {"sysbench": lines[0] or None, "kernel": lines[1] or None,
+                               "cpus": int(lines[2]) if lines[2].isdigit() else None, "hostname": lines[3] or None}
+            self._client_facts = facts
+        return self._client_facts
 
     def down(self) -> None:
         """Close the SSH connections and the watch connections; the servers are left as they are."""

@@ -273,8 +273,9 @@ def run_remote(lab: "RemoteLab", writer: str, opts: "SysbenchOptions", *, stall_
         parts[p.host] = (offsets[p.host].to_local(start), res)
     merged = merge_results(parts, source)
     output = "".join(f"### client host {h} ({threads[h]} threads)\n" + "".join(lines[h]) for h in hosts)
+    facts = lab.client_facts()
     extra = {"client_hosts": {h: {"threads": threads[h], "rate": rates.get(h), "exit_status": p.exit_status,
-                                  "start_s": parts[h][0], "clock_offset": offsets[h].as_dict()}
+                                  "start_s": parts[h][0], "clock_offset": offsets[h].as_dict(), **facts.get(h, {})}
                               for h, p in zip(hosts, procs)},
              "outputs": {h: "".join(lines[h]) for h in hosts}}
     bad = [p for p in procs if p.exit_status not in (0, None)]
