@@ -180,7 +180,7 @@ def check_remote(spec: RemoteLabSpec, *, clients: bool = True) -> RemoteCheck:
                     conn = lab.connect(node.name, timeout=5)
                 except BenchlibError as exc:  # the password variable is not set
                     refused.add((creds.user, creds.password_env))
-                    result.add(node.name, False, exc.message + (f" ({exc.hint})" if exc.hint else ""))
+                    result.add(node.name, False, exc.message + (f"; {exc.hint}" if exc.hint else ""))
                     break
                 except pymysql.MySQLError as exc:
                     errno, text = _denied(exc)
@@ -209,7 +209,7 @@ def _check_clients(lab: RemoteLab, result: RemoteCheck) -> None:
     try:
         ssh = SSHClients(lab.spec.clients).open()
     except BenchlibError as exc:
-        result.add("clients", False, exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        result.add("clients", False, exc.message + (f"; {exc.hint}" if exc.hint else ""))
         return
     try:
         for name, client in lab.spec.clients.items():
