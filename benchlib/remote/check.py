@@ -23,7 +23,7 @@ import pymysql
 
 from benchlib.errors import BenchlibError
 from benchlib.remote import probes as rp
-from benchlib.remote.clock import OffsetEstimator
+from benchlib.remote.clock import server_offset
 from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import RemoteLabSpec
 
@@ -59,19 +59,6 @@ class RemoteCheck:
 
 def _denied(exc: pymysql.MySQLError) -> tuple[int, str]:
     return (exc.args[0], str(exc.args[-1])) if exc.args else (0, str(exc))
-
-
-def _offset(conn, samples: int = 5) -> dict[str, float]:
-    import time
-
-    est = OffsetEstimator(window=samples)
-    with conn.cursor() as cur:
-        for _ in range(samples):
-            t0 = time.time()
-            cur.execute("SELECT UNIX_TIMESTAMP(SYSDATE(6)) AS now")
-            remote = float(cur.fetchone()["now"])
-            est.add(t0, remote, time.time())
-    return est.estimate().as_dict()
 
 
 def _probe(result: RemoteCheck, conn, node: str, user: str, probe: str, sql: str, args: Any = None,
@@ -195,7 +182,7 @@ def check_remote(spec: RemoteLabSpec, *, clients: bool = True) -> RemoteCheck:
                     continue
                 with conn:
                     _check_node(lab, result, cname, node, conn, creds.user)
-                    result.offsets[node.name] = _offset(conn)
+                    result.offsets[node.name] = server_offset(conn).as_dict()
         if clients:
             _check_clients(lab, result)
     finally:

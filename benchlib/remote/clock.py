@@ -11,8 +11,12 @@ after correction is kept as it is (a skew signal), never clamped to zero.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any, Callable
+
+SERVER_NOW = "SELECT UNIX_TIMESTAMP(SYSDATE(6)) AS now"
 
 
 @dataclass(frozen=True)
@@ -56,3 +60,22 @@ def corrected_lag_s(applied_remote_s: float, committed_remote_s: float, applied_
     """Lag between a commit timestamp from one host's clock and an apply timestamp from another's, both
     moved to the sampler's clock. Negative values are returned as they are: clamping would hide skew."""
     return applied_offset.to_local(applied_remote_s) - committed_offset.to_local(committed_remote_s)
+
+
+def sample_server_clock(cur: Any, wall: Callable[[], float] = time.time) -> tuple[float, float, float]:
+    """One sample of a server's clock through a cursor: (t_send, the server's clock, t_recv)."""
+    t_send = wall()
+    cur.execute(SERVER_NOW)
+    remote = float(cur.fetchone()["now"])
+    return t_send, remote, wall()
+
+
+def server_offset(conn: Any, samples: int = 5, pause_s: float = 0.0) -> Offset:
+    """A server's clock offset from ``samples`` queries on one connection (lowest round trip)."""
+    est = OffsetEstimator(window=samples)
+    with conn.cursor() as cur:
+        for k in range(samples):
+            if k and pause_s:
+                time.sleep(pause_s)
+            est.add(*sample_server_clock(cur))
+    return est.estimate()

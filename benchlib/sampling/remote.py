@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from benchlib.remote import probes as rp
-from benchlib.remote.clock import Offset, OffsetEstimator
+from benchlib.remote.clock import Offset, OffsetEstimator, sample_server_clock
 from benchlib.sampling.heartbeat import Connect, Heartbeat
 from benchlib.sampling.probe import Probe, Sampler
 from benchlib.sampling.status import GaleraProbe, MariaDBReplicationProbe, StatusLog, _ClusterProbe, _num
@@ -50,11 +50,7 @@ class ClockProbe(Probe):
     def sample(self, t: float) -> None:
         for n, conn in self.conns.items():
             with conn.cursor() as cur:
-                t_send = self.wall()
-                cur.execute("SELECT UNIX_TIMESTAMP(SYSDATE(6)) AS now")
-                remote = float(cur.fetchone()["now"])
-                t_recv = self.wall()
-            self.estimators[n].add(t_send, remote, t_recv)
+                self.estimators[n].add(*sample_server_clock(cur, self.wall))
             best = self.estimators[n].estimate()
             self.log.add(self.clock(), n, "clock_offset_ms", best.offset_s * 1000)
 

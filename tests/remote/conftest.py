@@ -1,160 +1,19 @@
-"""A "remote" lab for the tests: a local MariaDB lab reached only through a network address, and client
-hosts that are network namespaces running their own sshd.
-
-- Each client host is a namespace ``blc<pid>-<k>`` with a veth pair: 198.18.251.(10+k) inside, the
-  shared address 198.18.251.1 on the root end (the same address on each root end, as the WAN labs'
-  hub). An sshd started in the namespace listens on its address only, with a host key, an
-  authorized key and a known_hosts file generated for the test (nothing of the machine's own SSH
-  configuration is read or changed).
-- The lab's servers listen on loopback; a socat per server in the root namespace forwards
-  198.18.251.1:<port> to it, so sampler and client hosts reach the "remote" nodes by host:port.
-
-Everything is removed at the end, also when a test fails; the teardown asserts that nothing is left.
-"""
+"""Fixtures of the remote-lab tests: client hosts in network namespaces (see hosts.py)."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-SHARED = "198.18.251.1"
-TAG = f"blc{os.getpid() % 100000}"
-
-
-def _ip(*args: str) -> None:
-    res = subprocess.run(["ip", *args], capture_output=True, text=True)
-    assert res.returncode == 0, f"ip {' '.join(args)}: {res.stderr}"
-
-
-def _wait_port(host: str, port: int, netns: str | None = None, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if netns is None:
-            with socket.socket() as s:
-                s.settimeout(0.5)
-                if s.connect_ex((host, port)) == 0:
-                    return
-        else:
-            res = subprocess.run(["ip", "netns", "exec", netns, "ss", "-Htln", f"sport = :{port}"],
-                                 capture_output=True, text=True)
-            if res.stdout.strip():
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {host}:{port} after {timeout} s")
-
-
-@dataclass
-class ClientHosts:
-    dir: Path
-    hosts: dict[str, str] = field(default_factory=dict)  # name -> address
-    namespaces: list[str] = field(default_factory=list)
-    procs: list[subprocess.Popen] = field(default_factory=list)
-    key_text: str = ""
-    known_hosts: Path | None = None
-
-    def add(self, k: int) -> str:
-        ns, root_end, ns_end = f"{TAG}-{k}", f"{TAG}r{k}", f"{TAG}n{k}"
-        address = f"198.18.251.{10 + k}"
-        _ip("netns", "add", ns)
-        self.namespaces.append(ns)
-        _ip("link", "add", root_end, "type", "veth", "peer", "name", ns_end)
-        _ip("link", "set", ns_end, "netns", ns)
-        _ip("addr", "add", SHARED, "peer", address, "dev", root_end)
-        _ip("link", "set", root_end, "up")
-        _ip("-n", ns, "link", "set", "lo", "up")
-        _ip("-n", ns, "addr", "add", address, "peer", SHARED, "dev", ns_end)
-        _ip("-n", ns, "link", "set", ns_end, "up")
-        pid_file = self.dir / f"sshd-{k}.pid"
-        config = self.dir / f"sshd-{k}.conf"
-        config.write_text("\n".join([
-            f"ListenAddress {address}:22", f"HostKey {self.dir / 'host_key'}",
-            f"AuthorizedKeysFile {self.dir / 'authorized_keys'}", f"PidFile {pid_file}",
-            "StrictModes no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password", "UsePAM no", "MaxSessions 50", "MaxStartups 50",
-            "LogLevel ERROR", ""]))
-        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
-        proc = subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-                                stdout=subprocess.DEVNULL, stderr=open(self.dir / f"sshd-{k}.log", "w"),
-                                start_new_session=True)
-        self.procs.append(proc)
-        _wait_port(address, 22, netns=ns)
-        self.hosts[f"c{k}"] = address
-        return address
-
-    def forward(self, port: int) -> None:
-        """socat in the root namespace: SHARED:port -> 127.0.0.1:port (a lab server)."""
-        proc = subprocess.Popen(["socat", f"TCP-LISTEN:{port},bind={SHARED},reuseaddr,fork",
-                                 f"TCP:127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-        self.procs.append(proc)
-        _wait_port(SHARED, port)
-
-    def teardown(self) -> list[str]:
-        for p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in self.procs:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(5)
-        for k, ns in enumerate(self.namespaces, start=1):
-            subprocess.run(["ip", "link", "del", f"{TAG}r{k}"], capture_output=True)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        left = []
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        left += [f"namespace {ns}" for ns in self.namespaces if ns in listed]
-        deadline = time.monotonic() + 5  # a veth goes away with its namespace, a moment later
-        while True:
-            links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-            devices = [f"device {TAG}r{k}" for k in range(1, 10) if f" {TAG}r{k}@" in links]
-            if not devices or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        left += devices
-        stray = subprocess.run(["pgrep", "-af", str(self.dir)], capture_output=True, text=True).stdout.strip()
-        if stray:
-            left.append(f"processes: {stray}")
-        shutil.rmtree(self.dir, ignore_errors=True)
-        return left
+from tests.remote.hosts import SHARED, namespace_client_hosts  # noqa: F401  (SHARED: used by the tests)
 
 
 @pytest.fixture(scope="module")
-def client_hosts(tmp_path_factory):
+def client_hosts():
     """Two SSH client hosts in their own namespaces; the private key is in BENCHLIB_TEST_SSH_KEY."""
     if os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists():
         pytest.skip("needs root and openssh-server (scripts/bootstrap installs it)")
-    import asyncssh
-
-    d = Path(f"/tmp/{TAG}")
-    d.mkdir(mode=0o700, exist_ok=True)
-    hosts = ClientHosts(d)
-    host_key = asyncssh.generate_private_key("ssh-ed25519")
-    (d / "host_key").write_bytes(host_key.export_private_key())
-    os.chmod(d / "host_key", 0o600)
-    user_key = asyncssh.generate_private_key("ssh-ed25519")
-    (d / "authorized_keys").write_bytes(user_key.export_public_key())
-    hosts.key_text = user_key.export_private_key().decode()
-    os.environ["BENCHLIB_TEST_SSH_KEY"] = hosts.key_text
-    try:
-        for k in (1, 2):
-            hosts.add(k)
-        public = host_key.export_public_key().decode().strip()
-        hosts.known_hosts = d / "known_hosts"
-        hosts.known_hosts.write_text("".join(f"{a} {public}\n" for a in hosts.hosts.values()))
+    with namespace_client_hosts(2) as hosts:
         yield hosts
-    finally:
-        os.environ.pop("BENCHLIB_TEST_SSH_KEY", None)
-        left = hosts.teardown()
-        assert not left, f"left behind: {left}"

@@ -18,7 +18,7 @@ from benchlib.lab import sql
 from benchlib.lab.spec import load_spec
 from benchlib.remote.check import check_remote, format_remote_check
 from benchlib.remote.spec import load_remote_spec
-from tests.remote.conftest import SHARED
+from tests.remote.hosts import SHARED
 
 LAB = """name = "rmt{pid}"
 [defaults]

@@ -1,4 +1,4 @@
-"""SSH to client hosts for real: sshd in two network namespaces (tests/remote/conftest.py)."""
+"""SSH to client hosts for real: sshd in two network namespaces (tests/remote/hosts.py)."""
 
 from __future__ import annotations
 
