@@ -76,16 +76,16 @@ def main() -> None:
     lab = Lab.up(load_spec(work / "lab.toml"))
     try:
         with namespace_client_hosts(2) as hosts:
-            password = secrets.token_urlsafe(18)
+            generated = secrets.token_urlsafe(18)  # the bench account's password, only in this process
             with lab.connect("async-1") as conn:
                 with conn.cursor() as cur:
-                    cur.execute("CREATE USER 'rbench'@'127.0.0.1' IDENTIFIED BY %s", (password,))
+                    cur.execute("CREATE USER 'rbench'@'127.0.0.1' IDENTIFIED BY %s", (generated,))
                 sql.execute(conn, "GRANT ALL PRIVILEGES ON sbtest.* TO 'rbench'@'127.0.0.1'",
                             "GRANT ALL PRIVILEGES ON benchlib.* TO 'rbench'@'127.0.0.1'",
                             "GRANT SUPER, SLAVE MONITOR, REPLICATION CLIENT, PROCESS ON *.* TO 'rbench'@'127.0.0.1'")
             for node in lab.layout.nodes.values():
                 hosts.forward(node.port)
-            os.environ[PASSWORD_ENV] = password
+            os.environ[PASSWORD_ENV] = generated
             (work / "remote.toml").write_text(remote_toml(lab, hosts))
             rlab = RemoteLab.open(load_remote_spec(work / "remote.toml"))
             try:
