@@ -32,29 +32,15 @@ from _common import enter  # noqa: E402
 ROOT = enter()
 
 from benchlib.campaign.sysbench_run import SysbenchOptions, load, prepare_dataset, run_sysbench  # noqa: E402
-from benchlib.lab import sql  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.spec import load_spec  # noqa: E402
 from benchlib.remote.clock import server_offset  # noqa: E402
 from benchlib.remote.lab import RemoteLab  # noqa: E402
 from benchlib.remote.load import sysbench_config  # noqa: E402
 from benchlib.remote.spec import load_remote_spec  # noqa: E402
-from tests.remote.hosts import SHARED, namespace_client_hosts  # noqa: E402
+from tests.remote.hosts import create_account, namespace_client_hosts, remote_lab_toml  # noqa: E402
 
 PASSWORD_ENV = "BENCHLIB_BENCH_DB_PASSWORD"
-
-
-def remote_toml(lab: Lab, hosts) -> str:
-    roles = {"async-1": "primary", "async-2": "replica"}
-    out = ['name = "benchremote"', "[credentials]", 'user = "rbench"', f'password_env = "{PASSWORD_ENV}"',
-           "[clusters.async]", 'system = "mariadb"', "nodes = ["]
-    out += [f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{roles[n.name]}" }},'
-            for n in lab.layout.cluster_nodes("async")]
-    out.append("]")
-    for name, address in hosts.hosts.items():
-        out += [f"[clients.{name}]", f'host = "{address}"', 'user = "root"', 'key_env = "BENCHLIB_TEST_SSH_KEY"',
-                f'known_hosts = "{hosts.known_hosts}"']
-    return "\n".join(out) + "\n"
 
 
 def ms(values: list[float]) -> str:
@@ -77,16 +63,13 @@ def main() -> None:
     try:
         with namespace_client_hosts(2) as hosts:
             generated = secrets.token_urlsafe(18)  # the bench account's password, only in this process
-            with lab.connect("async-1") as conn:
-                with conn.cursor() as cur:
-                    cur.execute("CREATE USER 'rbench'@'127.0.0.1' IDENTIFIED BY %s", (generated,))
-                sql.execute(conn, "GRANT ALL PRIVILEGES ON sbtest.* TO 'rbench'@'127.0.0.1'",
-                            "GRANT ALL PRIVILEGES ON benchlib.* TO 'rbench'@'127.0.0.1'",
-                            "GRANT SUPER, SLAVE MONITOR, REPLICATION CLIENT, PROCESS ON *.* TO 'rbench'@'127.0.0.1'")
+            create_account(lab, "async-1", "rbench", generated, "SUPER, SLAVE MONITOR, REPLICATION CLIENT, PROCESS")
             for node in lab.layout.nodes.values():
                 hosts.forward(node.port)
             os.environ[PASSWORD_ENV] = generated
-            (work / "remote.toml").write_text(remote_toml(lab, hosts))
+            (work / "remote.toml").write_text(remote_lab_toml(
+                lab, hosts, name="benchremote", systems={"async": "mariadb"},
+                roles={"async-1": "primary", "async-2": "replica"}, user="rbench", password_env=PASSWORD_ENV))
             rlab = RemoteLab.open(load_remote_spec(work / "remote.toml"))
             try:
                 measure(args, lab, rlab, list(hosts.hosts), work)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.remote.hosts import SHARED, namespace_client_hosts  # noqa: F401  (SHARED: used by the tests)
+from tests.remote.hosts import namespace_client_hosts
 
 
 @pytest.fixture(scope="module")

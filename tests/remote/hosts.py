@@ -90,7 +90,7 @@ class ClientHosts:
 
     def forward(self, port: int) -> None:
         """socat in the root namespace: SHARED:port -> 127.0.0.1:port (a lab server), TCP_NODELAY on both sides
-        (without it, Nagle on the relay cuts a forwarded oltp_read_write to a seventh of its rate)."""
+        (without it, Nagle on the relay cut a forwarded oltp_read_write to about a fifth of its rate)."""
         proc = subprocess.Popen(["socat", f"TCP-LISTEN:{port},bind={SHARED},reuseaddr,fork,nodelay",
                                  f"TCP:127.0.0.1:{port},nodelay"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -177,3 +177,33 @@ def namespace_client_hosts(count: int = 2):
         os.environ.pop("BENCHLIB_TEST_SSH_KEY", None)
         left = hosts.teardown()
         assert not left, f"left behind: {left}"
+
+
+def create_account(lab, writer: str, user: str, password: str, global_privileges: str | None = None) -> None:
+    """A benchmark account on ``writer`` (it replicates to the other nodes) for connections through the
+    forwarders (they arrive from 127.0.0.1): ALL on sbtest and benchlib, plus ``global_privileges`` ON *.*."""
+    from benchlib.lab import sql
+
+    with lab.connect(writer) as conn:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY %s", (password,))
+        grants = [f"GRANT ALL PRIVILEGES ON {db}.* TO '{user}'@'127.0.0.1'" for db in ("sbtest", "benchlib")]
+        if global_privileges:
+            grants.append(f"GRANT {global_privileges} ON *.* TO '{user}'@'127.0.0.1'")
+        sql.execute(conn, *grants)
+
+
+def remote_lab_toml(lab, hosts: ClientHosts, *, name: str, systems: dict[str, str], roles: dict[str, str],
+                    user: str, password_env: str) -> str:
+    """A remote lab spec for ``lab``'s clusters (``systems``: cluster -> system) reached through the
+    forwarders on SHARED, with ``hosts`` as its client hosts (the key in BENCHLIB_TEST_SSH_KEY)."""
+    out = [f'name = "{name}"', "[credentials]", f'user = "{user}"', f'password_env = "{password_env}"']
+    for cluster, system in systems.items():
+        out += [f"[clusters.{cluster}]", f'system = "{system}"', "nodes = ["]
+        for n in lab.layout.cluster_nodes(cluster):
+            out.append(f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{roles[n.name]}" }},')
+        out.append("]")
+    for client, address in hosts.hosts.items():
+        out += [f"[clients.{client}]", f'host = "{address}"', 'user = "root"', 'key_env = "BENCHLIB_TEST_SSH_KEY"',
+                f'known_hosts = "{hosts.known_hosts}"']
+    return "\n".join(out) + "\n"

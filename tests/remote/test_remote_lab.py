@@ -18,7 +18,7 @@ from benchlib.lab import sql
 from benchlib.lab.spec import load_spec
 from benchlib.remote.check import check_remote, format_remote_check
 from benchlib.remote.spec import load_remote_spec
-from tests.remote.hosts import SHARED
+from tests.remote.hosts import create_account, remote_lab_toml
 
 LAB = """name = "rmt{pid}"
 [defaults]
@@ -36,16 +36,8 @@ ROLES = {"async-1": "primary", "async-2": "replica", "galera-1": "writer", "gale
 
 
 def remote_toml(lab, hosts, *, user: str = "rbench", password_env: str = "BENCHLIB_TEST_DB_PASSWORD") -> str:
-    out = [f'name = "r{lab.name}"', "[credentials]", f'user = "{user}"', f'password_env = "{password_env}"']
-    for cluster, system in (("async", "mariadb"), ("galera", "galera")):
-        out += [f"[clusters.{cluster}]", f'system = "{system}"', "nodes = ["]
-        for n in lab.layout.cluster_nodes(cluster):
-            out.append(f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{ROLES[n.name]}" }},')
-        out.append("]")
-    for name, address in hosts.hosts.items():
-        out += [f"[clients.{name}]", f'host = "{address}"', 'user = "root"', 'key_env = "BENCHLIB_TEST_SSH_KEY"',
-                f'known_hosts = "{hosts.known_hosts}"']
-    return "\n".join(out) + "\n"
+    return remote_lab_toml(lab, hosts, name=f"r{lab.name}", systems={"async": "mariadb", "galera": "galera"},
+                           roles=ROLES, user=user, password_env=password_env)
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +48,9 @@ def remote(labs, client_hosts, tmp_path_factory):
     password = secrets.token_urlsafe(18)
     weak = secrets.token_urlsafe(18)
     for writer in ("async-1", "galera-1"):  # accounts replicate to the other nodes
-        with lab.connect(writer) as conn:
-            with conn.cursor() as cur:
-                cur.execute("CREATE USER 'rbench'@'127.0.0.1' IDENTIFIED BY %s", (password,))
-                cur.execute("CREATE USER 'rweak'@'127.0.0.1' IDENTIFIED BY %s", (weak,))
-            sql.execute(conn, "GRANT ALL PRIVILEGES ON sbtest.* TO 'rbench'@'127.0.0.1'",
-                        "GRANT ALL PRIVILEGES ON benchlib.* TO 'rbench'@'127.0.0.1'",
-                        "GRANT SUPER, SLAVE MONITOR, BINLOG MONITOR, REPLICATION CLIENT, PROCESS ON *.* "
-                        "TO 'rbench'@'127.0.0.1'",
-                        "GRANT ALL PRIVILEGES ON sbtest.* TO 'rweak'@'127.0.0.1'",
-                        "GRANT ALL PRIVILEGES ON benchlib.* TO 'rweak'@'127.0.0.1'")
+        create_account(lab, writer, "rbench", password,
+                       "SUPER, SLAVE MONITOR, BINLOG MONITOR, REPLICATION CLIENT, PROCESS")
+        create_account(lab, writer, "rweak", weak)
     for node in lab.layout.nodes.values():
         client_hosts.forward(node.port)
     os.environ["BENCHLIB_TEST_DB_PASSWORD"] = password
