@@ -132,7 +132,7 @@ def lab_rtt(name: Optional[str] = typer.Argument(None, help="lab name")) -> None
             site = lab.layout.sites[node.site]
             m = measure_rtt(node)
             typer.echo(f"{node.name:14} site {site.name:8} requested {site.rtt_ms:g} ms   measured "
-                       f"min {m['min_ms']:.2f} / median {m['median_ms']:.2f} / max {m['max_ms']:.2f} ms")
+                       f"min {m['min_ms']:.2f} / median {m['median_ms']:.2f} / p90 {m['p90_ms']:.2f} / max {m['max_ms']:.2f} ms")
 
 
 @lab_app.command("check")

@@ -315,7 +315,7 @@ def cleanup_orphans(root: Path, live_labs: set[str]) -> list[str]:
 
 
 def measure_rtt(node: NodePlan, samples: int = 15) -> dict[str, float]:
-    """TCP handshake round-trip from the root namespace to ``node`` (min/median/max in ms).
+    """TCP handshake round-trip from the root namespace to ``node`` (min/median/p90/max in ms).
 
     A connect() returns after SYN and SYN-ACK: exactly one round trip of the link.
     """
@@ -325,4 +325,6 @@ def measure_rtt(node: NodePlan, samples: int = 15) -> dict[str, float]:
         with socket.create_connection((node.listen_host, node.port), timeout=10):
             times.append((time.perf_counter() - t0) * 1000)
         time.sleep(0.01)
-    return {"min_ms": min(times), "median_ms": statistics.median(times), "max_ms": max(times), "samples": samples}
+    p90 = statistics.quantiles(times, n=10)[-1] if len(times) > 1 else times[0]
+    return {"min_ms": min(times), "median_ms": statistics.median(times), "p90_ms": p90, "max_ms": max(times),
+            "samples": samples}

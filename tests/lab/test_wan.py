@@ -72,8 +72,11 @@ def test_jitter_and_galera_across_sites(fresh_labs):
     assert all(s.detail["cluster_size"] == 3 for s in lab.status())
     m = wan.measure_rtt(lab.node("galera-3"), samples=21)
     # jitter is applied (the round trips spread) around the requested RTT; packets never overtake each
-    # other on a link, so one may wait behind an earlier, more delayed one: the upper bound is loose.
-    assert abs(m["median_ms"] - 40) <= 2.5 and m["min_ms"] >= 35.5 and m["max_ms"] <= 52, m
+    # other on a link, so one may wait behind an earlier, more delayed one: the upper bound is loose, and
+    # it holds for the 90th percentile: on this 2-core machine one handshake in a clean-clone CI run took
+    # 61.7 ms while the relay was starved (median 41.0, min 38.0), which says nothing about the link.
+    assert abs(m["median_ms"] - 40) <= 2.5 and m["min_ms"] >= 35.5 and m["p90_ms"] <= 52, m
+    assert m["max_ms"] <= 100, m  # never a lost SYN (a retransmit waits 1 s)
     assert m["max_ms"] - m["min_ms"] >= 2, m
     write_rows(lab, "galera-1", "g", [1])
     assert rows_on(lab, "galera-3", "g") == [1]
