@@ -130,7 +130,7 @@ def main() -> None:
     print(f"compare notebook through papermill: {time.monotonic() - t0:.1f} s (target <= 30 s)")
 
     from benchlib.charts.export import Exporter, static_export_available
-    from benchlib.report import figures
+    from benchlib.charts.catalogue import figures
 
     if not static_export_available():
         print("PNG export: no Chromium/kaleido here (benchlib doctor)")

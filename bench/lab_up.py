@@ -25,7 +25,8 @@ from _common import enter  # noqa: E402
 
 ROOT = enter()
 
-from benchlib.lab.lab import Lab, cleanup  # noqa: E402
+from benchlib.lab.cleanup import cleanup  # noqa: E402
+from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.layout import lab_root  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
 

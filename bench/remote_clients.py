@@ -31,12 +31,13 @@ from _common import enter  # noqa: E402
 
 ROOT = enter()
 
-from benchlib.campaign.sysbench_run import SysbenchOptions, load, prepare_dataset, run_sysbench  # noqa: E402
+from benchlib.campaign.run import prepare_dataset  # noqa: E402
+from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
+from benchlib.sysbench.process import run_sysbench  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.spec import load_spec  # noqa: E402
-from benchlib.remote.clock import server_offset  # noqa: E402
+from benchlib.sampling.clock import server_offset  # noqa: E402
 from benchlib.remote.lab import RemoteLab  # noqa: E402
-from benchlib.remote.load import sysbench_config  # noqa: E402
 from benchlib.remote.spec import load_remote_spec  # noqa: E402
 from tests.remote.hosts import create_account, namespace_client_hosts, remote_lab_toml  # noqa: E402
 
@@ -111,14 +112,11 @@ def measure(args, lab: Lab, rlab: RemoteLab, names: list[str], work: Path) -> No
     opts = SysbenchOptions(threads=args.threads, time_s=args.seconds)
     prepare_dataset(rlab, "async-1", opts)
     # the same path to the server as the client hosts' (socat forwarder, namespace address), from here
-    forwarded = work / "sysbench-forwarded.cfg"
-    fd = os.open(forwarded, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(sysbench_config(rlab, "async-1"))
+    forwarded = rlab.endpoint("async-1").config()
     variants = {
-        "here, direct": lambda: load(lab, "async-1", opts),
-        "here, forwarded": lambda: run_sysbench(opts.argv(forwarded, "run", *opts.run_args())),
-        "2 hosts, merged": lambda: load(rlab, "async-1", opts),
+        "here, direct": lambda: lab.load_driver().run("async-1", opts),
+        "here, forwarded": lambda: run_sysbench(opts.argv("run", *opts.run_args()), forwarded),
+        "2 hosts, merged": lambda: rlab.load_driver().run("async-1", opts),
     }
     print(f"throughput, {opts.workload}, {args.threads} threads, {args.seconds} s runs, rotated order")
     tps: dict[str, list[float]] = {v: [] for v in variants}

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import glob
 import statistics
-import subprocess
 import sys
 import time
 import tomllib
@@ -28,10 +27,11 @@ from _common import enter  # noqa: E402
 
 ROOT = enter()
 
-from benchlib.campaign.sysbench_run import SysbenchOptions, config_file, prepare_dataset  # noqa: E402
+from benchlib.campaign.run import prepare_dataset  # noqa: E402
+from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
-from benchlib.sampling.lab import for_lab  # noqa: E402
+from benchlib.sampling.session import build_sampling  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
 
 
@@ -56,9 +56,9 @@ def main() -> None:
     try:
         opts = SysbenchOptions(workload="oltp_read_write", tables=4, table_size=10000, threads=8, time_s=args.seconds)
         prepare_dataset(lab, "async-1", opts)
-        cfg = config_file(lab, "async-1")
+        driver = lab.load_driver()
 
-        sampling = for_lab(lab).start()
+        sampling = build_sampling(lab).start()
         time.sleep(1)
         c0, t0 = exact_cpu(), time.monotonic()
         time.sleep(8)
@@ -66,18 +66,17 @@ def main() -> None:
         sampling.stop()
         print(f"sampler CPU, idle 6-node lab: {idle:.1f}% of one core")
 
-        run = ["sysbench", f"--config-file={cfg}", opts.workload, *opts.run_args(), "run"]
         for _ in range(2):  # warm-up: the first runs after prepare are slower
-            subprocess.run(run, capture_output=True)
+            driver.run("async-1", opts)
         order = []
         for k in range(args.pairs):
             order += [True, False] if k % 2 == 0 else [False, True]
         tps: dict[bool, list[float]] = {True: [], False: []}
         loaded_cpu = []
         for on in order:
-            s = for_lab(lab, ["async"]).start() if on else None
+            s = build_sampling(lab, ["async"]).start() if on else None
             c0, t0 = exact_cpu(), time.monotonic()
-            out = subprocess.run(run, capture_output=True, text=True).stdout
+            out = driver.run("async-1", opts).output
             if s:
                 loaded_cpu.append(100 * (exact_cpu() - c0) / (time.monotonic() - t0))
                 s.wait_caught_up(60)

@@ -55,22 +55,26 @@ def lab_up(spec: Path = typer.Argument(..., help="lab spec (TOML), e.g. examples
 
 
 @lab_app.command("status")
-def lab_status(name: Optional[str] = typer.Argument(None, help="lab name (default: the only lab that is up)"),
+def lab_status(name: Optional[str] = typer.Argument(None, help="lab name or lab spec file, local or remote (default: "
+                                                               "the only local lab that is up)"),
                as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
-    """Each node's role, port, pid and replication state (threads, GTIDs, semi-sync, wsrep)."""
-    from benchlib.lab.lab import Lab
+    """Each node's role, port, pid and replication state (threads, GTIDs, semi-sync, wsrep, group members)."""
+    from benchlib.labs import open_target
 
-    lab = Lab.open(name)
-    if as_json:
-        typer.echo(json.dumps([asdict(s) for s in lab.status()], indent=2, default=str))
-    else:
-        _print_status(lab)
+    lab = open_target(name)
+    try:
+        if as_json:
+            typer.echo(json.dumps([asdict(s) for s in lab.status()], indent=2, default=str))
+        else:
+            _print_status(lab)
+    finally:
+        lab.close()
 
 
 @lab_app.command("list")
 def lab_list() -> None:
     """The labs that are up."""
-    from benchlib.lab.lab import list_labs
+    from benchlib.lab.state import list_labs
 
     for name in list_labs():
         typer.echo(name)
@@ -136,33 +140,20 @@ def lab_rtt(name: Optional[str] = typer.Argument(None, help="lab name")) -> None
 
 
 @lab_app.command("check")
-def lab_check(name: Optional[str] = typer.Argument(None, help="lab name, or a remote lab spec file")) -> None:
-    """Check every node is up and in sync, and time a write on each cluster's node 1 until every node sees it.
+def lab_check(name: Optional[str] = typer.Argument(None, help="lab name, or a lab spec file (local or remote)")) -> None:
+    """Is the lab ready for a campaign? One line per problem, exit 1 when not ready.
 
-    Given a remote lab spec (a TOML file with [clients]): connectivity, privileges, replication health,
-    clock offsets and the client hosts, one line per problem (exit 1 when not ready)."""
-    from benchlib.campaign.spec import is_remote_spec
-    from benchlib.lab.check import check, format_check
-    from benchlib.lab.lab import Lab
+    A local lab: every node up and in sync, and the time a write on each cluster's node 1 takes until
+    every node sees it. A remote lab: connectivity, privileges, replication health, clock offsets and the
+    client hosts."""
+    from benchlib.labs import open_target
 
-    if name and name.endswith(".toml"):
-        from pathlib import Path
-
-        from benchlib.remote.check import check_remote, format_remote_check
-        from benchlib.remote.spec import load_remote_spec
-
-        if Path(name).exists() and not is_remote_spec(name):
-            raise BenchlibError(f"{name} is a local lab spec", hint=f"benchlib lab up {name}, then benchlib lab check "
-                                                                    "with the lab's name")
-        remote = check_remote(load_remote_spec(name))
-        for line in format_remote_check(remote):
-            typer.echo(line)
-        if not remote.ok:
-            raise typer.Exit(1)
-        return
-
-    result = check(Lab.open(name))
-    for line in format_check(result):
+    lab = open_target(name)
+    try:
+        result = lab.check()
+    finally:
+        lab.close()
+    for line in result.lines():
         typer.echo(line)
     if not result.ok:
         raise typer.Exit(1)
@@ -189,7 +180,7 @@ def lab_sql(ctx: typer.Context,
 @lab_app.command("cleanup")
 def lab_cleanup(all_labs: bool = typer.Option(False, "--all", help="also take down every lab that is up")) -> None:
     """Find and stop what crashed runs left behind: processes, namespaces, directories."""
-    from benchlib.lab.lab import cleanup
+    from benchlib.lab.cleanup import cleanup
 
     r = cleanup(all_labs=all_labs)
     typer.echo(f"labs taken down: {', '.join(r.labs) or 'none'}; orphan processes stopped: {r.processes}; "
@@ -376,7 +367,6 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     import time
 
     from benchlib.campaign.spec import load_campaign_spec
-    from benchlib.lab.check import check, format_check
     from benchlib.lab.lab import Lab
 
     _, lab_spec = load_campaign_spec(spec)
@@ -384,7 +374,7 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     lab = Lab.up(lab_spec, progress=_progress)
     try:
         _print_status(lab)
-        for line in format_check(check(lab)):
+        for line in lab.check().lines():
             typer.echo(line)
         folder = runs_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         code = _run_campaign(spec, folder)

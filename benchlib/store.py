@@ -45,6 +45,10 @@ class StoreError(BenchlibError):
     """A run folder that cannot be written (exists, holds a secret) or read (damaged, unknown format)."""
 
 
+class SecretRefusedError(StoreError):
+    """Something about to be saved holds a secret (a password): nothing is written."""
+
+
 def _utc(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
 
@@ -72,7 +76,7 @@ class RunWriter:
     def _check(self, text: str, where: str) -> None:
         for secret in self.secrets:
             if secret in text:
-                raise StoreError(f"refusing to save a secret into {where} of run {self.run_id}",
+                raise SecretRefusedError(f"refusing to save a secret into {where} of run {self.run_id}",
                                  hint="pass credentials by environment-variable name; redact before saving")
 
     def raw(self, name: str, text: str) -> None:

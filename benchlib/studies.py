@@ -561,7 +561,7 @@ FIGURES: dict[str, list[tuple[str, str | Callable[[CampaignAnalysis], Any]]]] = 
 def figures(a: CampaignAnalysis, study: str | Study | None = None) -> dict[str, Any]:
     """The study's charts that this campaign has data for, by title."""
     from benchlib.charts import ChartError
-    from benchlib.report import CATALOGUE
+    from benchlib.charts.catalogue import CATALOGUE
 
     s = study if isinstance(study, Study) else get(study) if study else study_of(a)
     if s is None:

@@ -67,7 +67,7 @@ def leftovers(lab) -> list[str]:
 def lab_root():
     LAB_ROOT.mkdir(exist_ok=True)
     yield LAB_ROOT
-    from benchlib.lab.lab import cleanup
+    from benchlib.lab.cleanup import cleanup
 
     cleanup(LAB_ROOT, all_labs=True)
     stray = procs.find(f"{LAB_ROOT}/")

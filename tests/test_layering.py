@@ -1,4 +1,8 @@
-"""Analysis code never imports lab or runner code: it runs anywhere, on any campaign folder."""
+"""The architecture, locked in: a table of layers, no import cycles, and analysis that never imports lab code.
+
+Every import counts: module level, inside functions (lazy) and under ``TYPE_CHECKING``. A module may
+import modules of its own layer or of a lower one; cycles are refused anywhere in ``benchlib``.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +12,116 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "benchlib"
-ANALYSIS = ["schema.py", "store.py", "errors.py", "sysbench/output.py", "studies.py", "report.py",
-            *sorted(str(p.relative_to(PKG)) for sub in ("analysis", "charts") for p in (PKG / sub).glob("*.py"))]
-FORBIDDEN = ("benchlib.lab", "benchlib.sampling", "benchlib.campaign", "pymysql")
+
+#: lowest first; a name is a package or module under benchlib (the most specific name decides)
+LAYERS = [
+    ["errors", "schema", "specs"],  # foundations
+    ["sysbench", "store", "systems"],  # sysbench's vocabulary and drivers, the run store, what each system is
+    ["analysis", "sampling", "lab.base"],  # statistics over stored runs; probes and the sampler; the Lab protocol
+    ["charts", "lab", "remote"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
+    ["report", "studies", "notebooks", "labs"],  # publishing; opening any lab from its spec
+    ["campaign", "doctor"],  # running campaigns on any lab
+    ["cli", "__init__"],
+]
+#: analysis runs anywhere, on any campaign folder, without a database
+ANALYSIS_SIDE = ("analysis", "charts", "report", "studies", "notebooks", "store", "schema", "sysbench.output")
+LAB_SIDE = ("benchlib.lab", "benchlib.remote", "benchlib.labs", "benchlib.sampling", "benchlib.campaign",
+            "benchlib.systems", "pymysql")
 
 
-def imports(path: Path) -> set[str]:
-    found = set()
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PKG.rglob("*.py"):
+        rel = p.relative_to(PKG).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" and len(rel.parts) > 1 else rel.parts
+        out["benchlib." + ".".join(parts) if parts != ("__init__",) else "benchlib"] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def imports(module: str) -> set[str]:
+    """Every module ``module`` imports (external ones by their full name)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-    return found
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
+            found |= set(subs) if len(subs) == len(node.names) else {base, *subs}
+    return found - {module}
 
 
-@pytest.mark.parametrize("module", ANALYSIS)
-def test_analysis_module_imports_no_lab_code(module):
-    bad = sorted(m for m in imports(PKG / module) if m.startswith(FORBIDDEN))
+def layer_of(module: str) -> int:
+    name = module.removeprefix("benchlib").removeprefix(".") or "__init__"
+    best = None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if (name == n or name.startswith(n + ".")) and (best is None or len(n) > len(best[1])):
+                best = (i, n)
+    assert best is not None, f"{module} is in no layer of tests/test_layering.py: add it"
+    return best[0]
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_follow_the_layers(module):
+    mine = layer_of(module)
+    above = sorted(t for t in imports(module) if t in MODULES and layer_of(t) > mine)
+    assert not above, f"{module} (layer {mine}) imports higher layers: {above}"
+
+
+def test_no_import_cycles():
+    graph = {m: {t for t in imports(m) if t in MODULES} for m in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES
+                                          if m.removeprefix("benchlib.").startswith(ANALYSIS_SIDE)))
+def test_analysis_imports_no_lab_code(module):
+    bad = sorted(t for t in imports(module) if t.startswith(LAB_SIDE))
     assert not bad, f"{module} imports {bad}"
+
+
+def test_every_package_says_what_it_is_and_what_it_exports():
+    for init in PKG.rglob("__init__.py"):
+        tree = ast.parse(init.read_text())
+        assert ast.get_docstring(tree), f"{init.relative_to(PKG.parent)} has no docstring"
+        assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+                   for n in tree.body), f"{init.relative_to(PKG.parent)} has no __all__"
 
 
 def test_load_campaign_is_a_package_attribute():

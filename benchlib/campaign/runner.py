@@ -37,13 +37,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from benchlib.campaign.spec import (CampaignSpec, PlannedRun, PlannedSearch, load_campaign_spec, plan,
                                     plan_searches)
-from benchlib.campaign.sysbench_run import execute_run
+from benchlib.campaign.run import execute_run
 from benchlib.errors import BenchlibError, SpecError
-from benchlib.lab.spec import LabSpec, _format_validation
-from benchlib.store import TMP_PREFIX, RunWriter, StoreError, read_manifest
+from benchlib.labs import AnyLabSpec, open_lab
+from benchlib.specs import format_validation
+from benchlib.store import TMP_PREFIX, RunWriter, SecretRefusedError, read_manifest
 
 if TYPE_CHECKING:
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.base import Lab
     from benchlib.sysbench.output import Interval
 
 
@@ -67,7 +68,7 @@ class CampaignParameters(BaseModel):
             return cls(**values)
         except ValidationError as exc:
             raise SpecError(f"invalid campaign notebook parameters ({exc.error_count()} problems)",
-                            detail=_format_validation(exc, "parameters")) from None
+                            detail=format_validation(exc, "parameters")) from None
 
 
 @dataclass
@@ -140,7 +141,7 @@ def host_facts() -> dict[str, Any]:
             "sysbench": version(["sysbench", "--version"]), "mariadbd": version(["mariadbd", "--version"])}
 
 
-def _describe(spec: CampaignSpec, lab: LabSpec, runs: list[PlannedRun]) -> dict[str, Any]:
+def _describe(spec: CampaignSpec, lab: AnyLabSpec, runs: list[PlannedRun]) -> dict[str, Any]:
     return {"campaign": spec.model_dump(mode="json"), "lab": lab.model_dump(mode="json"),
             "plan": [{"run_id": r.run_id, **r.params} for r in runs]}
 
@@ -216,24 +217,26 @@ class _Progress:
         self.bar.close()
 
 
-def _open_lab(lab_spec: LabSpec, say: Callable[[str], None]) -> tuple["Lab", bool]:
-    """The campaign's lab: the running one of that name, or a new one (True: this campaign owns it)."""
-    from benchlib.lab.lab import Lab, list_labs
+def _open_lab(lab_spec: AnyLabSpec, say: Callable[[str], None], events: "_Events") -> tuple["Lab", bool]:
+    """The campaign's lab: a remote lab, the running local one of that name, or a new one (True: this
+    campaign brought it up and takes it down). A load a previous start left running is stopped first."""
+    from benchlib.errors import LabError
 
-    if hasattr(lab_spec, "clients"):  # a remote lab: connect, never start anything
-        from benchlib.remote.lab import RemoteLab
-
-        say(f"using remote lab {lab_spec.name} ({', '.join(lab_spec.clients)} as client hosts)")
-        return RemoteLab(lab_spec), True
-    if lab_spec.name in list_labs():
-        lab = Lab.open(lab_spec.name)
-        if lab.spec != lab_spec:
-            raise CampaignError(f"lab {lab_spec.name} is up with a different spec than the campaign's",
-                                hint=f"benchlib lab down {lab_spec.name} (the campaign brings it up as specified), "
-                                     "or point the campaign at the running lab's spec")
-        return lab, False
-    say(f"bringing up lab {lab_spec.name} ...")
-    return Lab.up(lab_spec, progress=say), True
+    try:
+        lab, created = open_lab(lab_spec, bring_up=True, progress=say)
+    except LabError as exc:
+        if "different spec" not in exc.message:
+            raise
+        raise CampaignError(f"lab {lab_spec.name} is up with a different spec than the campaign's",
+                            hint=f"benchlib lab down {lab_spec.name} (the campaign brings it up as specified), "
+                                 "or point the campaign at the running lab's spec") from None
+    if lab.kind == "remote":
+        say(f"using remote lab {lab.name}")
+    stopped = lab.load_driver().stop_strays()
+    if stopped:
+        events("stray_load", stopped=stopped)
+        say(f"stopped a load a previous start left running: {', '.join(stopped)}")
+    return lab, created
 
 
 def _retire_failed(folder: Path) -> Path:
@@ -283,7 +286,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
         if result.skipped:
             bar.say(f"resuming {campaign.name}: {len(result.skipped)} of {len(runs)} runs already done")
         if todo:
-            lab, owned = _open_lab(lab_spec, bar.say)
+            lab, owned = _open_lab(lab_spec, bar.say, events)
             events("start", lab=lab.name, todo=len(todo), done=len(result.skipped), owned_lab=owned)
         for run in todo:
             _one_run(lab, campaign, run, path, bar, events, result, before_run, on_interval, context,
@@ -293,7 +296,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
             if not extra:
                 break
             if lab is None:
-                lab, owned = _open_lab(lab_spec, bar.say)
+                lab, owned = _open_lab(lab_spec, bar.say, events)
             events("adaptive", runs=[r.run_id for r in extra])
             bar.say(f"adaptive: {len(extra)} more runs for configurations whose runs do not agree yet")
             result.plan = result.plan + extra
@@ -303,7 +306,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
                          k=result.plan.index(run) + 1, n=len(result.plan))
         for search in searches:
             if lab is None and _search_needs_runs(campaign, search, path, policy, result.plan):
-                lab, owned = _open_lab(lab_spec, bar.say)
+                lab, owned = _open_lab(lab_spec, bar.say, events)
             result.searches.append(_search(lab, campaign, search, path, bar, events, result, before_run, on_interval,
                                            context, policy))
         events("end", **result.counts)
@@ -314,8 +317,11 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
         raise
     finally:
         bar.close()
-        if lab is not None and owned and not keep_lab:
-            lab.down()
+        if lab is not None:
+            if owned and not keep_lab:
+                lab.down()
+            else:
+                lab.close()
         os.close(lock)
     return result
 
@@ -502,14 +508,14 @@ def _one_run(lab: "Lab", spec: CampaignSpec, run: PlannedRun, path: Path, bar: _
         lab.set(run.settings, cluster=run.cluster)
     if before_run:
         before_run(lab, run)
-    writer = RunWriter(path, run.run_id, run.params, secrets=list(lab.creds.passwords.values()))
+    writer = RunWriter(path, run.run_id, run.params, secrets=lab.secrets())
     hook = (lambda iv: on_interval(lab, run, iv)) if on_interval else None
     try:
         done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s, stall_s=spec.stall_s,
                            catch_up_timeout=spec.catch_up_timeout_s, on_interval=hook, on_second=bar.second,
                            context=context)
     except (BenchlibError, pymysql.MySQLError, OSError) as exc:
-        if isinstance(exc, StoreError) and "refusing to save a secret" in str(exc):
+        if isinstance(exc, SecretRefusedError):
             writer.abandon()
             raise
         reason = exc.render() if isinstance(exc, BenchlibError) else f"{type(exc).__name__}: {exc}"

@@ -61,16 +61,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
-from benchlib.campaign.sysbench_run import WORKLOADS, SysbenchOptions
 from benchlib.errors import SpecError
-from benchlib.lab.spec import LabSpec, _format_validation, load_spec
-from benchlib.lab.topology import REGISTRY
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from benchlib.labs import AnyLabSpec, load_lab_spec
+from benchlib.specs import Strict as _Strict
+from benchlib.specs import format_validation
+from benchlib.sysbench.options import WORKLOADS, SysbenchOptions
 
 
 class Load(_Strict):
@@ -156,7 +153,7 @@ class PlannedRun:
                 "config": self.config_key, **self.settings, **extra}
 
 
-def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, LabSpec]:
+def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, AnyLabSpec]:
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text())
@@ -168,32 +165,12 @@ def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, LabSpec]:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{p}: invalid campaign spec ({exc.error_count()} problems)",
-                        detail=_format_validation(exc, str(p))) from None
+                        detail=format_validation(exc, str(p))) from None
     lab_path = (p.parent / spec.lab) if not Path(spec.lab).is_absolute() else Path(spec.lab)
-    if is_remote_spec(lab_path):
-        from benchlib.remote.spec import load_remote_spec
-
-        return spec, load_remote_spec(lab_path)
-    return spec, load_spec(lab_path)
+    return spec, load_lab_spec(lab_path)
 
 
-def is_remote_spec(path: str | Path) -> bool:
-    """A remote lab spec (servers benchlib connects to, client hosts) rather than a local lab spec."""
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return False  # the loader says what is wrong
-    return "clients" in data or "credentials" in data
-
-
-def setting_rules(lab, cluster: str):
-    """What parses the settings of ``cluster``: its local topology, or a remote cluster's system rules."""
-    if hasattr(lab, "rules"):
-        return lab.rules(cluster)
-    return REGISTRY[lab.clusters[cluster].topology]
-
-
-def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[PlannedRun]:
+def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[PlannedRun]:
     """Every run of the campaign, in the order to run them."""
     matrix = dict(spec.matrix)
     clusters = matrix.pop("clusters", list(lab.clusters))
@@ -205,8 +182,8 @@ def plan(spec: CampaignSpec, lab: LabSpec, source: str = "campaign") -> list[Pla
     configs = []
     for cluster in clusters:
         topology = lab.clusters[cluster].topology
-        cls = setting_rules(lab, cluster)
-        dims = {k: [cls.parse_setting(k, v) for v in values] for k, values in matrix.items() if k in cls.SETTINGS}
+        rules = lab.setting_rules(cluster)
+        dims = {k: [rules.parse(k, v) for v in values] for k, values in matrix.items() if k in rules}
         used |= set(dims)
         loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])
         for (workload, threads, rate), combo in itertools.product(loads, itertools.product(*dims.values())):

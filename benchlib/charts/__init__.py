@@ -17,7 +17,9 @@ from benchlib.charts.builders import (
     sustained_vs_peak,
     throughput_vs_threads,
 )
-from benchlib.charts.theme import ChartError, topology_color, use_renderer
+from benchlib.charts.errors import ChartError
+from benchlib.charts.export import use_renderer
+from benchlib.charts.theme import topology_color
 
 __all__ = ["ChartError", "catch_up", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
            "parallel_apply", "ratio_bars", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",

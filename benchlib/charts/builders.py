@@ -17,7 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from benchlib.charts.theme import TEMPLATE, ChartError, lighter, topology_color
+from benchlib.charts.errors import ChartError
+from benchlib.charts.theme import TEMPLATE, lighter, topology_color
 
 
 def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Iterable
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
-from benchlib.charts.theme import ChartError
+from benchlib.charts.errors import ChartError
 
 FORMATS = ("png", "svg", "html")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
@@ -114,3 +115,14 @@ class Exporter:
             else:
                 raise ChartError(f"unknown export format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
         return out
+
+
+def use_renderer() -> str:
+    """Notebook renderer: plotly's own mime type (interactive in JupyterLab), plus a PNG copy where
+    static export works (kaleido with a Chromium), so charts stay visible where plotly cannot run."""
+    renderer = "plotly_mimetype"
+    if static_export_available():
+        keep_browser()  # one browser for every image of this process, stopped when it exits
+        renderer = "plotly_mimetype+png"
+    pio.renderers.default = renderer
+    return renderer

@@ -1,11 +1,10 @@
-"""The house template and the colours of topologies (Okabe-Ito: safe for colour-blind readers)."""
+"""The house template and the colours of topologies (Okabe-Ito: safe for colour-blind readers): data only."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from benchlib.errors import BenchlibError
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
@@ -23,8 +22,6 @@ TOPOLOGY_COLORS = {
 WIDTH, HEIGHT = 900, 520  # blog width; exported at 2x for PNG
 
 
-class ChartError(BenchlibError):
-    """A chart that cannot be built from the frame it was given."""
 
 
 def topology_color(name: str, i: int = 0) -> str:
@@ -60,16 +57,3 @@ def _template() -> go.layout.Template:
 
 pio.templates["benchlib"] = _template()
 TEMPLATE = "benchlib"
-
-
-def use_renderer() -> str:
-    """Notebook renderer: plotly's own mime type (interactive in JupyterLab), plus a PNG copy where
-    static export works (kaleido with a Chromium), so charts stay visible where plotly cannot run."""
-    from benchlib.charts.export import keep_browser, static_export_available
-
-    renderer = "plotly_mimetype"
-    if static_export_available():
-        keep_browser()  # one browser for every image of this process, stopped when it exits
-        renderer = "plotly_mimetype+png"
-    pio.renderers.default = renderer
-    return renderer

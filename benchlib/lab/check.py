@@ -17,7 +17,7 @@ import pymysql
 from benchlib.lab import sql
 
 if TYPE_CHECKING:
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.base import Lab
 
 TABLE = "benchlib.lab_check"
 
@@ -30,6 +30,9 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def lines(self) -> list[str]:
+        return format_check(self)
 
 
 def check(lab: "Lab", timeout: float = 10.0) -> CheckResult:

@@ -1,8 +1,9 @@
-"""A lab: every cluster of one spec, running on this machine.
+"""The embedded lab: every cluster of one spec, running on this machine (a ``benchlib.lab.base.Lab``).
 
 ``Lab.up(spec)`` brings a lab from nothing to ready; a failure at any step tears
 down everything the attempt created and raises one ``BenchlibError``.
 ``Lab.open(name)`` attaches to a running lab for status, settings, heal and down.
+Machine-wide housekeeping (labs left by crashed runs) is ``benchlib.lab.cleanup``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import shutil
 import time
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
 
 import pymysql
 
@@ -25,13 +26,11 @@ from benchlib.lab import procs, secrets, seed, sql, state
 from benchlib.lab.layout import Layout, NodePlan, build_layout, busy_ports, lab_root, pick_base_port, ports_needed
 from benchlib.lab.mycnf import GALERA_PROVIDER, render
 from benchlib.lab.spec import LabSpec, load_spec
-from benchlib.lab.topology import RESTART_ONLY, Topology, for_cluster
-
-Progress = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
+from benchlib.lab.base import NodeInfo, NodeStatus, Progress
+from benchlib.lab.base import quiet as _quiet
+from benchlib.lab.state import list_labs, ports_of_other_labs
+from benchlib.lab.topology import RESTART_ONLY, ClusterContext, Topology, for_cluster
+from benchlib.systems.settings import SettingRules
 
 
 def _run_as() -> str | None:
@@ -66,20 +65,11 @@ def check_binaries(spec: LabSpec) -> None:
         wan.check_capable()
 
 
-@dataclass
-class NodeStatus:
-    name: str
-    cluster: str
-    topology: str
-    role: str
-    site: str | None
-    port: int
-    pid: int | None
-    up: bool
-    detail: dict[str, Any]
-
-
 class Lab:
+    """A lab this machine runs (see the module docstring and ``benchlib.lab.base.Lab``)."""
+
+    kind = "local"
+
     def __init__(self, layout: Layout, record: state.LabRecord, creds: secrets.Credentials):
         self.layout = layout
         self.record = record
@@ -128,8 +118,26 @@ class Lab:
             raise LabError(f"no node {name!r} in lab {self.name}",
                            hint=f"nodes: {', '.join(self.layout.nodes)}") from None
 
-    def connect(self, node: NodePlan | str, *, user: str = "root", tcp: bool = False, database: str | None = None):
-        node = self.node(node) if isinstance(node, str) else node
+    def _plan(self, node: NodePlan | NodeInfo | str) -> NodePlan:
+        return node if isinstance(node, NodePlan) else self.node(node if isinstance(node, str) else node.name)
+
+    def clusters(self) -> list[str]:
+        return list(self.spec.clusters)
+
+    def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
+        system = self.system(cluster)
+        return [NodeInfo(n.name, n.cluster, n.role, system, n.listen_host, n.port)
+                for n in self.layout.cluster_nodes(cluster)]
+
+    def system(self, cluster: str) -> str:
+        return self.spec.system_of(cluster)
+
+    def setting_rules(self, cluster: str) -> SettingRules:
+        return self.spec.setting_rules(cluster)
+
+    def connect(self, node: NodePlan | NodeInfo | str, *, user: str = "root", tcp: bool = False,
+                database: str | None = None):
+        node = self._plan(node)
         try:
             return sql.connect(node, self.creds, user=user, tcp=tcp, database=database)
         except pymysql.err.OperationalError as exc:
@@ -137,17 +145,61 @@ class Lab:
                            hint="benchlib lab status shows which nodes are down; benchlib lab heal restarts them") from None
 
     def topology(self, cluster: str) -> Topology:
-        return for_cluster(self, cluster)
+        return for_cluster(ClusterContext(cluster, self.spec.clusters[cluster], self.layout.cluster_nodes(cluster),
+                                          self.connect, lambda: self.settings(cluster), self.creds.password,
+                                          self.setting_rules(cluster)))
 
     def settings(self, cluster: str) -> dict[str, Any]:
         return dict(self.record.settings.get(cluster, {}))
 
-    def pid(self, node: NodePlan | str) -> int | None:
+    def pid(self, node: NodePlan | NodeInfo | str) -> int | None:
         name = node if isinstance(node, str) else node.name
         return self.record.pids.get(name)
 
-    def is_up(self, node: NodePlan) -> bool:
+    def is_up(self, node: NodePlan | NodeInfo | str) -> bool:
+        node = self._plan(node)
         return nodeops.is_up(node, self.pid(node))
+
+    def secrets(self) -> list[str]:
+        return list(self.creds.passwords.values())
+
+    def load_driver(self):
+        """sysbench on this machine, as the lab's ``bench`` account over TCP."""
+        from benchlib.sysbench.driver import Endpoint, LocalDriver
+
+        def endpoint(name: str) -> Endpoint:
+            n = self.node(name)
+            return Endpoint(n.listen_host, n.port, "bench", self.creds.password("bench"))
+
+        return LocalDriver(endpoint, self.dir / "loads")
+
+    def extra_probes(self, nodes: list[str], log, clock) -> list:
+        """CPU time and memory of every local server process."""
+        from benchlib.sampling.status import ProcessProbe
+
+        return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock)]
+
+    def heartbeat_triggers(self, cluster: str) -> bool:
+        return self.system(cluster) == "mariadb"  # MariaDB replicas run triggers for row events (mycnf)
+
+    def facts(self, cluster: str) -> dict[str, Any]:
+        c = self.spec.clusters[cluster]
+        s = self.spec.settings_for(cluster)
+        nodes = []
+        for n in self.layout.cluster_nodes(cluster):
+            site = self.layout.sites.get(n.site) if n.site else None
+            nodes.append({"name": n.name, "role": n.role, "host": n.listen_host, "port": n.port, "site": n.site,
+                          "rtt_ms": site.rtt_ms if site else 0.0})
+        return {"system": self.system(cluster), "topology": c.topology, "placement": "local", "nodes": nodes,
+                "durability": s.durability, "binlog": bool(getattr(c, "binlog", True))}
+
+    def close(self) -> None:
+        """Nothing to release: the servers keep running until ``down``."""
+
+    def check(self):
+        from benchlib.lab.check import check
+
+        return check(self)
 
     def client_option_file(self, user: str) -> Path:
         """A mode-600 [client] option file holding ``user``'s password (for mariadb, sysbench and other clients)."""
@@ -197,7 +249,7 @@ class Lab:
             if lab_dir.exists():
                 raise LabError(f"{lab_dir} exists but holds no lab record (left by a crashed run)",
                                hint="benchlib lab cleanup removes it")
-            taken = _ports_of_other_labs(root)
+            taken = ports_of_other_labs(root)
             if spec.base_port is not None:
                 base_port = spec.base_port
                 clash = taken.intersection(range(base_port, base_port + ports_needed(spec)))
@@ -329,7 +381,8 @@ class Lab:
                 except pymysql.err.MySQLError as exc:
                     detail = {"error": str(exc.args[-1] if exc.args else exc)}
             out.append(NodeStatus(node.name, node.cluster, node.topology, node.role, node.site, node.port,
-                                  self.pid(node) if up else None, up, detail))
+                                  self.pid(node) if up else None, up, detail, self.system(node.cluster),
+                                  node.listen_host))
         return out
 
     # -- heal ---------------------------------------------------------------------------------
@@ -387,7 +440,7 @@ class Lab:
         applied: dict[str, dict[str, Any]] = {}
         plan = []
         for key, raw in settings.items():
-            targets = [c for c in clusters if key in self.topology(c).SETTINGS]
+            targets = [c for c in clusters if key in self.setting_rules(c)]
             if not targets and key in RESTART_ONLY:
                 hint = {"wait_point": "semisync_wait_point", "timeout_ms": "semisync_timeout_ms"}.get(key)
                 raise SettingError(
@@ -396,19 +449,14 @@ class Lab:
                     "change it in the spec, then: benchlib lab down, benchlib lab up SPEC",
                 )
             if not targets:
-                known = sorted({k for c in clusters for k in self.topology(c).SETTINGS})
+                known = sorted({k for c in clusters for k in self.setting_rules(c).names})
                 raise SettingError(f"{key!r} is not a runtime setting of {' or '.join(clusters)}",
                                    hint=f"runtime settings here: {', '.join(known)}; other server options need a new lab")
             for c in targets:
-                plan.append((c, key, self.topology(c).parse_setting(key, raw)))
+                plan.append((c, key, self.setting_rules(c).parse(key, raw)))
         for c, key, value in plan:
             topo = self.topology(c)
-            try:
-                topo.apply_setting(key, value, topo.nodes)
-            except pymysql.err.MySQLError as exc:
-                raise SettingError(f"{c}: applying {key}={value} failed: {exc.args[-1] if exc.args else exc}",
-                                   hint="benchlib lab status shows the nodes' state; benchlib lab heal restarts "
-                                        "nodes that are down") from None
+            topo.apply_setting(key, value, topo.nodes)
             applied.setdefault(c, {})[key] = value
             with state.update(self.dir) as rec:
                 _record_setting(rec.settings, c, key, value)
@@ -432,7 +480,7 @@ class Lab:
         return dest
 
     def _destroy(self) -> None:
-        kill_lab_processes(self.dir, self.record.pids, self.layout)
+        procs.kill_lab_processes(self.dir, self.record.pids, self.layout)
         wan.down(self.layout, self.record.shaper, self.record.link_pid)
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -443,80 +491,3 @@ def _record_setting(settings: dict[str, dict[str, Any]], cluster: str, key: str,
     mine = settings.setdefault(cluster, {})
     mine.pop(key, None)
     mine[key] = value
-
-
-def kill_lab_processes(lab_dir: Path, pids: dict[str, int], layout: Layout | None) -> None:
-    """SIGKILL every process of a lab: its nodes, relay, seed servers and SST helpers."""
-    targets = []
-    if layout is not None:
-        targets = [(pids[n.name], n.marker) for n in layout.nodes.values() if n.name in pids]
-    marker = f"{lab_dir}/"
-    targets += [(p.pid, marker) for p in procs.find(marker)]
-    procs.stop(targets, graceful=False)
-    # SST scripts can spawn rsync daemons a moment later: sweep until none is left
-    for _ in range(20):
-        left = procs.find(marker)
-        if not left:
-            break
-        procs.stop([(p.pid, marker) for p in left], graceful=False)
-
-
-def _ports_of_other_labs(root: Path) -> set[int]:
-    taken: set[int] = set()
-    for name in list_labs(root):
-        rec = state.read(root / name)
-        if rec:
-            spec = rec.lab_spec()
-            taken.update(range(rec.base_port, rec.base_port + ports_needed(spec)))
-    return taken
-
-
-def list_labs(root: Path | None = None) -> list[str]:
-    root = root or lab_root()
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "lab.json").exists())
-
-
-@dataclass
-class CleanupReport:
-    processes: int
-    namespaces: list[str]
-    directories: list[str]
-    labs: list[str]
-
-
-def cleanup(root: Path | None = None, *, all_labs: bool = False) -> CleanupReport:
-    """Stop orphans left by crashed runs: processes, namespaces and directories of no live lab.
-
-    With ``all_labs``, every lab under the root is taken down too.
-    """
-    root = (root or lab_root()).absolute()
-    labs_down = []
-    if all_labs:
-        for name in list_labs(root):
-            try:
-                Lab.open(name, root).down()
-            except BenchlibError:
-                pass
-            labs_down.append(name)
-    live = set(list_labs(root))
-    nprocs = 0
-    dirs = []
-    if root.is_dir():
-        for d in root.iterdir():
-            if d.name.startswith(".") or not d.is_dir() or d.name in live:
-                continue
-            found = procs.find(f"{d}/")
-            nprocs += len(found)
-            kill_lab_processes(d, {}, None)
-            shutil.rmtree(d, ignore_errors=True)
-            dirs.append(str(d))
-        # processes whose lab directory is already gone
-        for p in procs.find(f"{root}/"):
-            owner = next((name for name in live if any(f"{root}/{name}/" in a for a in p.cmdline)), None)
-            if owner is None and not any(f"{root}/.cache/" in a for a in p.cmdline):
-                procs.stop([(p.pid, f"{root}/")], graceful=False)
-                nprocs += 1
-    namespaces = wan.cleanup_orphans(root, live)
-    return CleanupReport(nprocs, namespaces, dirs, labs_down)

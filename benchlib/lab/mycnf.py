@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.lab.layout import Layout, NodePlan
-from benchlib.lab.spec import DURABILITY, AsyncCluster, GaleraCluster, SemisyncCluster, SingleCluster, parse_size
+from benchlib.lab.spec import AsyncCluster, GaleraCluster, SemisyncCluster, SingleCluster, parse_size
+from benchlib.systems.settings import DURABILITY
 
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 

@@ -14,6 +14,10 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchlib.lab.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -119,3 +123,19 @@ def stop(pids_markers: list[tuple[int, str]], *, graceful: bool = True, timeout:
         wait_gone(sent, timeout)
     sent = [pid for pid, marker in pids_markers if signal_if_ours(pid, marker, signal.SIGKILL)]
     wait_gone(sent, 10.0)
+
+
+def kill_lab_processes(lab_dir: Path, pids: dict[str, int], layout: "Layout | None") -> None:
+    """SIGKILL every process of a lab: its nodes, relay, seed servers and SST helpers."""
+    targets = []
+    if layout is not None:
+        targets = [(pids[n.name], n.marker) for n in layout.nodes.values() if n.name in pids]
+    marker = f"{lab_dir}/"
+    targets += [(p.pid, marker) for p in find(marker)]
+    stop(targets, graceful=False)
+    # SST scripts can spawn rsync daemons a moment later: sweep until none is left
+    for _ in range(20):
+        left = find(marker)
+        if not left:
+            break
+        stop([(p.pid, marker) for p in left], graceful=False)

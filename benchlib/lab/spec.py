@@ -37,15 +37,16 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchlib import systems
 from benchlib.errors import SpecError
+from benchlib.specs import format_validation
+from benchlib.systems.settings import SettingRules
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
 CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"  # clusters and sites
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGkmg]?)i?[Bb]?\s*$")
-DURABILITY = {
-    "durable": {"sync_binlog": 1, "innodb_flush_log_at_trx_commit": 1},
-    "relaxed": {"sync_binlog": 0, "innodb_flush_log_at_trx_commit": 2},
-}
+#: the system each local topology runs (``benchlib.systems``)
+TOPOLOGY_SYSTEM = {"single": "mariadb", "async": "mariadb", "semisync": "mariadb", "galera": "galera"}
 
 
 def parse_size(value: str | int) -> int:
@@ -137,8 +138,8 @@ class AsyncCluster(_ClusterBase):
             if isinstance(value, list) and len(value) != self.replicas:
                 raise ValueError(f"{field}: a list needs one value per replica ({self.replicas}), got {len(value)}")
         threads = self.parallel_threads if isinstance(self.parallel_threads, list) else [self.parallel_threads]
-        if any(not 0 <= t <= 256 for t in threads):
-            raise ValueError("parallel_threads: each value must be between 0 and 256")
+        if any(not 0 <= t <= 16383 for t in threads):
+            raise ValueError("parallel_threads: each value must be between 0 and 16383 (MariaDB's slave_parallel_threads)")
         return self
 
     def replica_parallel(self, index: int) -> tuple[int, str]:
@@ -191,6 +192,7 @@ class Site(_Strict):
 
 
 class LabSpec(_Strict):
+    kind: Literal["local"] = "local"  # a remote lab spec says kind = "remote" (benchlib.remote.spec)
     name: str = Field(pattern=LAB_NAME)
     base_port: int | None = Field(default=None, ge=1024, le=65000)
     shaper: Literal["auto", "netem", "tun-relay"] = "auto"
@@ -237,6 +239,14 @@ class LabSpec(_Strict):
                     merged[key] = value
         return ServerSettings(**merged)
 
+    def system_of(self, cluster: str) -> str:
+        return TOPOLOGY_SYSTEM[self.clusters[cluster].topology]
+
+    def setting_rules(self, cluster: str) -> SettingRules:
+        """The runtime settings of ``cluster``: its system's, less replica settings where it has no replicas."""
+        c = self.clusters[cluster]
+        return systems.rules(self.system_of(cluster), label=c.topology, replicas=c.node_count > 1)
+
     def site_of(self, node: str) -> str | None:
         for name, site in self.sites.items():
             if node in site.nodes:
@@ -244,23 +254,6 @@ class LabSpec(_Strict):
         return None
 
 
-def _format_validation(err: ValidationError, source: str) -> str:
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p in {"single", "async", "semisync", "galera"}))
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; see examples/labs/)"
-        elif e["type"] == "union_tag_invalid":
-            msg = "topology must be one of: single, async, semisync, galera"
-        elif e["type"] == "string_pattern_mismatch" and loc == "name":
-            msg = f"lab name {e['input']!r}: lower-case letters, digits and '-', starting with a letter, at most 24"
-        elif e["type"] == "union_tag_not_found":
-            msg = "missing 'topology' (one of: single, async, semisync, galera)"
-        elif "input" in e and e["type"] not in {"missing"} and not isinstance(e["input"], dict):
-            msg = f"{msg} (got {e['input']!r})"
-        lines.append(f"  {source}: {loc or '(top level)'}: {msg}")
-    return "\n".join(lines)
 
 
 def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
@@ -275,7 +268,7 @@ def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
         n = exc.error_count()
         raise SpecError(
             f"{source}: invalid lab spec ({n} problem{'s' if n > 1 else ''})",
-            detail=_format_validation(exc, source),
+            detail=format_validation(exc, source),
             hint="correct the fields listed below; examples/labs/ has a valid spec for every topology",
         ) from None
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from benchlib.errors import LabError
+from benchlib.lab.layout import lab_root, ports_needed
 
 FORMAT = 1
 
@@ -105,3 +106,22 @@ def update(lab_dir: Path) -> Iterator[LabRecord]:
             raise LabError(f"no lab at {lab_dir}", hint="bring it up with: benchlib lab up SPEC")
         yield record
         write(lab_dir, record)
+
+
+def list_labs(root: Path | None = None) -> list[str]:
+    """The labs that are up under ``root`` (default: ``BENCHLIB_LAB_ROOT``)."""
+    root = root or lab_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "lab.json").exists())
+
+
+def ports_of_other_labs(root: Path) -> set[int]:
+    """Every port the labs under ``root`` have taken."""
+    taken: set[int] = set()
+    for name in list_labs(root):
+        rec = read(root / name)
+        if rec:
+            spec = rec.lab_spec()
+            taken.update(range(rec.base_port, rec.base_port + ports_needed(spec)))
+    return taken

@@ -30,7 +30,7 @@ from typing import ClassVar
 from benchlib.errors import MissingDependencyError, NetworkError
 from benchlib.lab import procs
 from benchlib.lab.layout import Layout, NodePlan
-from benchlib.lab.state import locked
+from benchlib.lab.state import list_labs, locked, read
 
 INDEX_LOCK = Path("/run/lock/benchlib-net.lock") if Path("/run/lock").is_dir() else Path("/tmp/.benchlib-net.lock")
 
@@ -90,8 +90,6 @@ def check_capable() -> None:
 
 def allocate_index(root: Path) -> int:
     """A /24 number (1..254) no other lab on this machine uses."""
-    from benchlib.lab.lab import list_labs
-    from benchlib.lab.state import read
 
     with locked(INDEX_LOCK):
         used = {rec.net_index for name in list_labs(root) if (rec := read(root / name)) and rec.net_index}

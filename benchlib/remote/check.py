@@ -17,15 +17,16 @@ Checked in order, every problem one line naming the node or host and how to fix 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
 from benchlib.errors import BenchlibError
-from benchlib.remote import probes as rp
-from benchlib.remote.clock import server_offset
-from benchlib.remote.lab import RemoteLab
-from benchlib.remote.spec import RemoteLabSpec
+from benchlib.sampling.clock import server_offset
+from benchlib.systems import queries as rp
+
+if TYPE_CHECKING:
+    from benchlib.lab.base import Lab as RemoteLab  # a remote lab (benchlib.remote.lab), typed by the protocol
 
 SYSTEM_OF_KIND = {"mariadb": {"mariadb"}, "mariadb_galera": {"galera"}, "pxc": {"pxc", "galera"},
                   "mysql": {"mysql", "group_replication"}, "percona": {"mysql", "group_replication"},
@@ -56,6 +57,9 @@ class RemoteCheck:
     def add(self, where: str, ok: bool, message: str, severity: str = "error") -> None:
         self.findings.append(Finding(where, ok, message, severity))
 
+    def lines(self) -> list[str]:
+        return format_remote_check(self)
+
 
 def _denied(exc: pymysql.MySQLError) -> tuple[int, str]:
     return (exc.args[0], str(exc.args[-1])) if exc.args else (0, str(exc))
@@ -76,7 +80,7 @@ def _probe(result: RemoteCheck, conn, node: str, user: str, probe: str, sql: str
         return None
 
 
-def _check_node(lab: RemoteLab, result: RemoteCheck, cluster: str, node, conn, user: str) -> None:
+def _check_node(lab: "RemoteLab", result: RemoteCheck, cluster: str, node, conn, user: str) -> None:
     spec = lab.spec.clusters[cluster]
     with conn.cursor() as cur:
         cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'version_comment', 'wsrep_on', "
@@ -152,9 +156,9 @@ def _can_set_global(result: RemoteCheck, conn, node: str, kind: rp.ServerKind) -
                    severity="note")
 
 
-def check_remote(spec: RemoteLabSpec, *, clients: bool = True) -> RemoteCheck:
+def check_remote(lab: "RemoteLab", *, clients: bool = True) -> RemoteCheck:
     """Check a remote lab; every problem is a finding, nothing raises for a lab that is not ready."""
-    lab = RemoteLab(spec)
+    spec = lab.spec
     result = RemoteCheck()
     refused: set[tuple[str, str]] = set()  # credentials refused once: said once, not for every node
     try:
@@ -183,14 +187,14 @@ def check_remote(spec: RemoteLabSpec, *, clients: bool = True) -> RemoteCheck:
                 with conn:
                     _check_node(lab, result, cname, node, conn, creds.user)
                     result.offsets[node.name] = server_offset(conn).as_dict()
-        if clients:
+        if clients and spec.clients:
             _check_clients(lab, result)
     finally:
-        lab.down()
+        lab.close()
     return result
 
 
-def _check_clients(lab: RemoteLab, result: RemoteCheck) -> None:
+def _check_clients(lab: "RemoteLab", result: RemoteCheck) -> None:
     from benchlib.remote.ssh import SSHClients
 
     try:

@@ -13,17 +13,21 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import pymysql
 import pymysql.cursors
 
-from benchlib.errors import BenchlibError, SettingError
+from benchlib.errors import LabError
+from benchlib.lab.base import NodeInfo, NodeStatus, Progress, quiet
 from benchlib.remote.spec import RemoteLabSpec, RemoteNode, load_remote_spec
+from benchlib.systems import get as get_system
+from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting, primary_role
+
+__all__ = ["RemoteLab", "RemoteLabError", "password_from"]
 
 
-class RemoteLabError(BenchlibError):
+class RemoteLabError(LabError):
     """A remote lab that cannot be used as asked (a node down, a variable unset)."""
 
 
@@ -35,42 +39,29 @@ def password_from(env: str, who: str) -> str:
     return value
 
 
-@dataclass
-class _Creds:
-    passwords: dict[str, str]
-
-
-class _Layout:
-    """The part of a local lab's layout a campaign run uses: a cluster's nodes, writer first."""
-
-    def __init__(self, spec: RemoteLabSpec):
-        self.spec = spec
-
-    def cluster_nodes(self, cluster: str) -> list[RemoteNode]:
-        nodes = self.spec.clusters[cluster].nodes
-        return sorted(nodes, key=lambda n: n.role not in ("primary", "writer"))
-
-
 class RemoteLab:
-    remote = True
+    """Servers benchlib connects to (a ``benchlib.lab.base.Lab``); see the module docstring."""
+
+    kind = "remote"
 
     def __init__(self, spec: RemoteLabSpec):
         self.spec = spec
         self.name = spec.name
-        self.layout = _Layout(spec)
         self._nodes = {n.name: (c, n) for c, cl in spec.clusters.items() for n in cl.nodes}
         self._settings: dict[str, dict[str, Any]] = {c: {} for c in spec.clusters}
         self._ssh = None
         self._client_facts: dict[str, dict[str, Any]] | None = None
         self._watch: dict[str, Any] = {}
         self._watch_lock = threading.Lock()
-        self.creds = _Creds({})
 
     @classmethod
     def open(cls, spec: RemoteLabSpec | str) -> "RemoteLab":
         return cls(load_remote_spec(spec) if not isinstance(spec, RemoteLabSpec) else spec)
 
     # -- nodes -----------------------------------------------------------------------
+    def clusters(self) -> list[str]:
+        return list(self.spec.clusters)
+
     def node(self, name: str) -> RemoteNode:
         if name not in self._nodes:
             raise RemoteLabError(f"no node {name!r} in remote lab {self.name}",
@@ -80,14 +71,32 @@ class RemoteLab:
     def cluster_of(self, name: str) -> str:
         return self._nodes[name][0]
 
+    def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
+        """The nodes of ``cluster``, the one that takes the writes first."""
+        system = self.system(cluster)
+        nodes = sorted(self.spec.clusters[cluster].nodes, key=lambda n: n.role not in ("primary", "writer"))
+        return [NodeInfo(n.name, cluster, n.role, system, n.host, n.port) for n in nodes]
+
+    def system(self, cluster: str) -> str:
+        return self.spec.clusters[cluster].system
+
     def password(self, cluster: str) -> tuple[str, str]:
         """(user, password) for ``cluster``, the password read from its environment variable."""
         creds = self.spec.credentials_of(cluster)
-        pw = password_from(creds.password_env, f"{creds.user} on cluster {cluster}")
-        self.creds.passwords[creds.password_env] = pw
-        return creds.user, pw
+        return creds.user, password_from(creds.password_env, f"{creds.user} on cluster {cluster}")
 
-    def connect(self, node: RemoteNode | str, *, timeout: float = 5.0, database: str | None = None):
+    def secrets(self) -> list[str]:
+        """Every cluster's password, read now from the environment (an unset variable raises here)."""
+        return sorted({self.password(c)[1] for c in self.spec.clusters})
+
+    def endpoint(self, node: str):
+        from benchlib.sysbench.driver import Endpoint
+
+        n = self.node(node)
+        user, pw = self.password(self.cluster_of(node))
+        return Endpoint(n.host, n.port, user, pw)
+
+    def connect(self, node: RemoteNode | NodeInfo | str, *, timeout: float = 5.0, database: str | None = None):
         n = self.node(node if isinstance(node, str) else node.name)
         user, pw = self.password(self.cluster_of(n.name))
         return pymysql.connect(host=n.host, port=n.port, user=user, password=pw, connect_timeout=timeout,
@@ -97,7 +106,7 @@ class RemoteLab:
     def pid(self, node) -> None:
         return None  # not a process of this machine
 
-    def is_up(self, node: RemoteNode | str) -> bool:
+    def is_up(self, node: RemoteNode | NodeInfo | str) -> bool:
         """Whether the node answers (one kept connection per node, pinged; reconnects once)."""
         name = node if isinstance(node, str) else node.name
         with self._watch_lock:
@@ -120,7 +129,8 @@ class RemoteLab:
     def broken(self) -> list[str]:
         return [n for n in self._nodes if not self.is_up(n)]
 
-    def heal(self, **_: Any) -> list[str]:
+    def heal(self, *, timeout: float = 120.0, progress: Progress = quiet) -> list[str]:
+        """A remote lab is never healed by benchlib: nodes that do not answer are named, with what to do."""
         down = self.broken()
         if down:
             raise RemoteLabError(f"{', '.join(down)} of remote lab {self.name} do not answer; benchlib does not "
@@ -128,46 +138,53 @@ class RemoteLab:
                                                                 "REMOTE_SPEC, then rerun the campaign (it resumes)")
         return []
 
+    # -- status ------------------------------------------------------------------------
+    def status(self) -> list[NodeStatus]:
+        out = []
+        for c in self.spec.clusters:
+            system = get_system(self.system(c))
+            for n in self.cluster_nodes(c):
+                detail: dict[str, Any] = {}
+                up = True
+                try:
+                    with self.connect(n.name, timeout=3) as conn:
+                        detail = system.node_status(conn, primary_role(n.role))
+                except (pymysql.MySQLError, OSError) as exc:
+                    up = isinstance(exc, pymysql.MySQLError) and exc.args and exc.args[0] not in (2003, 2013)
+                    detail = {"error": str(exc.args[-1] if exc.args else exc)}
+                out.append(NodeStatus(n.name, c, self.spec.clusters[c].topology, n.role, None, n.port, None,
+                                      bool(up), detail, n.system, n.host))
+        return out
+
+    def check(self, *, clients: bool = True):
+        """Connectivity, privileges, replication health, clocks and client hosts (``benchlib.remote.check``)."""
+        from benchlib.remote.check import check_remote
+
+        return check_remote(self, clients=clients)
+
     # -- settings ---------------------------------------------------------------------
+    def setting_rules(self, cluster: str) -> SettingRules:
+        return self.spec.setting_rules(cluster)
+
     def settings(self, cluster: str) -> dict[str, Any]:
         return dict(self._settings[cluster])
 
     def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
         """Apply settings with SET GLOBAL on the nodes of ``cluster`` (every cluster having them when None),
-        read them back, record them. Restart-only settings follow ``allow_restart`` (remote.settings)."""
-        from benchlib.remote import settings as rs
-
+        read them back, record them. Restart-only settings follow ``allow_restart``."""
         clusters = [cluster] if cluster else list(self.spec.clusters)
         done: dict[str, dict[str, Any]] = {}
         for c in clusters:
-            rules = self.spec.rules(c)
-            system = self.spec.clusters[c].system
+            rules = self.setting_rules(c)
+            target = ClusterTarget(c, [NodeRef(n.name, primary_role(n.role)) for n in self.cluster_nodes(c)],
+                                   lambda name: self.connect(name), on_restart=self._wait_back,
+                                   hint="the account needs SUPER (MariaDB) or SYSTEM_VARIABLES_ADMIN (MySQL 8) to "
+                                        "change global variables")
             for key, raw in settings.items():
-                if cluster is None and key not in rules.SETTINGS:
+                if cluster is None and key not in rules:
                     continue
-                value = rules.parse_setting(key, raw)
-                for n in self.layout.cluster_nodes(c):
-                    role = "primary" if n.role in ("primary", "writer") else "replica"
-                    with self.connect(n) as conn:
-                        with conn.cursor() as cur:
-                            cur.execute("SHOW GLOBAL VARIABLES")
-                            variables = {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
-                            stmts = rs.statements(system, key, value, role=role, variables=variables)
-                            try:
-                                for stmt in stmts:
-                                    cur.execute(stmt)
-                            except pymysql.MySQLError as exc:
-                                raise SettingError(f"{n.name}: {key}={value!r} failed: {exc.args[-1]}",
-                                                   hint="the account needs SUPER (MariaDB) or SYSTEM_VARIABLES_ADMIN "
-                                                        "(MySQL 8) to change global variables") from None
-                            if "RESTART" in stmts:
-                                self._wait_back(n.name)
-                                continue
-                            for var, want in rs.read_back(key, value).items():
-                                cur.execute(f"SELECT @@GLOBAL.{var} AS v")
-                                got = cur.fetchone()["v"]
-                                if str(got) != str(want):
-                                    raise SettingError(f"{n.name}: {var} is {got!r} after setting {want!r}")
+                value = rules.parse(key, raw)
+                apply_setting(target, rules.settings[key], value)
                 self._settings[c][key] = value
                 done.setdefault(c, {})[key] = value
         return done
@@ -181,6 +198,36 @@ class RemoteLab:
             time.sleep(1)
         raise RemoteLabError(f"{node} did not come back within {timeout:g} s after RESTART",
                              hint="RESTART needs a supervisor (systemd, mysqld_safe) that starts the server again")
+
+    # -- what a run needs ---------------------------------------------------------------
+    def load_driver(self):
+        """sysbench on the client hosts together; on this host when the spec has no [clients]."""
+        if self.spec.clients:
+            from benchlib.remote.load import SSHDriver
+
+            return SSHDriver(self)
+        from pathlib import Path
+
+        from benchlib.lab.layout import lab_root
+        from benchlib.sysbench.driver import LocalDriver
+
+        return LocalDriver(self.endpoint, Path(lab_root()) / ".remote" / self.name / "loads")
+
+    def extra_probes(self, nodes: list[str], log, clock: Callable[[], float]) -> list:
+        """Every server's clock offset from the sampler (``benchlib.sampling.clock.ClockProbe``)."""
+        from benchlib.sampling.clock import ClockProbe
+
+        return [ClockProbe(self.connect, nodes, log, clock)]
+
+    def heartbeat_triggers(self, cluster: str) -> bool:
+        return False  # they need privileges a benchmark account should not have
+
+    def facts(self, cluster: str) -> dict[str, Any]:
+        c = self.spec.clusters[cluster]
+        return {"system": c.system, "topology": c.topology, "placement": "remote", "mode": c.mode,
+                "nodes": [{"name": n.name, "role": n.role, "host": n.host, "port": n.port, "site": None,
+                           "rtt_ms": None} for n in self.cluster_nodes(cluster)],
+                "durability": self._settings[cluster].get("durability"), "binlog": None}
 
     # -- client hosts ------------------------------------------------------------------
     @property
@@ -205,6 +252,10 @@ class RemoteLab:
         return self._client_facts
 
     def down(self) -> None:
+        """A remote lab is never taken down: this only closes connections."""
+        self.close()
+
+    def close(self) -> None:
         """Close the SSH connections and the watch connections; the servers are left as they are."""
         if self._ssh is not None:
             self._ssh.close()

@@ -1,5 +1,6 @@
 """Remote lab specs: clusters of real hosts benchlib does not start, and the client hosts sysbench runs on.
 
+    kind = "remote"                       # says this is a remote lab (a local lab spec has no kind, or "local")
     name = "gr9"
     allow_restart = false                 # settings that need a restart are refused unless true
 
@@ -15,7 +16,8 @@
         { name = "gr2", host = "10.0.0.2", role = "secondary" },
     ]
 
-    [clients.c1]                          # reached over SSH (asyncssh); the key by variable name, or the agent
+    [clients.c1]                          # optional: without [clients], sysbench runs on this host
+                                          # reached over SSH (asyncssh); the key by variable name, or the agent
     host = "10.0.0.20"
     user = "bench"
     key_env = "BENCH_SSH_KEY"             # or agent = true
@@ -27,14 +29,15 @@ Validation names every bad field; a literal password or key in the file is refus
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchlib import systems
 from benchlib.errors import SpecError
-from benchlib.lab.spec import _format_validation
+from benchlib.systems.settings import SettingRules
+from benchlib.specs import format_validation, read_toml
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 SYSTEMS = ("mariadb", "mysql", "group_replication", "pxc", "galera", "aurora")
@@ -143,11 +146,12 @@ class ClientHost(_Strict):
 
 
 class RemoteLabSpec(_Strict):
+    kind: Literal["remote"]
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,23}$")
     allow_restart: bool = False
     credentials: Credentials
     clusters: dict[str, RemoteCluster] = Field(min_length=1)
-    clients: dict[str, ClientHost] = Field(min_length=1)
+    clients: dict[str, ClientHost] = Field(default_factory=dict)  # none: sysbench runs on the benchlib host
 
     @field_validator("clusters", "clients")
     @classmethod
@@ -173,11 +177,13 @@ class RemoteLabSpec(_Strict):
                 raise ValueError(f"client shares add up to {sum(shares):g}, not 1")
         return self
 
-    def rules(self, cluster: str):
-        """The settings a campaign may sweep on ``cluster`` (``benchlib.remote.settings``)."""
-        from benchlib.remote.settings import RemoteRules
+    def system_of(self, cluster: str) -> str:
+        return self.clusters[cluster].system
 
-        return RemoteRules(self.clusters[cluster].system, self.allow_restart)
+    def setting_rules(self, cluster: str) -> SettingRules:
+        """The settings a campaign may sweep on ``cluster`` (its system's; ``benchlib.systems``)."""
+        c = self.clusters[cluster]
+        return systems.rules(c.system, replicas=len(c.nodes) > 1, remote=True, allow_restart=self.allow_restart)
 
     def credentials_of(self, cluster: str) -> Credentials:
         return self.clusters[cluster].credentials or self.credentials
@@ -185,6 +191,8 @@ class RemoteLabSpec(_Strict):
     def split_threads(self, threads: int) -> dict[str, int]:
         """A run's client threads per client host (largest remainders; every host at least one)."""
         names = list(self.clients)
+        if not names:
+            return {}
         if threads < len(names):
             raise SpecError(f"{threads} client threads cannot be split over {len(names)} client hosts",
                             hint="use at least one thread per client host")
@@ -202,16 +210,18 @@ class RemoteLabSpec(_Strict):
         return dict(zip(names, out))
 
 
-def load_remote_spec(path: str | Path) -> RemoteLabSpec:
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise SpecError(f"remote lab spec not found: {p}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{p}: not valid TOML: {exc}") from None
+def remote_spec_from(data: dict, source: str) -> RemoteLabSpec:
+    """Validate a remote lab spec's TOML table; one ``SpecError`` naming every bad field."""
+    if "credentials" not in data:
+        raise SpecError(f"{source}: a remote lab spec needs [credentials]: the account benchlib connects as",
+                        hint='add [credentials] with user = "bench" and password_env = "BENCH_DB_PASSWORD" (the '
+                             "name of the environment variable holding the password, never the password)")
     try:
         return RemoteLabSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(f"{p}: invalid remote lab spec ({exc.error_count()} problems)",
-                        detail=_format_validation(exc, str(p))) from None
+        raise SpecError(f"{source}: invalid remote lab spec ({exc.error_count()} problems)",
+                        detail=format_validation(exc, source)) from None
+
+
+def load_remote_spec(path: str | Path) -> RemoteLabSpec:
+    return remote_spec_from(read_toml(path, "remote lab spec"), str(path))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from benchlib.errors import BenchlibError
-from benchlib.remote.clock import Offset, OffsetEstimator
+from benchlib.sampling.clock import Offset, OffsetEstimator
 
 if TYPE_CHECKING:
     from benchlib.remote.spec import ClientHost

@@ -60,7 +60,7 @@ class StatusLog:
         return CLUSTER.frame(rows)
 
 
-def _num(text) -> float | None:
+def as_number(text) -> float | None:
     if text is None:
         return None
     text = str(text).strip()
@@ -83,7 +83,9 @@ def gtid_seq(pos: str | None, domain: int = 0) -> int | None:
     return 0 if not (pos or "").strip() else None
 
 
-class _ClusterProbe(Probe):
+class ClusterProbe(Probe):
+    """A probe over every node of one cluster: one connection per node, opened at setup."""
+
     def __init__(self, connect: Connect, nodes: list[str], log: StatusLog, clock: Callable[[], float],
                  interval_s: float = 0.25):
         self.connect, self.nodes, self.log, self.clock, self.interval_s = connect, nodes, log, clock, interval_s
@@ -105,7 +107,7 @@ class _ClusterProbe(Probe):
             c.close()
 
 
-class MariaDBReplicationProbe(_ClusterProbe):
+class MariaDBReplicationProbe(ClusterProbe):
     """Primary and replicas of one MariaDB async/semi-sync cluster (GTID domain 0).
 
     Every tick: the primary's gtid_binlog_pos, each replica's gtid_slave_pos and the
@@ -133,9 +135,9 @@ class MariaDBReplicationProbe(_ClusterProbe):
         if slow:
             semi = self._status(self.primary, SEMI_GAUGES + SEMI_COUNTERS)
             for m in SEMI_GAUGES:
-                log.add(now, self.primary, m, _num(semi.get(m)))
+                log.add(now, self.primary, m, as_number(semi.get(m)))
             for m in SEMI_COUNTERS:
-                log.add(now, self.primary, m, _num(semi.get(m)), counter=True)
+                log.add(now, self.primary, m, as_number(semi.get(m)), counter=True)
         for r in self.replicas:
             with self.conns[r].cursor() as cur:
                 cur.execute("SELECT @@GLOBAL.gtid_slave_pos AS p")
@@ -147,35 +149,44 @@ class MariaDBReplicationProbe(_ClusterProbe):
                 if slow:
                     cur.execute("SHOW SLAVE STATUS")
                     st = cur.fetchone() or {}
-                    log.add(now, r, "io_running", _num(st.get("Slave_IO_Running")))
-                    log.add(now, r, "sql_running", _num(st.get("Slave_SQL_Running")))
+                    log.add(now, r, "io_running", as_number(st.get("Slave_IO_Running")))
+                    log.add(now, r, "sql_running", as_number(st.get("Slave_SQL_Running")))
                     sbm = st.get("Seconds_Behind_Master")
                     if sbm is not None:
                         log.add(now, r, "seconds_behind_master", sbm)
                     log.add(now, r, "slave_retried_transactions",
-                            _num(self._status(r, ("slave_retried_transactions",)).get("slave_retried_transactions")),
+                            as_number(self._status(r, ("slave_retried_transactions",)).get("slave_retried_transactions")),
                             counter=True)
 
 
-class GaleraProbe(_ClusterProbe):
+class GaleraProbe(ClusterProbe):
     """Every node of a Galera cluster: queues, flow control, conflicts, and ``seqno_behind``
-    (the most advanced node's wsrep_last_committed minus this node's)."""
+    (the most advanced node's wsrep_last_committed minus this node's). MariaDB's status is read
+    from information_schema; Percona XtraDB Cluster's (``show_status``) with SHOW GLOBAL STATUS."""
 
     def __init__(self, connect: Connect, nodes: list[str], log: StatusLog, clock: Callable[[], float],
-                 interval_s: float = 0.25):
+                 interval_s: float = 0.25, show_status: bool = False):
         super().__init__(connect, nodes, log, clock, interval_s)
-        self.name = f"galera:{nodes[0]}"
+        self.name = f"{'pxc' if show_status else 'galera'}:{nodes[0]}"
+        self.show_status = show_status
+
+    def _wsrep(self, node: str) -> dict[str, str]:
+        if not self.show_status:
+            return self._status(node, GALERA_GAUGES + GALERA_COUNTERS)
+        with self.conns[node].cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep%'")
+            return {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
 
     def sample(self, t: float) -> None:
         committed = {}
         for node in self.nodes:
-            st = self._status(node, GALERA_GAUGES + GALERA_COUNTERS)
+            st = self._wsrep(node)
             now = self.clock()
             for m in GALERA_GAUGES:
-                self.log.add(now, node, m, _num(st.get(m)))
+                self.log.add(now, node, m, as_number(st.get(m)))
             for m in GALERA_COUNTERS:
-                self.log.add(now, node, m, _num(st.get(m)), counter=True)
-            committed[node] = (now, _num(st.get("wsrep_last_committed")))
+                self.log.add(now, node, m, as_number(st.get(m)), counter=True)
+            committed[node] = (now, as_number(st.get("wsrep_last_committed")))
         top = max((v for _, v in committed.values() if v is not None), default=None)
         for node, (now, v) in committed.items():
             if top is not None and v is not None:
@@ -199,3 +210,35 @@ class ProcessProbe(Probe):
             now = self.clock()
             self.log.add(now, node, "cpu_s", (int(stat[11]) + int(stat[12])) / CLK_TCK, counter=True)
             self.log.add(now, node, "rss_mib", rss_pages * PAGE / (1 << 20))
+
+
+class LivenessProbe(Probe):
+    """Whether one node still answers: ``SELECT 1`` once a second on a lane of its own, so a node that
+    stops answering (a frozen process, a lost host) blocks only this probe. ``silent_s()`` is how long
+    the node has not answered; the run names a node silent for the watchdog's ``stall_s``."""
+
+    def __init__(self, connect: Connect, node: str, clock: Callable[[], float], interval_s: float = 1.0):
+        self.name, self.connect, self.node, self.clock, self.interval_s = f"alive:{node}", connect, node, clock, interval_s
+        self.lane = None  # its own thread: never waits behind another node
+        self.conn = None
+        self.answered = clock()
+
+    def setup(self) -> None:
+        self.conn = self.connect(self.node)
+        self.answered = self.clock()
+
+    def sample(self, t: float) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT 1")
+            cur.fetchall()
+        self.answered = self.clock()
+
+    def silent_s(self) -> float:
+        return self.clock() - self.answered
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - a node that stopped answering
+                pass

@@ -43,6 +43,10 @@ HIST_ROW = re.compile(r"^\s*(\d+(?:\.\d+)?) \|\**\s+(\d+)$")
 COUNT_RATE = re.compile(rf"^\s+([a-z ]+):\s+(\d+)\s+\({_NUM} per sec\.\)$")
 KEY_VALUE = re.compile(r"^\s+([A-Za-z0-9 ()/]+):\s+(\S+)$")
 
+#: lines sysbench 1.0.20 prints among the others when a run fails (a server gone: its log folds repeats into
+#: "(last message repeated N times)"; the MySQL client library's own complaint when threads die)
+DIAGNOSTICS = ("(last message repeated", "ALERT:", "WARNING:", "Error in my_thread_global_end()")
+
 SUMMARY_KEYS = {
     # section "SQL statistics" / "queries performed"
     "read": "queries_read", "write": "queries_write", "other": "queries_other", "total": "queries_total",
@@ -86,6 +90,7 @@ class SysbenchResult:
     histogram: pd.DataFrame = field(default_factory=HISTOGRAM.empty)
     summary: dict[str, float] = field(default_factory=dict)
     fatal: list[str] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)
     truncated: bool = False
     truncation: str | None = None
 
@@ -120,6 +125,10 @@ class LineParser:
         r = self.result
         if line.startswith("FATAL:"):
             r.fatal.append(line[6:].strip())
+            return None
+        if line.startswith(DIAGNOSTICS):  # sysbench's other messages in a failure, anywhere in the output
+            if line.startswith("ALERT:"):
+                r.alerts.append(line[6:].strip())
             return None
         if line.startswith("["):
             return self._interval(line)

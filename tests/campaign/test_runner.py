@@ -14,7 +14,8 @@ import pytest
 
 from benchlib.campaign.runner import CampaignError, run_campaign
 from benchlib.lab import procs
-from benchlib.lab.lab import Lab, list_labs
+from benchlib.lab.lab import Lab
+from benchlib.lab.state import list_labs
 from benchlib.store import load_campaign, read_manifest
 from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers
 

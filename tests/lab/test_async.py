@@ -91,7 +91,7 @@ def test_semisync_switched_on_and_off_at_runtime(async_lab):
 
 
 def test_bad_runtime_settings_are_refused(async_lab):
-    with pytest.raises(SettingError, match="expects an integer from 0 to 256"):
+    with pytest.raises(SettingError, match="expects an integer from 0 to 16383"):
         async_lab.set({"parallel_threads": "many"})
     with pytest.raises(SettingError, match="is not a runtime setting"):
         async_lab.set({"fc_limit": 10})  # a Galera setting on an async lab

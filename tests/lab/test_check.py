@@ -11,7 +11,7 @@ import pytest
 from benchlib.store import load_campaign
 
 from benchlib.lab.check import check, format_check
-from benchlib.lab.lab import list_labs
+from benchlib.lab.state import list_labs
 from tests.conftest import ROOT, example_spec, kill9
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from benchlib.errors import LabError, MissingDependencyError, NodeStartError
 from benchlib.lab import procs, state, wan
-from benchlib.lab.lab import Lab, cleanup, list_labs
+from benchlib.lab.cleanup import cleanup
+from benchlib.lab.lab import Lab
+from benchlib.lab.state import list_labs
 from benchlib.lab.layout import lab_root, netns_name
 from benchlib.lab.spec import parse_spec
 from tests.conftest import example_spec, leftovers, needs_root

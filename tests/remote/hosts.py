@@ -193,17 +193,18 @@ def create_account(lab, writer: str, user: str, password: str, global_privileges
         sql.execute(conn, *grants)
 
 
-def remote_lab_toml(lab, hosts: ClientHosts, *, name: str, systems: dict[str, str], roles: dict[str, str],
+def remote_lab_toml(lab, hosts: ClientHosts | None, *, name: str, systems: dict[str, str], roles: dict[str, str],
                     user: str, password_env: str) -> str:
     """A remote lab spec for ``lab``'s clusters (``systems``: cluster -> system) reached through the
-    forwarders on SHARED, with ``hosts`` as its client hosts (the key in BENCHLIB_TEST_SSH_KEY)."""
-    out = [f'name = "{name}"', "[credentials]", f'user = "{user}"', f'password_env = "{password_env}"']
+    forwarders on SHARED, with ``hosts`` as its client hosts (the key in BENCHLIB_TEST_SSH_KEY; None: no
+    [clients], sysbench runs on this host)."""
+    out = ['kind = "remote"', f'name = "{name}"', "[credentials]", f'user = "{user}"', f'password_env = "{password_env}"']
     for cluster, system in systems.items():
         out += [f"[clusters.{cluster}]", f'system = "{system}"', "nodes = ["]
         for n in lab.layout.cluster_nodes(cluster):
             out.append(f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{roles[n.name]}" }},')
         out.append("]")
-    for client, address in hosts.hosts.items():
+    for client, address in (hosts.hosts.items() if hosts else []):
         out += [f"[clients.{client}]", f'host = "{address}"', 'user = "root"', 'key_env = "BENCHLIB_TEST_SSH_KEY"',
                 f'known_hosts = "{hosts.known_hosts}"']
     return "\n".join(out) + "\n"

@@ -16,7 +16,8 @@ import pytest
 from benchlib.errors import SettingError
 from benchlib.lab import sql
 from benchlib.lab.spec import load_spec
-from benchlib.remote.check import check_remote, format_remote_check
+from benchlib.remote.check import format_remote_check
+from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import load_remote_spec
 from tests.remote.hosts import create_account, remote_lab_toml
 
@@ -65,7 +66,7 @@ def remote(labs, client_hosts, tmp_path_factory):
 
 def test_lab_check_passes_on_a_healthy_remote_lab(remote):
     lab, d = remote
-    result = check_remote(load_remote_spec(d / "remote.toml"))
+    result = RemoteLab(load_remote_spec(d / "remote.toml")).check()
     text = "\n".join(format_remote_check(result))
     assert result.ok, text
     assert set(result.offsets) == {*ROLES, "c1", "c2"}  # every server and client host has a clock offset
@@ -77,13 +78,13 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     lab, d = remote
     spec = load_remote_spec(d / "remote.toml")
     monkeypatch.setenv("BENCHLIB_TEST_DB_PASSWORD", "not-the-password")
-    wrong = check_remote(spec, clients=False)
+    wrong = RemoteLab(spec).check(clients=False)
     assert [f.message for f in wrong.problems] == [
         "async-1: the server refused the login of 'rbench' (wrong password, or no such account for this host): "
         "check the password in $BENCHLIB_TEST_DB_PASSWORD"]
     monkeypatch.undo()
 
-    weak = check_remote(load_remote_spec(d / "weak.toml"), clients=False)
+    weak = RemoteLab(load_remote_spec(d / "weak.toml")).check(clients=False)
     assert len(weak.problems) == 1, weak.problems
     assert re.match(r"async-2: 'rweak' lacks a privilege the replica_status probe needs \(.*SLAVE MONITOR.*\); "
                     r"add it: GRANT REPLICATION CLIENT ON \*\.\* TO rweak", weak.problems[0].message)
@@ -91,7 +92,7 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     with lab.connect("async-2") as conn:
         sql.execute(conn, "STOP SLAVE")
     try:
-        stopped = check_remote(spec, clients=False)
+        stopped = RemoteLab(spec).check(clients=False)
         assert [f.message for f in stopped.problems] == [
             "async-2: replication is stopped (IO thread: No, SQL thread: No): run START REPLICA on async-2"]
         cli = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "check", str(d / "remote.toml")],
@@ -205,7 +206,7 @@ def test_lab_check_names_a_node_that_does_not_answer(remote):
     text = (d / "remote.toml").read_text()
     port = re.search(r'name = "galera-3", host = "[0-9.]+", port = (\d+)', text).group(1)
     (d / "unreachable.toml").write_text(text.replace(f"port = {port},", "port = 9,"))
-    result = check_remote(load_remote_spec(d / "unreachable.toml"), clients=False)
+    result = RemoteLab(load_remote_spec(d / "unreachable.toml")).check(clients=False)
     assert [f.message.split(" (")[0] for f in result.problems] == ["galera-3: cannot connect to 198.18.251.1:9"]
     assert "check the address, the port, and that the server runs" in result.problems[0].message
     # galera-1 and galera-2 see a cluster of 3 still: the spec is the one that is wrong here, not the cluster

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from benchlib.sampling.lab import for_lab
+from benchlib.sampling.session import build_sampling
 from benchlib.sampling.status import StatusLog, gtid_seq
 from benchlib.schema import CLUSTER
 from tests.conftest import example_spec
@@ -41,7 +41,7 @@ def metric(df, node, name):
 def test_replication_backlog_and_galera_flow_control(lab):
     with lab.connect("async-3") as conn:
         conn.cursor().execute("STOP SLAVE SQL_THREAD")
-    sampling = for_lab(lab)
+    sampling = build_sampling(lab)
     for hb in sampling.heartbeats.values():
         hb.prepare(timeout=1)  # async-3 is stopped: it cannot receive the heartbeat table
     sampling.sampler.start()

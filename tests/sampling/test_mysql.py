@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.remote import probes as rp
-from benchlib.remote.clock import Offset
-from benchlib.sampling.remote import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe, PXCProbe
+from benchlib.systems import queries as rp
+from benchlib.sampling.clock import Offset
+from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
+from benchlib.sampling.status import GaleraProbe
 from benchlib.sampling.status import StatusLog
 
 
@@ -138,7 +139,8 @@ def test_pxc_nodes_report_galera_numbers_and_seqno_behind():
             {"Variable_name": "wsrep_flow_control_status", "Value": "OFF"},
             {"Variable_name": "wsrep_local_state_comment", "Value": "Synced"}]})
     log = StatusLog()
-    probe = PXCProbe({"p1": node(1000, 5), "p2": node(990, 9)}.__getitem__, ["p1", "p2"], log, lambda: 1.0)
+    probe = GaleraProbe({"p1": node(1000, 5), "p2": node(990, 9)}.__getitem__, ["p1", "p2"], log, lambda: 1.0,
+                        show_status=True)
     probe.setup()
     probe.sample(0.0)
     got = metrics(log)

@@ -7,6 +7,9 @@ clock read ``remote`` somewhere in between, so ``offset = remote - (t_send + t_r
 of at most half the round trip. Over a window the sample with the lowest round trip is the best
 estimate. Offsets are recorded in the manifest and applied to cross-host timestamps; a negative lag
 after correction is kept as it is (a skew signal), never clamped to zero.
+
+``ClockProbe`` samples every node of a remote lab once a second and logs the estimate as the
+``clock_offset_ms`` metric; the run's manifest records the estimates.
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from benchlib.sampling.heartbeat import Connect
+from benchlib.sampling.probe import Probe
+from benchlib.sampling.status import StatusLog
 
 SERVER_NOW = "SELECT UNIX_TIMESTAMP(SYSDATE(6)) AS now"
 
@@ -79,3 +86,33 @@ def server_offset(conn: Any, samples: int = 5, pause_s: float = 0.0) -> Offset:
                 time.sleep(pause_s)
             est.add(*sample_server_clock(cur))
     return est.estimate()
+
+
+class ClockProbe(Probe):
+    """Every node's clock offset from the sampler's wall clock, lowest round trip in a 60-sample window."""
+
+    def __init__(self, connect: Connect, nodes: list[str], log: StatusLog, clock: Callable[[], float],
+                 interval_s: float = 1.0, wall: Callable[[], float] = time.time):
+        self.name, self.connect, self.nodes, self.log, self.clock = "clocks", connect, nodes, log, clock
+        self.interval_s, self.wall, self.lane = interval_s, wall, "clocks"
+        self.estimators = {n: OffsetEstimator(window=60) for n in nodes}
+        self.conns = {}
+
+    def setup(self) -> None:
+        self.conns = {n: self.connect(n) for n in self.nodes}
+        for _ in range(3):  # a first estimate before the load starts
+            self.sample(0.0)
+
+    def sample(self, t: float) -> None:
+        for n, conn in self.conns.items():
+            with conn.cursor() as cur:
+                self.estimators[n].add(*sample_server_clock(cur, self.wall))
+            best = self.estimators[n].estimate()
+            self.log.add(self.clock(), n, "clock_offset_ms", best.offset_s * 1000)
+
+    def offsets(self) -> dict[str, Offset]:
+        return {n: e.estimate() for n, e in self.estimators.items() if e.estimate() is not None}
+
+    def close(self) -> None:
+        for c in self.conns.values():
+            c.close()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.remote.load import histogram_percentile, merge_results
+from benchlib.sysbench.merge import histogram_percentile, merge_results
 from benchlib.sysbench.output import parse_file
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
+import os
+import signal
 import threading
 import time
 
 import pytest
 
-from benchlib.campaign.sysbench_run import RunError, SysbenchOptions, execute_run, prepare_dataset
+from benchlib.campaign.run import execute_run, prepare_dataset
+from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.store import RunWriter, read_run
 from tests.conftest import example_spec
 
@@ -80,7 +82,8 @@ def test_a_hung_cluster_is_killed_by_the_watchdog(lab, tmp_path):
 def test_sysbench_dying_mid_run_marks_the_run_failed(lab, tmp_path):
     def kill_soon(iv):
         if iv.t_s == 2.0:
-            subprocess.run(["pkill", "-9", "-f", "sysbench-async-1.cfg oltp_read_write"], check=False)
+            for pid_file in (lab.dir / "loads").glob("*.pid"):  # the load driver records its sysbench
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
 
     run = read_run(execute_run(lab, "async", SysbenchOptions(**{**OPTS.__dict__, "time_s": 20}),
                                writer(lab, tmp_path, "died"), on_interval=kill_soon))

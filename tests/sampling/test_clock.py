@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from benchlib.remote.clock import OffsetEstimator, corrected_lag_s
+from benchlib.sampling.clock import OffsetEstimator, corrected_lag_s
 
 
 def test_the_lowest_round_trip_sample_bounds_the_offset():

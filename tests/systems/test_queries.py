@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.remote import probes
-from benchlib.remote.probes import ApplierState, ServerKind
+from benchlib.systems import queries as probes
+from benchlib.systems.queries import ApplierState, ServerKind
 
 
 @pytest.mark.parametrize("variables,system,version", [

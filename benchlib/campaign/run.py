@@ -1,0 +1,178 @@
+"""One measured run on any lab: dataset once, sampling, the load through the lab's driver, the run folder.
+
+``execute_run`` is one measured run: settings are the caller's; here the dataset is
+prepared if this (workload family, tables, table size) was not prepared on this lab
+yet, sampling starts, the lab's load driver runs sysbench (here or on client hosts) with
+every per-second line parsed as it arrives, the shared watchdog kills a load that stalls,
+whose node went down or stopped answering, sampling goes on after the load until every
+node has caught up (catch-up time is a result), and the run is written to the store.
+Nothing here knows which kind of lab it has (``benchlib.lab.base.Lab``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from benchlib.sampling.session import build_sampling
+from benchlib.store import RunWriter
+from benchlib.sysbench.options import SysbenchOptions
+from benchlib.sysbench.output import Interval
+from benchlib.sysbench.process import LoadResult
+from benchlib.systems import sql
+
+if TYPE_CHECKING:
+    from benchlib.lab.base import Lab
+
+__all__ = ["SERVER_VARIABLES", "execute_run", "nodes_down", "prepare_dataset"]
+
+
+def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
+    """Prepare the dataset ``opts`` needs unless this lab already has it; True when it prepared."""
+    key = opts.dataset_key
+    family = key.split(":")[0]
+    with lab.connect(writer) as conn:
+        sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE DATABASE IF NOT EXISTS sbtest",
+                    "CREATE TABLE IF NOT EXISTS benchlib.datasets (name VARCHAR(64) PRIMARY KEY, prepared_at DOUBLE)")
+        if sql.query(conn, "SELECT 1 FROM benchlib.datasets WHERE name = %s", (key,)):
+            return False
+        if family == "oltp":  # another size may be there: start clean
+            for i in range(1, opts.tables + 1):
+                sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
+    lab.load_driver().prepare(writer, opts)
+    with lab.connect(writer) as conn:
+        with conn.cursor() as cur:
+            cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
+            cur.execute("INSERT INTO benchlib.datasets VALUES (%s, %s)", (key, time.time()))
+    return True
+
+
+SERVER_VARIABLES = ["version", "sync_binlog", "innodb_flush_log_at_trx_commit", "innodb_buffer_pool_size",
+                    "log_bin", "binlog_format", "slave_parallel_threads", "slave_parallel_mode",
+                    "rpl_semi_sync_master_enabled", "rpl_semi_sync_master_wait_point", "wsrep_on",
+                    "wsrep_provider_options", "wsrep_slave_threads", "performance_schema"]
+
+
+def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
+    """A reason naming the nodes of ``nodes`` that are not running (None: all up)."""
+    down = [n for n in nodes if not lab.is_up(n)]
+    return f"{', '.join(down)} went down during the run" if down else None
+
+
+def _name_the_cause(loaded: LoadResult, trouble: Callable[[], str | None], wait_s: float = 3.0) -> LoadResult:
+    """A load that failed because a node went down or stopped answering says so first: sysbench only sees
+    lost connections. The node's process may take a moment to be gone (a zombie), so look for up to
+    ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        cause = trouble()
+        if cause:
+            if loaded.reason and cause in loaded.reason:
+                return loaded
+            detail = f" (sysbench: {loaded.reason})" if loaded.reason else ""
+            return replace(loaded, status="failed", reason=f"{cause}{detail}")
+        if time.monotonic() > deadline:
+            return loaded
+        time.sleep(0.2)
+
+
+def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, *, catch_up_timeout: float = 120,
+                sync_timeout: float = 120, warmup_s: int = 0, stall_s: float = 10.0,
+                on_interval: Callable[[Interval], None] | None = None,
+                on_second: Callable[[Interval, float | None], None] | None = None,
+                context: dict[str, Any] | None = None) -> Path:
+    """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
+
+    Before the measured window: the dataset (once per shape), an optional warm-up of ``warmup_s``
+    seconds (its output kept as raw/warmup.txt, not measured), then sampling starts and the load
+    waits until every node has seen a heartbeat (in sync; the wait is recorded). During the load a
+    node going down kills the run (FAILED, the reason names the node). ``on_second(interval, lag_ms)``
+    gets each per-second line with the cluster's current replica lag, for progress displays.
+    ``context`` (campaign, host facts, revision) is recorded in the manifest as given.
+    """
+    nodes = [n.name for n in lab.cluster_nodes(cluster)]
+    write_node = nodes[0]
+    driver = lab.load_driver()
+    prepare_dataset(lab, write_node, opts)
+    facts = lab.facts(cluster)
+    extra: dict[str, Any] = {
+        **(context or {}),
+        "sysbench": asdict(opts),
+        "lab": {"name": lab.name, "kind": lab.kind, "cluster": cluster, "topology": facts["topology"],
+                "system": facts["system"], "nodes": nodes, "settings": lab.settings(cluster), "facts": facts},
+        "warmup_s": warmup_s,
+    }
+    if warmup_s > 0:
+        warm = driver.run(write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,
+                          source=f"{writer.run_id}/raw/warmup.txt", abort_if=lambda: nodes_down(lab, nodes))
+        writer.raw("warmup.txt", warm.output)
+        if warm.status != "ok":
+            return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
+    variables = {}
+    for n in nodes:
+        with lab.connect(n) as conn:
+            variables[n] = sql.global_variables(conn, SERVER_VARIABLES)
+    extra["server_variables"] = variables
+    sampling = build_sampling(lab, [cluster])
+    sampling.start()
+
+    def trouble() -> str | None:
+        return nodes_down(lab, nodes) or sampling.unresponsive(stall_s)
+
+    def each_second(iv: Interval) -> None:
+        if on_interval:
+            on_interval(iv)
+        if on_second:
+            on_second(iv, sampling.current_lag_ms())
+
+    try:
+        in_sync = sampling.wait_caught_up(sync_timeout)
+        load_t0 = sampling.sampler.now()
+        if in_sync is None:
+            loaded = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
+        else:
+            loaded = driver.run(write_node, opts, on_interval=each_second, stall_s=stall_s,
+                                source=f"{writer.run_id}/raw/sysbench.txt", abort_if=trouble)
+            if loaded.status != "ok":
+                loaded = _name_the_cause(loaded, trouble)
+        load_end = sampling.sampler.now()
+        bounds = (sampling.wait_catch_up(sampling.sampler.t0 + load_end, catch_up_timeout, give_up=trouble)
+                  if loaded.status == "ok" else None)
+        if isinstance(bounds, str):  # a node went down or stopped answering while the others caught up
+            loaded = replace(loaded, status="failed", reason=f"{bounds} (after the load, during catch-up)")
+            bounds = None
+        catch_up = bounds[1] if bounds else None
+    finally:
+        sampling.stop()
+    writer.raw("sysbench.txt", loaded.output)
+    for host, text in loaded.outputs.items():
+        writer.raw(f"sysbench-{host}.txt", text)
+    result = loaded.result  # parsed live as the lines arrived; partial frames are kept for failed runs
+    if result is not None:
+        writer.frame("intervals", result.intervals)
+        writer.frame("histogram", result.histogram)
+    lag = sampling.lag_frame()
+    if not lag.empty:
+        writer.frame("lag", lag)
+    writer.frame("cluster", sampling.cluster_frame())
+    extra.update({
+        "in_sync_wait_s": in_sync,
+        "load_window_s": [load_t0, load_end],
+        "catch_up_s": catch_up,  # upper bound: every node saw the first heartbeat after the load
+        "catch_up_low_s": bounds[0] if bounds else None,  # lower bound (the last heartbeat before the end)
+        "sampler": {"errors": [f"{n}: {e}" for n, _, e in sampling.sampler.errors],
+                    "skipped_ticks": sampling.sampler.skipped, "warnings": sampling.warnings},
+    })
+    if result is not None and result.summary:
+        extra["summary"] = result.summary
+    if loaded.client_hosts:
+        extra["client_hosts"] = loaded.client_hosts
+    if sampling.offsets():
+        extra["clock_offsets"] = sampling.offsets()
+    if loaded.status != "ok":
+        return writer.fail(f"{loaded.status.upper()}: {loaded.reason}", **extra)
+    if catch_up is None:
+        return writer.fail(f"replicas did not catch up within {catch_up_timeout:g} s after the load", **extra)
+    return writer.finish(**extra)

@@ -1,0 +1,120 @@
+"""The ``Lab`` protocol: what a campaign, the sampler and the CLI need of a lab, local or remote.
+
+The embedded lab (``benchlib.lab.lab.Lab``: servers this machine starts) and a remote lab
+(``benchlib.remote.lab.RemoteLab``: servers benchlib only connects to) implement it alike, so
+nothing above them asks which one it has. Where they differ, the lab says so through the
+protocol itself: ``heal`` restarts nodes locally and refuses remotely with the reason;
+``load_driver`` runs sysbench here or on the client hosts; ``extra_probes`` samples local
+processes or remote clocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from benchlib.sampling.probe import Probe
+    from benchlib.sampling.status import StatusLog
+    from benchlib.systems.settings import SettingRules
+    from benchlib.sysbench.driver import LoadDriver
+
+__all__ = ["Lab", "NodeInfo", "NodeStatus", "Progress", "quiet"]
+
+Progress = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node as everything above the lab sees it."""
+
+    name: str
+    cluster: str
+    role: str  # primary, replica, galera, single (local); the remote spec's roles
+    system: str  # benchlib.systems key
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class NodeStatus:
+    name: str
+    cluster: str
+    topology: str
+    role: str
+    site: str | None
+    port: int
+    pid: int | None
+    up: bool
+    detail: dict[str, Any]
+    system: str = ""
+    host: str = ""
+
+
+@runtime_checkable
+class Lab(Protocol):
+    """A lab of one or more clusters (see the module docstring)."""
+
+    name: str
+    kind: str  # "local" | "remote"
+
+    @property
+    def spec(self) -> Any: ...
+
+    def clusters(self) -> list[str]: ...
+
+    def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
+        """The nodes of ``cluster``, the one that takes the writes first."""
+
+    def system(self, cluster: str) -> str: ...
+
+    def connect(self, node: Any, *, database: str | None = None) -> Any:
+        """A pymysql connection (DictCursor, autocommit) with the lab's administrative account."""
+
+    def is_up(self, node: Any) -> bool: ...
+
+    def setting_rules(self, cluster: str) -> "SettingRules": ...
+
+    def settings(self, cluster: str) -> dict[str, Any]:
+        """The runtime settings applied so far (recorded in every run's manifest)."""
+
+    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
+        """Apply runtime settings (read back); returns {cluster: {setting: value}}."""
+
+    def refresh(self) -> None: ...
+
+    def broken(self) -> list[str]:
+        """What ``heal`` would have to repair, cheaply."""
+
+    def heal(self, *, timeout: float = 120.0, progress: Progress = quiet) -> list[str]:
+        """Repair what ``broken`` lists (a remote lab refuses, naming the nodes); returns the nodes restarted."""
+
+    def status(self) -> list[NodeStatus]: ...
+
+    def load_driver(self) -> "LoadDriver": ...
+
+    def extra_probes(self, nodes: list[str], log: "StatusLog", clock: Callable[[], float]) -> list["Probe"]:
+        """Probes the placement provides (processes of a local lab, server clocks of a remote one)."""
+
+    def heartbeat_triggers(self, cluster: str) -> bool:
+        """Whether replicas of ``cluster`` get the apply-time trigger (needs privileges a remote account lacks)."""
+
+    def secrets(self) -> list[str]:
+        """Every password this lab uses: the run store refuses to write any of them."""
+
+    def facts(self, cluster: str) -> dict[str, Any]:
+        """What analysis needs to know of ``cluster`` for every run (system, nodes, RTT, durability, binlog)."""
+
+    def close(self) -> None:
+        """Release connections (SSH, watch connections); the servers are left as they are."""
+
+    def down(self) -> None:
+        """Take the lab down (a remote lab: close, never stop a server)."""

@@ -1,0 +1,146 @@
+"""Everything sampled during a run, on any lab: heartbeats, each system's status probe, liveness, extras.
+
+``build_sampling(lab, clusters)`` builds, per cluster, a heartbeat (writer on the cluster's
+write node, a reader on every other node; the apply-time trigger where the lab allows it)
+and the status probe its *system* registers in ``STATUS_PROBES``; one liveness probe per
+node; and the probes the lab's placement adds (``Lab.extra_probes``: local processes, or
+remote server clocks). ``LabSampling`` is the session a run drives: start, wait in sync,
+watch, wait for catch-up, stop, frames.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import pandas as pd
+
+from benchlib.sampling.clock import ClockProbe
+from benchlib.sampling.heartbeat import Connect, Heartbeat
+from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
+from benchlib.sampling.probe import Probe, Sampler
+from benchlib.sampling.status import GaleraProbe, LivenessProbe, MariaDBReplicationProbe, StatusLog
+
+if TYPE_CHECKING:
+    from benchlib.lab.base import Lab
+
+__all__ = ["STATUS_PROBES", "LabSampling", "build_sampling"]
+
+#: (connect, nodes writer first, log, clock, clocks or None) -> the cluster's status probe (None: none)
+StatusFactory = Callable[[Connect, list[str], StatusLog, Callable[[], float], "ClockProbe | None"], "Probe | None"]
+
+#: system -> status probe of one of its clusters
+STATUS_PROBES: dict[str, StatusFactory] = {
+    "mariadb": lambda c, nodes, log, clock, clocks: (MariaDBReplicationProbe(c, nodes[0], nodes[1:], log, clock)
+                                                     if len(nodes) > 1 else None),
+    "galera": lambda c, nodes, log, clock, clocks: GaleraProbe(c, nodes, log, clock),
+    "pxc": lambda c, nodes, log, clock, clocks: GaleraProbe(c, nodes, log, clock, show_status=True),
+    "mysql": lambda c, nodes, log, clock, clocks: (MySQLReplicationProbe(c, nodes[0], nodes[1:], log, clock, clocks)
+                                                   if len(nodes) > 1 else None),
+    "group_replication": lambda c, nodes, log, clock, clocks: GroupReplicationProbe(c, nodes, log, clock, clocks),
+    "aurora": lambda c, nodes, log, clock, clocks: AuroraProbe(c, nodes[0], log, clock),
+}
+
+
+@dataclass
+class LabSampling:
+    heartbeats: dict[str, Heartbeat]
+    status: StatusLog
+    sampler: Sampler
+    clocks: ClockProbe | None = None  # remote labs: every server's clock offset
+    liveness: list[LivenessProbe] = field(default_factory=list)
+
+    def offsets(self) -> dict[str, dict[str, float]]:
+        """Every remote server's clock offset from the sampler ({} on a local lab: one clock)."""
+        if self.clocks is None:
+            return {}
+        return {n: o.as_dict() for n, o in self.clocks.offsets().items()}
+
+    def start(self) -> "LabSampling":
+        for hb in self.heartbeats.values():
+            hb.prepare()
+        self.sampler.start()
+        return self
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for hb in self.heartbeats.values() for w in hb.warnings]
+
+    def stop(self) -> None:
+        self.sampler.stop()
+
+    def unresponsive(self, stall_s: float) -> str | None:
+        """A reason naming the nodes that have not answered for ``stall_s`` seconds (None: all answer)."""
+        silent = sorted(((p.silent_s(), p.node) for p in self.liveness if p.silent_s() > stall_s), reverse=True)
+        if not silent:
+            return None
+        return ", ".join(f"{node} stopped answering (no reply for {s:.0f} s)" for s, node in silent)
+
+    def caught_up(self) -> bool:
+        return all(hb.caught_up() for hb in self.heartbeats.values())
+
+    def wait_caught_up(self, timeout: float) -> float | None:
+        """Seconds until every node has seen the last heartbeat (None: not within ``timeout``)."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if self.caught_up():
+                return time.monotonic() - t0
+            time.sleep(0.01)
+        return None
+
+    def wait_catch_up(self, end: float, timeout: float,
+                      give_up: Callable[[], str | None] | None = None) -> tuple[float, float] | str | None:
+        """After a load that ended at ``end`` (time.monotonic): (low, high) bounds of the time every node
+        took to apply everything, from heartbeats around ``end``; None when not within ``timeout``; the
+        reason ``give_up()`` returns (checked twice a second), e.g. a node that stopped answering."""
+        next_check = time.monotonic()
+        while time.monotonic() - end < timeout:
+            bounds = [hb.catch_up_bounds(end) for hb in self.heartbeats.values()]
+            if all(b is not None for b in bounds):
+                return (max((b[0] for b in bounds), default=0.0), max((b[1] for b in bounds), default=0.0))
+            if give_up is not None and time.monotonic() >= next_check:
+                next_check = time.monotonic() + 0.5
+                reason = give_up()
+                if reason:
+                    return reason
+            time.sleep(0.01)
+        return None
+
+    def current_lag_ms(self) -> float | None:
+        """The worst live lag over the sampled clusters (None: no cluster has replicas)."""
+        return max((hb.current_lag_ms() for hb in self.heartbeats.values()), default=None)
+
+    def lag_frame(self) -> pd.DataFrame:
+        frames = [hb.frame(self.sampler.t0) for hb in self.heartbeats.values()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def cluster_frame(self) -> pd.DataFrame:
+        return self.status.frame(self.sampler.t0)
+
+
+def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
+                   read_every: float = 0.02) -> LabSampling:
+    clock = time.monotonic
+    log = StatusLog()
+    heartbeats: dict[str, Heartbeat] = {}
+    probes: list[Probe] = []
+    clusters = clusters or lab.clusters()
+    members = {c: [n.name for n in lab.cluster_nodes(c)] for c in clusters}
+    every = [n for c in clusters for n in members[c]]
+    extras = lab.extra_probes(every, log, clock)
+    clocks = next((p for p in extras if isinstance(p, ClockProbe)), None)
+    for cluster in clusters:
+        nodes = members[cluster]
+        if len(nodes) > 1:
+            trigger = set(nodes[1:]) if lab.heartbeat_triggers(cluster) else set()
+            hb = Heartbeat(lab.connect, nodes[0], nodes[1:], trigger_on=trigger, write_every=write_every,
+                           read_every=read_every, clock=clock)
+            heartbeats[cluster] = hb
+            probes += hb.probes
+        factory = STATUS_PROBES.get(lab.system(cluster))
+        probe = factory(lab.connect, nodes, log, clock, clocks) if factory else None
+        if probe is not None:
+            probes.append(probe)
+    liveness = [LivenessProbe(lab.connect, n, clock) for n in every]
+    return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness)

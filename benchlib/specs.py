@@ -1,0 +1,58 @@
+"""What every spec file shares: a strict, frozen pydantic base, reading TOML, and validation errors as lines.
+
+Lab specs (local and remote) and campaign specs are TOML files validated by pydantic models;
+a file that does not validate raises one ``SpecError`` whose detail names every bad field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from benchlib.errors import SpecError
+
+__all__ = ["Strict", "format_validation", "read_toml"]
+
+_TOPOLOGY_TAGS = {"single", "async", "semisync", "galera"}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def read_toml(path: str | Path, what: str, example: str = "") -> dict[str, Any]:
+    """The TOML table in ``path``; a missing, unreadable or invalid file raises one ``SpecError``."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise SpecError(f"{what} not found: {p}", hint=f"give the path of a TOML file{', e.g. ' + example if example else ''}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read {what} {p}: {exc.__class__.__name__}", hint="give the path of a readable TOML file") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{p}: not valid TOML: {exc}", hint="fix the syntax at the line and column given") from None
+
+
+def format_validation(err: ValidationError, source: str) -> str:
+    """One line per problem: where (file and field) and what is wrong."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p in _TOPOLOGY_TAGS))
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see examples/labs/)"
+        elif e["type"] == "union_tag_invalid":
+            msg = "topology must be one of: single, async, semisync, galera"
+        elif e["type"] == "string_pattern_mismatch" and loc == "name":
+            msg = f"lab name {e['input']!r}: lower-case letters, digits and '-', starting with a letter, at most 24"
+        elif e["type"] == "union_tag_not_found":
+            msg = "missing 'topology' (one of: single, async, semisync, galera)"
+        elif "input" in e and e["type"] not in {"missing"} and not isinstance(e["input"], dict):
+            msg = f"{msg} (got {e['input']!r})"
+        lines.append(f"  {source}: {loc or '(top level)'}: {msg}")
+    return "\n".join(lines)

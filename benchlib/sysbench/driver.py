@@ -1,0 +1,72 @@
+"""Load drivers: where sysbench runs for a lab, behind one interface.
+
+``LoadDriver`` is what a measured run needs of the load: ``prepare`` a dataset on a node,
+``run`` one load against a node (live per-second callback, the shared watchdog), and
+``stop_strays`` (a previous start's load that is still running is stopped before measuring).
+``LocalDriver`` runs sysbench on this host (the embedded lab, and remote labs without
+client hosts); the SSH driver of remote labs (``benchlib.remote.load``) runs it on the
+client hosts together.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from benchlib.sysbench.options import RunError, SysbenchOptions, connection_config
+from benchlib.sysbench.output import Interval
+from benchlib.sysbench.process import LoadResult, run_sysbench, stop_recorded
+
+__all__ = ["Endpoint", "LoadDriver", "LocalDriver"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where sysbench connects for one node, and as whom."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+
+    def config(self) -> str:
+        return connection_config(self.host, self.port, self.user, self.password)
+
+
+class LoadDriver(Protocol):
+    def prepare(self, node: str, opts: SysbenchOptions) -> None:
+        """``sysbench prepare`` of ``opts``'s dataset on ``node``; RunError when it fails."""
+
+    def run(self, node: str, opts: SysbenchOptions, *, on_interval: Callable[[Interval], None] | None = None,
+            stall_s: float = 10.0, source: str = "sysbench",
+            abort_if: Callable[[], str | None] | None = None) -> LoadResult:
+        """One load of ``opts`` against ``node``, watched (``benchlib.sysbench.process.Watchdog``)."""
+
+    def stop_strays(self) -> list[str]:
+        """Stop loads a previous start left running; returns what was stopped (for the event log)."""
+
+
+class LocalDriver:
+    """sysbench on this host; ``endpoint(node)`` says where and as whom it connects."""
+
+    def __init__(self, endpoint: Callable[[str], Endpoint], pid_dir: Path, sysbench: str = "sysbench"):
+        self.endpoint, self.pid_dir, self.sysbench = endpoint, pid_dir, sysbench
+
+    def prepare(self, node: str, opts: SysbenchOptions) -> None:
+        argv = opts.argv("prepare", *opts.prepare_args(), sysbench=self.sysbench)
+        res = subprocess.run(argv, input=self.endpoint(node).config(), capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RunError(f"sysbench prepare of {opts.dataset_key} failed on {node} (exit {res.returncode})",
+                           detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-8:]))
+
+    def run(self, node: str, opts: SysbenchOptions, *, on_interval: Callable[[Interval], None] | None = None,
+            stall_s: float = 10.0, source: str = "sysbench",
+            abort_if: Callable[[], str | None] | None = None) -> LoadResult:
+        return run_sysbench(opts.argv("run", *opts.run_args(), sysbench=self.sysbench), self.endpoint(node).config(),
+                            on_interval=on_interval, stall_s=stall_s, source=source, abort_if=abort_if,
+                            pid_dir=self.pid_dir)
+
+    def stop_strays(self) -> list[str]:
+        return [f"sysbench pid {p} (here)" for p in stop_recorded(self.pid_dir)]

@@ -1,0 +1,110 @@
+"""What sysbench is asked to run: the workloads, the options of one run, and the connection config.
+
+A workload is sysbench's own test (``oltp_read_write`` ...) or a Lua file bundled with
+benchlib (``insert_single``/``insert_batch`` write into a wide table). ``SysbenchOptions``
+is one run's options; ``argv``/``run_args`` turn them into sysbench's command line. The
+password never appears there: sysbench reads its connection options from its standard
+input (``--config-file=/dev/stdin``, see ``connection_config``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.errors import BenchlibError
+
+__all__ = ["WORKLOADS", "RunError", "SysbenchOptions", "Workload", "connection_config"]
+
+WORKLOAD_DIR = Path(__file__).resolve().parents[1] / "workloads"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A sysbench test: bundled with sysbench (``script`` is its name) or with benchlib (a Lua file)."""
+
+    name: str
+    script: str
+    dataset: str  # "oltp": sbtest1..N with table_size rows; "wide": benchlib_wide1..N, created empty
+    args: tuple[str, ...] = ()
+    rows_per_trx: bool = False  # takes --rows-per-trx
+
+
+def _sysbench_own(name: str) -> Workload:
+    return Workload(name, name, "oltp")
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in [
+    *(_sysbench_own(n) for n in ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index",
+                                 "oltp_insert", "oltp_point_select", "oltp_read_only", "oltp_delete")),
+    # flow-control studies: one row per transaction, and N single-row INSERTs in one transaction (default 50)
+    Workload("insert_single", str(WORKLOAD_DIR / "insert_rows.lua"), "wide"),
+    Workload("insert_batch", str(WORKLOAD_DIR / "insert_rows.lua"), "wide", rows_per_trx=True),
+]}
+
+
+class RunError(BenchlibError):
+    """A run that cannot start (bad options, dataset preparation failed)."""
+
+
+@dataclass(frozen=True)
+class SysbenchOptions:
+    workload: str = "oltp_read_write"
+    tables: int = 4
+    table_size: int = 10_000
+    threads: int = 8
+    time_s: int = 10
+    rate: int | None = None  # open loop: target transactions per second
+    percentile: int = 95
+    histogram: bool = True
+    rows_per_trx: int = 50  # insert_batch only
+    extra: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.workload not in WORKLOADS:
+            raise RunError(f"unknown workload {self.workload!r}", hint=f"workloads: {', '.join(sorted(WORKLOADS))}")
+        for name in ("tables", "table_size", "threads", "time_s", "rows_per_trx"):
+            if getattr(self, name) < 1:
+                raise RunError(f"{name} must be at least 1 (got {getattr(self, name)})")
+
+    @property
+    def spec(self) -> Workload:
+        return WORKLOADS[self.workload]
+
+    @property
+    def dataset_key(self) -> str:
+        """Runs with equal keys share a prepared dataset."""
+        if self.spec.dataset == "wide":
+            return f"wide:{self.tables}"
+        return f"oltp:{self.tables}x{self.table_size}"
+
+    def dataset_args(self) -> list[str]:
+        if self.spec.dataset == "wide":
+            return [f"--tables={self.tables}"]
+        return [f"--tables={self.tables}", f"--table-size={self.table_size}"]
+
+    def prepare_args(self) -> list[str]:
+        return [*self.dataset_args(), f"--threads={min(self.tables, 4)}"]
+
+    def argv(self, command: str, *args: str, sysbench: str = "sysbench", script: str | None = None) -> list[str]:
+        """sysbench's command line; its connection options come on standard input."""
+        return [sysbench, "--config-file=/dev/stdin", script or self.spec.script, *args, command]
+
+    def run_args(self) -> list[str]:
+        args = [*self.dataset_args(), f"--threads={self.threads}", f"--time={self.time_s}", "--report-interval=1",
+                f"--percentile={self.percentile}", *self.spec.args]
+        if self.spec.rows_per_trx:
+            args.append(f"--rows-per-trx={self.rows_per_trx}")
+        elif self.workload == "insert_single":
+            args.append("--rows-per-trx=1")
+        if self.histogram:
+            args.append("--histogram")
+        if self.rate:
+            args.append(f"--rate={self.rate}")
+        return [*args, *self.extra]
+
+
+def connection_config(host: str, port: int, user: str, password: str, database: str = "sbtest") -> str:
+    """sysbench's connection options (password included): passed on standard input, never on disk or argv."""
+    return (f"db-driver=mysql\nmysql-host={host}\nmysql-port={port}\nmysql-user={user}\n"
+            f"mysql-password={password}\nmysql-db={database}\n")

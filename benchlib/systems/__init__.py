@@ -1,0 +1,78 @@
+"""Systems: what benchlib knows of each MySQL-family replication technology, in one registry.
+
+A ``System`` owns its settings vocabulary (``benchlib.systems.settings``), what ``lab status``
+shows of a node, and the roles its nodes take. Local and remote labs look systems up alike:
+a local topology maps onto a system (async, semi-sync and single -> ``mariadb``; galera ->
+``galera``), a remote cluster names its system. The SQL and parsers of every system's probes
+are in ``benchlib.systems.queries``; the sampler's probes (``benchlib.sampling``) use them.
+
+Adding a system is one ``register(System(...))`` here (and its probe in
+``benchlib.sampling.status.STATUS_PROBES``), not a chain of ifs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from benchlib.errors import SpecError
+from benchlib.systems import galera, group_replication, mariadb, mysql
+from benchlib.systems.settings import Setting, SettingRules
+
+__all__ = ["SYSTEMS", "System", "get", "register", "rules"]
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    title: str
+    settings: dict[str, Setting]
+    node_status: Callable[[Any, str], dict[str, Any]]
+    restart_settings: dict[str, Setting] = field(default_factory=dict)  # remote labs that allow restarts
+    mysql_family: bool = False  # MySQL's statements (SHOW REPLICA STATUS, performance_schema lag)
+    sweeps_nothing: str = ""  # why no setting can be swept (Aurora)
+
+
+SYSTEMS: dict[str, System] = {}
+
+
+def register(system: System) -> System:
+    SYSTEMS[system.name] = system
+    return system
+
+
+def get(name: str) -> System:
+    try:
+        return SYSTEMS[name]
+    except KeyError:
+        raise SpecError(f"unknown system {name!r}", hint=f"systems: {', '.join(sorted(SYSTEMS))}") from None
+
+
+def rules(system: str, *, label: str | None = None, replicas: bool = True, remote: bool = False,
+          allow_restart: bool = False) -> SettingRules:
+    """The settings of one cluster of ``system``: without replica settings when it has no replicas, and with
+    the restart-only settings on remote labs only (a local lab rebuilds instead)."""
+    s = get(system)
+    chosen = {k: v for k, v in s.settings.items() if replicas or not v.replicas_only}
+    if remote and not s.sweeps_nothing:
+        chosen.update(s.restart_settings)
+    return SettingRules(system, label or system, chosen, allow_restart=allow_restart, note=s.sweeps_nothing)
+
+
+def _no_status(conn, role: str) -> dict[str, Any]:
+    return {}
+
+
+register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status,
+                restart_settings=mysql.RESTART_SETTINGS))
+register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status,
+                restart_settings=mysql.RESTART_SETTINGS))
+register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status,
+                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True))
+register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status,
+                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True))
+register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
+                group_replication.node_status, restart_settings=mysql.RESTART_SETTINGS, mysql_family=True))
+register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, mysql_family=True,
+                sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))
+

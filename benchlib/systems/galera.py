@@ -1,0 +1,71 @@
+"""Galera: MariaDB Galera Cluster (``galera``) and Percona XtraDB Cluster (``pxc``).
+
+Settings: durability, flow control (``gcs.fc_limit``, ``gcs.fc_factor`` in
+``wsrep_provider_options``, read back from it: 4096 reads back as "4K") and the number of
+appliers (``wsrep_slave_threads``, PXC 8.0.26+: ``wsrep_applier_threads``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib.systems.settings import COMMON, Setting
+from benchlib.systems.sql import global_status
+from benchlib.systems.values import float_range, int_range, sql_literal
+
+__all__ = ["SETTINGS", "galera_number", "node_status", "provider_option"]
+
+
+def galera_number(text: str) -> float:
+    """A number as wsrep_provider_options shows it: 4096 reads back as "4K" (binary multiples)."""
+    t = text.strip()
+    power = "KMGT".find(t[-1:].upper()) + 1 if t and t[-1:].isalpha() else 0
+    return float(t[:-1] if power else t) * 1024**power
+
+
+def provider_option(options: str, name: str) -> str | None:
+    """Value of one option in a ``wsrep_provider_options`` string."""
+    for part in (options or "").split(";"):
+        k, _, v = part.partition("=")
+        if k.strip() == name:
+            return v.strip()
+    return None
+
+
+def _provider(name: str, parse, help_: str) -> Setting:
+    """A setting kept in ``wsrep_provider_options`` (``gcs.<name>``), read back from that string."""
+    option = f"gcs.{name}"
+
+    def matches(got: Any, want: Any) -> bool:
+        value = provider_option(str(got), option)
+        return value is not None and galera_number(value) == float(want)
+
+    return Setting(name, parse, help_, lambda v, r, vs: [f"SET GLOBAL wsrep_provider_options = '{option}={v}'"],
+                   lambda v, vs: {"wsrep_provider_options": v}, matches=matches)
+
+
+def _applier_var(variables: dict[str, str]) -> str:
+    return "wsrep_applier_threads" if "wsrep_applier_threads" in variables else "wsrep_slave_threads"
+
+
+SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
+    _provider("fc_limit", int_range(1, 2_147_483_647), "gcs.fc_limit: receive queue length that triggers flow "
+              "control"),
+    _provider("fc_factor", float_range(0.0, 1.0), "gcs.fc_factor: fraction of fc_limit at which flow control is "
+              "released"),
+    Setting("applier_threads", int_range(1, 512), "wsrep_slave_threads: parallel appliers per node (PXC 8.0.26+: "
+            "wsrep_applier_threads)",
+            lambda v, r, vs: [f"SET GLOBAL {_applier_var(vs)} = {sql_literal(v)}"],
+            lambda v, vs: {_applier_var(vs): v}, variables=("wsrep_applier_threads", "wsrep_slave_threads")),
+]}}
+
+
+def node_status(conn, role: str) -> dict[str, Any]:
+    st = global_status(conn, "wsrep_")
+    return {
+        "wsrep_state": st.get("wsrep_local_state_comment", "?"),
+        "cluster_status": st.get("wsrep_cluster_status", "?"),
+        "cluster_size": int(st.get("wsrep_cluster_size", 0) or 0),
+        "ready": st.get("wsrep_ready", "OFF"),
+        "last_committed": int(st.get("wsrep_last_committed", -1) or -1),
+    }

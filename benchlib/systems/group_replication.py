@@ -1,0 +1,39 @@
+"""MySQL Group Replication, single- or multi-primary.
+
+Settings: durability and flow control (mode, applier and certifier thresholds, period); each
+member reports its own state and queues (``performance_schema.replication_group_member_stats``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib.systems import queries as q
+from benchlib.systems.settings import COMMON, Setting, read_var, set_global
+from benchlib.systems.sql import query
+from benchlib.systems.values import choice, int_range
+
+__all__ = ["SETTINGS", "node_status"]
+
+
+def _gr(name: str, parse, help_: str, variable: str) -> Setting:
+    var = f"group_replication_{variable}"
+    return Setting(name, parse, f"{var}: {help_}" if help_ else var, set_global(var), read_var(var))
+
+
+SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
+    _gr("gr_flow_control_mode", choice("QUOTA", "DISABLED"), "", "flow_control_mode"),
+    _gr("gr_applier_threshold", int_range(0, 2_147_483_647), "", "flow_control_applier_threshold"),
+    _gr("gr_certifier_threshold", int_range(0, 2_147_483_647), "", "flow_control_certifier_threshold"),
+    _gr("gr_flow_control_period", int_range(1, 60), "seconds", "flow_control_period"),
+]}}
+
+
+def node_status(conn, role: str) -> dict[str, Any]:
+    rows = query(conn, q.GROUP_MEMBER_STATS_SQL)
+    if not rows:
+        return {"member_state": "OFFLINE"}
+    row = rows[0]
+    stats = q.group_member_stats(row)
+    return {"member_state": row["MEMBER_STATE"], "member_role": row.get("MEMBER_ROLE"),
+            "certifier_queue": int(stats["certifier_queue"]), "applier_queue": int(stats["applier_queue"])}
