@@ -104,11 +104,11 @@ def lab_heal(name: Optional[str] = typer.Argument(None, help="lab name"),
 
 @lab_app.command("set")
 def lab_set(assignments: list[str] = typer.Argument(..., help="setting=value, e.g. fc_limit=256 parallel_threads=4"),
-            name: Optional[str] = typer.Option(None, "--lab", help="lab name"),
+            name: Optional[str] = typer.Option(None, "--lab", help="lab name or lab spec file (local or remote)"),
             cluster: Optional[str] = typer.Option(None, "--cluster", help="only this cluster")) -> None:
-    """Change runtime settings of a running lab without rebuilding it."""
+    """Change runtime settings of a running lab without rebuilding it (read back on every node)."""
     from benchlib.errors import SettingError
-    from benchlib.lab.lab import Lab
+    from benchlib.labs import open_target
 
     settings: dict[str, Any] = {}
     for a in assignments:
@@ -116,9 +116,12 @@ def lab_set(assignments: list[str] = typer.Argument(..., help="setting=value, e.
         if not eq or not key:
             raise SettingError(f"{a!r} is not setting=value", hint="e.g. benchlib lab set fc_limit=256")
         settings[key.strip()] = value.strip()
-    lab = Lab.open(name)
-    for c, applied in lab.set(settings, cluster=cluster).items():
-        typer.echo(f"{c}: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
+    lab = open_target(name)
+    try:
+        for c, applied in lab.set(settings, cluster=cluster).items():
+            typer.echo(f"{c}: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
+    finally:
+        lab.close()
 
 
 @lab_app.command("rtt")

@@ -58,3 +58,11 @@ class SettingError(LabError):
 
 class NetworkError(LabError):
     """A WAN link (namespace, TUN device, relay) that could not be set up or measured."""
+
+
+class StoreError(BenchlibError):
+    """A run folder that cannot be written (exists, holds a secret) or read (damaged, unknown format)."""
+
+
+class SecretRefusedError(StoreError):
+    """Something about to be saved holds a secret (a password): nothing is written."""

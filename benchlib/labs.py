@@ -13,7 +13,7 @@ from typing import Callable
 
 from benchlib.errors import LabError, SpecError
 from benchlib.lab.base import Lab, quiet
-from benchlib.lab.spec import LabSpec, parse_spec
+from benchlib.lab.spec import LabSpec, lab_spec_from
 from benchlib.remote.spec import RemoteLabSpec, remote_spec_from
 from benchlib.specs import read_toml
 
@@ -38,7 +38,7 @@ def load_lab_spec(path: str | Path) -> AnyLabSpec:
                         "lab specs, and this one is local",
                         hint='for servers benchlib connects to, add kind = "remote" at the top; for a lab this '
                              f"machine runs, remove {', '.join(stray)}")
-    return parse_spec(Path(path).read_text(), str(path))
+    return lab_spec_from(data, str(path))
 
 
 def open_lab(spec: AnyLabSpec, *, bring_up: bool = False,

@@ -121,6 +121,12 @@ def _plan_has(record: dict, key: str, values: int = 1) -> bool:
     return len(seen) >= values
 
 
+def _a_study(name: str) -> bool:
+    from benchlib.studies import STUDIES
+
+    return name.startswith("study") and name[5:8] in STUDIES
+
+
 #: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows
 ANALYSIS_NOTEBOOKS: dict[str, Any] = {
     "compare": lambda r: len({run.get("topology") for run in r.get("plan", [])}) > 1,
@@ -129,8 +135,7 @@ ANALYSIS_NOTEBOOKS: dict[str, Any] = {
     "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
     "wan": lambda r: bool((r.get("lab") or {}).get("sites")),
-    **{f"study_{k}": (lambda k: lambda r: str((r.get("campaign") or {}).get("name", "")).startswith(f"study{k}"))(k)
-       for k in ("000", "001", "002", "003", "004")},
+    "study": lambda r: _a_study(str((r.get("campaign") or {}).get("name", ""))),
 }
 
 

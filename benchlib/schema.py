@@ -14,8 +14,6 @@ import pandas as pd
 
 from benchlib.errors import BenchlibError
 
-FORMAT_VERSION = 1
-
 
 class SchemaError(BenchlibError):
     """A frame whose columns or types do not match its schema."""

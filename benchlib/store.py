@@ -28,25 +28,21 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import pandas as pd
 
-from benchlib.errors import BenchlibError
-from benchlib.schema import CLUSTER, FORMAT_VERSION, HISTOGRAM, INTERVALS, LAG, Schema
+from benchlib.errors import SecretRefusedError, StoreError
+from benchlib.manifest import FORMAT_VERSION, UPGRADERS, Manifest, upgrade
+from benchlib.schema import CLUSTER, HISTOGRAM, INTERVALS, LAG, Schema
+
+__all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "Manifest", "RUN_FACTS", "Run", "RunWriter", "SecretRefusedError",
+           "StoreError", "list_runs", "load_campaign", "read_manifest", "read_run"]
 
 FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM}
-#: format version -> function upgrading a manifest dict of that version to the next one
-UPGRADERS: dict[int, Callable[[dict], dict]] = {}
 TMP_PREFIX = ".tmp-"
 
 
-class StoreError(BenchlibError):
-    """A run folder that cannot be written (exists, holds a secret) or read (damaged, unknown format)."""
-
-
-class SecretRefusedError(StoreError):
-    """Something about to be saved holds a secret (a password): nothing is written."""
 
 
 def _utc(ts: float) -> str:
@@ -145,14 +141,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise StoreError(f"{run_dir} is not a run folder (no manifest.json)") from None
     except json.JSONDecodeError as exc:
         raise StoreError(f"{path} is damaged: {exc}") from None
-    version = manifest.get("format_version")
-    while version != FORMAT_VERSION:
-        if version not in UPGRADERS:
-            raise StoreError(f"{path}: run format {version!r} cannot be read by this benchlib "
-                             f"(it reads format {FORMAT_VERSION})", hint="upgrade benchlib")
-        manifest = UPGRADERS[version](manifest)
-        version = manifest["format_version"]
-    return manifest
+    return upgrade(manifest, str(path))
 
 
 def read_run(run_dir: str | Path) -> Run:
@@ -183,17 +172,28 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _run_facts(m: dict[str, Any]) -> dict[str, Any]:
-    """What the ``runs`` table carries from a manifest besides the parameters."""
-    window = m.get("load_window_s") or [None, None]
-    sampler = m.get("sampler") or {}
-    summary = {f"summary_{k}": v for k, v in (m.get("summary") or {}).items()}
-    return {"status": m["status"], "reason": m.get("reason"), "started_utc": m["started_utc"],
-            "ended_utc": m["ended_utc"], "load_start_s": window[0], "load_end_s": window[1],
-            "catch_up_s": m.get("catch_up_s"), "catch_up_low_s": m.get("catch_up_low_s"),
-            "in_sync_wait_s": m.get("in_sync_wait_s"),
-            "sampler_errors": len(sampler.get("errors") or []), "sampler_warnings": len(sampler.get("warnings") or []),
-            "nodes": ",".join((m.get("lab") or {}).get("nodes") or []), **summary}
+#: the columns of the ``runs`` table that are facts of a run, not its parameters (plus ``summary_*``)
+RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
+             "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
+             "server_version", "rtt_ms", "lab_durability", "binlog")
+
+
+def _run_facts(data: dict[str, Any]) -> dict[str, Any]:
+    """What the ``runs`` table carries from a manifest besides the parameters: outcome, times, sampling,
+    and the cluster's run facts (system, placement, largest round trip, the lab's durability, binary log)."""
+    m = Manifest.of(data)
+    window = m.load_window_s or [None, None]
+    summary = {f"summary_{k}": v for k, v in m.summary.items()}
+    facts = m.lab.facts
+    return {"status": m.status, "reason": m.reason, "started_utc": m.started_utc,
+            "ended_utc": m.ended_utc, "load_start_s": window[0], "load_end_s": window[1],
+            "catch_up_s": m.catch_up_s, "catch_up_low_s": m.catch_up_low_s,
+            "in_sync_wait_s": m.in_sync_wait_s,
+            "sampler_errors": len(m.sampler.get("errors") or []),
+            "sampler_warnings": len(m.sampler.get("warnings") or []),
+            "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
+            "server_version": facts.version,
+            "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog, **summary}
 
 
 def _read_table(file: Path):

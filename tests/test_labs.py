@@ -48,3 +48,16 @@ def test_a_spec_with_the_other_kinds_fields_gets_one_clear_message(tmp_path):
     odd.write_text('kind = "cloud"\n' + REMOTE.split("\n", 1)[1])
     with pytest.raises(SpecError, match="kind = 'cloud'"):
         load_lab_spec(odd)
+
+
+def test_the_lab_commands_say_it_in_one_message(tmp_path):
+    import subprocess
+    import sys
+
+    local = tmp_path / "local.toml"
+    local.write_text('name = "x"\n[clients.c1]\nhost = "h"\nuser = "u"\nagent = true\n[clusters.a]\ntopology = "async"\n')
+    for command in ("status", "check"):
+        res = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", command, str(local)], capture_output=True,
+                             text=True)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert "clients is a field of remote lab specs" in res.stderr and 'kind = "remote"' in res.stderr

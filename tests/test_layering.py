@@ -16,7 +16,8 @@ PKG = Path(__file__).resolve().parents[1] / "benchlib"
 #: lowest first; a name is a package or module under benchlib (the most specific name decides)
 LAYERS = [
     ["errors", "schema", "specs"],  # foundations
-    ["sysbench", "store", "systems"],  # sysbench's vocabulary and drivers, the run store, what each system is
+    ["sysbench", "store", "manifest", "systems", "environment"],  # sysbench's vocabulary and drivers, the run
+    # store and its manifests, what each system is, the machine and revision a campaign runs on
     ["analysis", "sampling", "lab.base"],  # statistics over stored runs; probes and the sampler; the Lab protocol
     ["charts", "lab", "remote"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
     ["report", "studies", "notebooks", "labs"],  # publishing; opening any lab from its spec
@@ -24,7 +25,8 @@ LAYERS = [
     ["cli", "__init__"],
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
-ANALYSIS_SIDE = ("analysis", "charts", "report", "studies", "notebooks", "store", "schema", "sysbench.output")
+ANALYSIS_SIDE = ("analysis", "charts", "report", "studies", "notebooks", "store", "manifest", "schema",
+                 "sysbench.output")
 LAB_SIDE = ("benchlib.lab", "benchlib.remote", "benchlib.labs", "benchlib.sampling", "benchlib.campaign",
             "benchlib.systems", "pymysql")
 

@@ -22,7 +22,7 @@ from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.series import batch_means
 from benchlib.analysis.stability import assess
 from benchlib.errors import BenchlibError
-from benchlib.store import load_campaign
+from benchlib.store import RUN_FACTS, load_campaign
 
 #: run parameters that describe the load (a configuration and its baseline share them)
 LOAD_KEYS = ["workload", "threads", "rate", "durability"]
@@ -54,9 +54,7 @@ class CampaignAnalysis:
 
 
 def _param_columns(runs: pd.DataFrame) -> list[str]:
-    fixed = {"run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s", "catch_up_low_s",
-             "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes"}
-    return [c for c in runs.columns if c not in fixed and not c.startswith("summary_")]
+    return [c for c in runs.columns if c not in RUN_FACTS and not c.startswith("summary_")]
 
 
 def _config_columns(params: list[str]) -> list[str]:

@@ -46,6 +46,14 @@ def sustained(a: CampaignAnalysis) -> pd.DataFrame:
     return df
 
 
+def sustained_or_empty(a: CampaignAnalysis) -> pd.DataFrame:
+    """``sustained``, or an empty frame when the campaign ran no sustained-throughput search."""
+    try:
+        return sustained(a)
+    except AnalysisError:
+        return pd.DataFrame(columns=["label", "workload", "peak_tps", "sustained_tps", "first_failing_tps", "status"])
+
+
 def cluster_sizes(a: CampaignAnalysis) -> dict[str, int]:
     """Nodes per cluster, from the runs' node lists."""
     out: dict[str, int] = {}
@@ -72,11 +80,26 @@ def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
     return _with_durability(a, c)
 
 
+def cluster_facts(a: CampaignAnalysis, column: str) -> dict[str, Any]:
+    """One run fact per cluster (``rtt_ms``, ``lab_durability``, ``binlog``, ``system`` ...), from the runs
+    table (``benchlib.store.RUN_FACTS``); clusters whose runs do not say are left out."""
+    if column not in a.runs or "cluster" not in a.runs:
+        return {}
+    known = a.runs[["cluster", column]].dropna()
+    return {c: v for c, v in known.drop_duplicates("cluster").itertuples(index=False)}
+
+
+def cluster_rtts(a: CampaignAnalysis) -> dict[str, float]:
+    """The largest round-trip time between each cluster's nodes' sites and the lab's own (0: one site)."""
+    return {c: float(v) for c, v in cluster_facts(a, "rtt_ms").items()}
+
+
 def _with_durability(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
     """A campaign that did not sweep durability ran with the lab's: say which, so charts can group on it."""
     if "durability" not in df:
-        lab = campaign_record(a).get("lab") or {}
-        df["durability"] = (lab.get("defaults") or {}).get("durability") or "lab default"
+        lab = cluster_facts(a, "lab_durability")
+        df["durability"] = df["cluster"].map(lambda c: lab.get(c) or "lab default") if "cluster" in df else \
+            "lab default"
     return df
 
 
@@ -203,13 +226,7 @@ def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
 
 def wan(a: CampaignAnalysis) -> pd.DataFrame:
     """Per configuration, the cluster's largest round-trip time to a remote site (0: all local)."""
-    lab = campaign_record(a).get("lab") or {}
-    sites = lab.get("sites") or {}
-    rtt = {}
-    for site in sites.values():
-        for node in site.get("nodes", []):
-            cluster = node.rsplit("-", 1)[0]
-            rtt[cluster] = max(rtt.get(cluster, 0.0), float(site.get("rtt_ms", 0.0)))
+    rtt = cluster_rtts(a)
     c = configs(a)
     c["rtt_ms"] = c["cluster"].map(lambda x: rtt.get(x, 0.0))
     c["label"] = c["cluster"] + " (" + c["topology"] + ")"

@@ -115,6 +115,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         with lab.connect(n) as conn:
             variables[n] = sql.global_variables(conn, SERVER_VARIABLES)
     extra["server_variables"] = variables
+    facts["version"] = variables.get(write_node, {}).get("version")  # the write node's server version
     sampling = build_sampling(lab, [cluster])
     sampling.start()
 
@@ -129,7 +130,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
 
     try:
         in_sync = sampling.wait_caught_up(sync_timeout)
-        load_t0 = sampling.sampler.now()
+        load_t0 = sampling.now()
         if in_sync is None:
             loaded = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
         else:
@@ -137,8 +138,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                                 source=f"{writer.run_id}/raw/sysbench.txt", abort_if=trouble)
             if loaded.status != "ok":
                 loaded = _name_the_cause(loaded, trouble)
-        load_end = sampling.sampler.now()
-        bounds = (sampling.wait_catch_up(sampling.sampler.t0 + load_end, catch_up_timeout, give_up=trouble)
+        load_end = sampling.now()
+        bounds = (sampling.wait_catch_up(sampling.origin + load_end, catch_up_timeout, give_up=trouble)
                   if loaded.status == "ok" else None)
         if isinstance(bounds, str):  # a node went down or stopped answering while the others caught up
             loaded = replace(loaded, status="failed", reason=f"{bounds} (after the load, during catch-up)")
@@ -162,8 +163,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         "load_window_s": [load_t0, load_end],
         "catch_up_s": catch_up,  # upper bound: every node saw the first heartbeat after the load
         "catch_up_low_s": bounds[0] if bounds else None,  # lower bound (the last heartbeat before the end)
-        "sampler": {"errors": [f"{n}: {e}" for n, _, e in sampling.sampler.errors],
-                    "skipped_ticks": sampling.sampler.skipped, "warnings": sampling.warnings},
+        "sampler": {"errors": sampling.errors(), "skipped_ticks": sampling.skipped(), "warnings": sampling.warnings},
     })
     if result is not None and result.summary:
         extra["summary"] = result.summary

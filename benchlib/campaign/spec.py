@@ -56,17 +56,17 @@ import hashlib
 import itertools
 import json
 import random
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from benchlib.campaign.ids import RunId
 from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec, load_lab_spec
 from benchlib.specs import Strict as _Strict
-from benchlib.specs import format_validation
+from benchlib.specs import format_validation, read_toml
 from benchlib.sysbench.options import WORKLOADS, SysbenchOptions
 
 
@@ -144,6 +144,13 @@ class PlannedRun:
     config_key: str
     search: str | None = None  # the sustained-throughput search this open-loop run belongs to
 
+    def again(self, index: int, repetition: int) -> "PlannedRun":
+        """The same configuration as another repetition, at ``index``."""
+        from dataclasses import replace
+
+        run_id = RunId(index, self.cluster, self.options.workload, self.options.threads, self.config_key, repetition)
+        return replace(self, index=index, repetition=repetition, run_id=str(run_id))
+
     @property
     def params(self) -> dict[str, Any]:
         """What the run store records as this run's parameters (and load_campaign joins on)."""
@@ -155,12 +162,7 @@ class PlannedRun:
 
 def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, AnyLabSpec]:
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise SpecError(f"campaign spec not found: {p}", hint="e.g. examples/campaigns/quick.toml") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{p}: not valid TOML: {exc}") from None
+    data = read_toml(p, "campaign spec", "examples/campaigns/quick.toml")
     try:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
@@ -206,7 +208,7 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
         if order and len(block) > 1 and block[0][4] == order[-1][1][4]:
             block[0], block[1] = block[1], block[0]  # never the same configuration twice in a row
         order += [(rep, c) for c in block]
-    return [PlannedRun(i, f"{i:04d}-{c[0]}-{c[3].workload}-t{c[3].threads}-{c[4]}-r{rep}", c[0], c[1], c[2], c[3],
+    return [PlannedRun(i, str(RunId(i, c[0], c[3].workload, c[3].threads, c[4], rep)), c[0], c[1], c[2], c[3],
                        rep, c[4]) for i, (rep, c) in enumerate(order, start=1)]
 
 
@@ -226,8 +228,8 @@ class PlannedSearch:
                                threads=self.threads, time_s=spec.search.time_s or spec.load.time_s, rate=rate,
                                percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
         config = hashlib.sha1(json.dumps([self.key, rate], default=str).encode()).hexdigest()[:8]
-        return PlannedRun(index, f"{index:04d}-{self.cluster}-{self.workload}-t{self.threads}-{config}-rate{rate}"
-                                 f"-r{repetition}", self.cluster, self.topology, self.settings, opts, repetition,
+        run_id = RunId(index, self.cluster, self.workload, self.threads, config, repetition, rate=rate)
+        return PlannedRun(index, str(run_id), self.cluster, self.topology, self.settings, opts, repetition,
                           config, search=self.key)
 
 

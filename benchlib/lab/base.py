@@ -69,6 +69,9 @@ class Lab(Protocol):
     @property
     def spec(self) -> Any: ...
 
+    def describe(self) -> str:
+        """One line for a person: which lab, where its servers are, where the load comes from."""
+
     def clusters(self) -> list[str]: ...
 
     def cluster_nodes(self, cluster: str) -> list[NodeInfo]:

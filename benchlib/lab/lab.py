@@ -124,6 +124,9 @@ class Lab:
     def clusters(self) -> list[str]:
         return list(self.spec.clusters)
 
+    def describe(self) -> str:
+        return f"lab {self.name} ({len(self.layout.nodes)} servers on this machine)"
+
     def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
         system = self.system(cluster)
         return [NodeInfo(n.name, n.cluster, n.role, system, n.listen_host, n.port)

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from benchlib import systems
 from benchlib.errors import SpecError
-from benchlib.specs import format_validation
+from benchlib.specs import format_validation, read_toml
 from benchlib.systems.settings import SettingRules
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
@@ -256,12 +256,8 @@ class LabSpec(_Strict):
 
 
 
-def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
-    """Parse and validate TOML text; raise ``SpecError`` naming every bad field."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{source}: not valid TOML: {exc}", hint="fix the syntax at the line and column given") from None
+def lab_spec_from(data: dict, source: str) -> LabSpec:
+    """Validate a lab spec's TOML table; raise ``SpecError`` naming every bad field."""
     try:
         return LabSpec.model_validate(data)
     except ValidationError as exc:
@@ -273,12 +269,14 @@ def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
         ) from None
 
 
-def load_spec(path: str | Path) -> LabSpec:
-    p = Path(path)
+def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
+    """Parse and validate TOML text; raise ``SpecError`` naming every bad field."""
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise SpecError(f"lab spec not found: {p}", hint="give the path of a TOML file, e.g. examples/labs/async-1p2r.toml") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read lab spec {p}: {exc.__class__.__name__}", hint="give the path of a readable TOML file") from None
-    return parse_spec(text, str(p))
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: not valid TOML: {exc}", hint="fix the syntax at the line and column given") from None
+    return lab_spec_from(data, source)
+
+
+def load_spec(path: str | Path) -> LabSpec:
+    return lab_spec_from(read_toml(path, "lab spec", "examples/labs/async-1p2r.toml"), str(path))

@@ -62,6 +62,11 @@ class RemoteLab:
     def clusters(self) -> list[str]:
         return list(self.spec.clusters)
 
+    def describe(self) -> str:
+        where = (f"{', '.join(self.spec.clients)} as client hosts" if self.spec.clients
+                 else "sysbench on this host")
+        return f"remote lab {self.name} ({len(self._nodes)} servers, {where})"
+
     def node(self, name: str) -> RemoteNode:
         if name not in self._nodes:
             raise RemoteLabError(f"no node {name!r} in remote lab {self.name}",

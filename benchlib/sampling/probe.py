@@ -132,12 +132,15 @@ class Sampler:
                 except Exception:
                     pass
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every lane; wait at most ``timeout`` seconds in all (a lane blocked on a node that stopped
+        answering is left behind as a daemon thread: it ends when the node answers or goes away)."""
         self._stop.set()
         for wake in self._wakes:
             wake.set()
+        deadline = time.monotonic() + timeout
         for th in self._threads:
-            th.join(timeout=10)
+            th.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> "Sampler":
         return self.start()

@@ -51,6 +51,23 @@ class LabSampling:
     clocks: ClockProbe | None = None  # remote labs: every server's clock offset
     liveness: list[LivenessProbe] = field(default_factory=list)
 
+    def now(self) -> float:
+        """Seconds on the sampler's clock (0: when sampling started)."""
+        return self.sampler.now()
+
+    @property
+    def origin(self) -> float:
+        """The sampler's start on ``time.monotonic``."""
+        return self.sampler.t0
+
+    def errors(self) -> list[str]:
+        """Probes that failed, each with its error (the probe was dropped, the rest went on)."""
+        return [f"{name}: {exc}" for name, _, exc in self.sampler.errors]
+
+    def skipped(self) -> dict[str, int]:
+        """Ticks each probe missed because it fell behind."""
+        return dict(self.sampler.skipped)
+
     def offsets(self) -> dict[str, dict[str, float]]:
         """Every remote server's clock offset from the sampler ({} on a local lab: one clock)."""
         if self.clocks is None:

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from benchlib.sysbench.output import Interval, LineParser, SysbenchParseError, SysbenchResult
 
-__all__ = ["LoadResult", "Watchdog", "run_sysbench", "stop_recorded", "fatal_reason"]
+__all__ = ["LoadResult", "Watchdog", "fatal_reason", "record_pid", "run_sysbench", "stop_recorded"]
 
 PR_SET_PDEATHSIG = 1
 
@@ -93,10 +93,11 @@ class Watchdog:
         return self.outcome
 
 
-def fatal_reason(result: SysbenchResult | None, returncode: int | None) -> str:
-    """What sysbench's FATAL lines say (repeats folded), or its exit status."""
+def fatal_reason(result: SysbenchResult | None, returncode: int | None, most: int = 3) -> str:
+    """What sysbench's FATAL lines say (repeats folded, the first ``most`` kept), or its exit status."""
     fatal = list(dict.fromkeys(result.fatal)) if result is not None else []
-    return "; ".join(fatal) or f"sysbench exited with {returncode}"
+    more = f"; and {len(fatal) - most} more" if len(fatal) > most else ""
+    return "; ".join(fatal[:most]) + more if fatal else f"sysbench exited with {returncode}"
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -107,10 +108,20 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 def _start_time(pid: int) -> str | None:
+    """The start time of a live process (None: no such process, or a zombie: dead already)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def record_pid(pid_dir: Path, pid: int) -> Path:
+    """Note a running load in ``pid_dir`` (pid and start time: a later pid reuse is never mistaken for it)."""
+    pid_dir.mkdir(parents=True, exist_ok=True)
+    path = pid_dir / f"{pid}.pid"
+    path.write_text(f"{pid} {_start_time(pid)}\n")
+    return path
 
 
 def stop_recorded(pid_dir: Path) -> list[int]:
@@ -142,11 +153,7 @@ def run_sysbench(argv: list[str], config: str, *, on_interval: Callable[[Interva
     """Run sysbench ``argv`` here with ``config`` (its connection options) on standard input."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1, preexec_fn=_die_with_parent)
-    pid_file = None
-    if pid_dir is not None:
-        pid_dir.mkdir(parents=True, exist_ok=True)
-        pid_file = pid_dir / f"{proc.pid}.pid"
-        pid_file.write_text(f"{proc.pid} {_start_time(proc.pid)}\n")
+    pid_file = record_pid(pid_dir, proc.pid) if pid_dir is not None else None
     try:
         proc.stdin.write(config)
         proc.stdin.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchlib.errors import ReplicationError
 from benchlib.systems.settings import COMMON, ClusterTarget, NodeRef, Setting, read_var, set_global
-from benchlib.systems.sql import execute, global_status, scalar, slave_status
+from benchlib.systems.sql import global_status, scalar, slave_status
 from benchlib.systems.values import choice, int_range, parse_bool
 
 __all__ = ["SETTINGS", "enable_semisync", "node_status", "set_semisync"]
@@ -41,13 +41,7 @@ def wait_semisync_clients(target: ClusterTarget, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         ok, why = clients()
         if not ok:
-            for r in target.replicas:
-                rconn = target.connect(r.name)
-                try:
-                    execute(rconn, "SET GLOBAL rpl_semi_sync_slave_enabled = ON", "STOP SLAVE IO_THREAD",
-                            "START SLAVE IO_THREAD")
-                finally:
-                    rconn.close()
+            _replica_side(target, target.replicas, True)
         while not ok:
             if time.monotonic() > deadline:
                 raise ReplicationError(f"{target.cluster}: semi-sync clients attached not reached within "
@@ -60,38 +54,25 @@ def wait_semisync_clients(target: ClusterTarget, timeout: float) -> None:
 
 def enable_semisync(target: ClusterTarget, timeout: float) -> None:
     """The primary's side on (once replicas are attached), then wait for every replica as a client."""
-    conn = target.connect(target.primary.name)
-    try:
-        execute(conn, "SET GLOBAL rpl_semi_sync_master_enabled = ON")
-    finally:
-        conn.close()
+    target.execute(target.primary.name, "SET GLOBAL rpl_semi_sync_master_enabled = ON")
     wait_semisync_clients(target, timeout)
+
+
+def _replica_side(target: ClusterTarget, replicas: list[NodeRef], on: bool) -> None:
+    """The replicas' side on or off; their IO thread reconnects so that the primary sees the change."""
+    for r in replicas:
+        target.execute(r.name, f"SET GLOBAL rpl_semi_sync_slave_enabled = {'ON' if on else 'OFF'}",
+                       "STOP SLAVE IO_THREAD", "START SLAVE IO_THREAD")
 
 
 def set_semisync(target: ClusterTarget, on: Any, nodes: list[NodeRef]) -> None:
     replicas = [n for n in nodes if n.role != "primary"] or target.replicas
     if on:
-        for r in replicas:
-            conn = target.connect(r.name)
-            try:
-                execute(conn, "SET GLOBAL rpl_semi_sync_slave_enabled = ON", "STOP SLAVE IO_THREAD",
-                        "START SLAVE IO_THREAD")
-            finally:
-                conn.close()
+        _replica_side(target, replicas, True)
         enable_semisync(target, 60)
-        return
-    conn = target.connect(target.primary.name)
-    try:
-        execute(conn, "SET GLOBAL rpl_semi_sync_master_enabled = OFF")
-    finally:
-        conn.close()
-    for r in replicas:
-        conn = target.connect(r.name)
-        try:
-            execute(conn, "SET GLOBAL rpl_semi_sync_slave_enabled = OFF", "STOP SLAVE IO_THREAD",
-                    "START SLAVE IO_THREAD")
-        finally:
-            conn.close()
+    else:
+        target.execute(target.primary.name, "SET GLOBAL rpl_semi_sync_master_enabled = OFF")
+        _replica_side(target, replicas, False)
 
 
 SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [

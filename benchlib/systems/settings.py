@@ -59,6 +59,14 @@ class ClusterTarget:
     def primary(self) -> NodeRef:
         return next(n for n in self.nodes if n.role == "primary")
 
+    def execute(self, node: str, *statements: str) -> None:
+        """Run ``statements`` on ``node`` over a connection of its own."""
+        conn = self.connect(node)
+        try:
+            execute(conn, *statements)
+        finally:
+            conn.close()
+
     @property
     def replicas(self) -> list[NodeRef]:
         return [n for n in self.nodes if n.role != "primary"]

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -117,3 +118,45 @@ def test_bundled_insert_workloads_commit_whole_batches_into_wide_tables(lab, tmp
     assert trx > 0 and count("async-1") - before == trx * rows  # every transaction inserted whole batches
     assert count("async-3") == count("async-1")  # caught up, as the run said
     assert run.frames["intervals"]["writes_per_s"].sum() > 0
+
+
+def test_a_primary_killed_mid_run_is_named_as_the_cause(lab, tmp_path):
+    """sysbench prints FATAL lines and '(last message repeated N times)' when its server dies: they parse, and
+    the reason names the node that went down, not a parser complaint."""
+    def kill_primary(iv):
+        if iv.t_s == 2.0:
+            os.kill(lab.pid("async-1"), signal.SIGKILL)
+
+    try:
+        run = read_run(execute_run(lab, "async", replace(OPTS, time_s=15), writer(lab, tmp_path, "primary"),
+                                   on_interval=kill_primary))
+    finally:
+        lab.heal()
+    reason = run.manifest["reason"]
+    assert run.manifest["status"] == "failed" and reason.startswith("FAILED: async-1 went down during the run"), reason
+    assert "unexpected line" not in reason
+    assert len(run.frames["intervals"]) >= 2  # the seconds before the kill are kept
+
+
+def test_a_frozen_node_is_named_within_seconds(fresh_labs, tmp_path):
+    """A node that stops answering (SIGSTOP) fails the run naming it after stall_s, not after the catch-up
+    timeout with 'replicas did not catch up'."""
+    lab = fresh_labs.up(example_spec("galera-3.toml", "t-freeze"))
+    pid = lab.pid("galera-2")
+    frozen: list[float] = []
+
+    def freeze(iv):
+        if iv.t_s == 2.0 and not frozen:
+            os.kill(pid, signal.SIGSTOP)
+            frozen.append(time.monotonic())
+
+    w = RunWriter(tmp_path, "frozen", {"workload": OPTS.workload}, secrets=lab.secrets())
+    try:
+        run = read_run(execute_run(lab, "galera", replace(OPTS, time_s=30), w, stall_s=4, catch_up_timeout=120,
+                                   on_interval=freeze))
+        took = time.monotonic() - frozen[0]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    reason = run.manifest["reason"]
+    assert run.manifest["status"] == "failed" and "galera-2 stopped answering" in reason, reason
+    assert took < 20, f"the frozen node was named {took:.0f} s after it froze"

@@ -190,3 +190,58 @@ def test_a_sustained_search_brackets_a_rate_and_resumes_where_it_was_interrupted
     assert row.runs == search["runs"] and row.threads == 4
     again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert again.ran == []  # a finished search has nothing left to run
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_no_load_outlives_its_campaign_and_resume_stops_a_stray_one(labs, tmp_path):
+    """A campaign killed with SIGKILL takes its sysbench with it; a load a previous start left anyway (here: a
+    sysbench started without that protection) is stopped before the resumed campaign measures anything."""
+    from benchlib.sysbench.options import SysbenchOptions
+    from benchlib.sysbench.process import record_pid
+
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-sigkill", clusters=["async"], repetitions=1, time_s=8)
+    lab = labs.up(example_spec("async-1p2r.toml", "t-sigkill"))
+    loads = lab.dir / "loads"
+    cli = subprocess.Popen([sys.executable, "-m", "benchlib.cli", "run", str(spec), "--runs-dir",
+                            str(tmp_path / "runs"), "--no-notebook"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(loads.glob("*.pid")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (pid_file,) = loads.glob("*.pid")
+        load = int(pid_file.read_text().split()[0])
+        time.sleep(2)  # well into the measured load
+        os.kill(cli.pid, signal.SIGKILL)
+        cli.wait(10)
+        gone = time.monotonic() + 3
+        while _alive(load) and time.monotonic() < gone:
+            time.sleep(0.05)
+        assert not _alive(load), "sysbench outlived the campaign that started it"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+
+    opts = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=1000, threads=2, time_s=300)
+    stray = subprocess.Popen(opts.argv("run", *opts.run_args()), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        stray.stdin.write(lab.load_driver().endpoint("async-1").config())
+        stray.stdin.close()
+        record_pid(loads, stray.pid)
+        result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none", keep_lab=True)
+        assert stray.wait(10) == -signal.SIGKILL
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+    assert result.counts == {"ok": 1}
+    events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
+    stopped = next(e for e in events if e["event"] == "stray_load")
+    assert stopped["stopped"] == [f"sysbench pid {stray.pid} (here)"]
+    assert events.index(stopped) < next(i for i, e in enumerate(events) if e["event"] == "run")

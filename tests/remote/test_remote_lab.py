@@ -201,6 +201,32 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
     assert sorted(p.name for p in r_local.files) == sorted(p.name for p in r_far.files)
 
 
+def test_a_remote_lab_without_client_hosts_runs_sysbench_here(remote, tmp_path):
+    """No [clients]: the same campaign, sysbench on the benchlib host; lab status and lab check work on it."""
+    from benchlib.campaign.runner import run_campaign
+    from benchlib.store import read_manifest
+
+    lab, d = remote
+    (d / "here.toml").write_text(remote_lab_toml(lab, None, name=f"h{lab.name}", systems={"async": "mariadb",
+                                                                                          "galera": "galera"},
+                                                 roles=ROLES, user="rbench", password_env="BENCHLIB_TEST_DB_PASSWORD"))
+    assert "[clients" not in (d / "here.toml").read_text()
+    (d / "here-campaign.toml").write_text(CAMPAIGN.format(name="rhere", lab="here.toml"))
+    result = run_campaign(d / "here-campaign.toml", runs_dir=tmp_path, progress="none")
+    assert result.counts == {"ok": 4}, result.table()
+    for run in result.plan:
+        m = read_manifest(result.path / run.run_id)
+        assert "client_hosts" not in m and m["lab"]["kind"] == "remote" and m["summary"]["tps"] > 0
+        assert m["lab"]["facts"]["system"] == {"async": "mariadb", "galera": "galera"}[run.cluster]
+        assert set(m["clock_offsets"]) == {n.name for n in lab.layout.cluster_nodes(run.cluster)}
+    benchlib = str(Path(sys.executable).parent / "benchlib")
+    status = subprocess.run([benchlib, "lab", "status", str(d / "here.toml")], capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr
+    assert "galera-2" in status.stdout and "Synced" in status.stdout and "IO:Yes SQL:Yes" in status.stdout
+    check = subprocess.run([benchlib, "lab", "check", str(d / "here.toml")], capture_output=True, text=True)
+    assert check.returncode == 0 and "ready for a campaign" in check.stdout, check.stdout + check.stderr
+
+
 def test_lab_check_names_a_node_that_does_not_answer(remote):
     _, d = remote
     text = (d / "remote.toml").read_text()

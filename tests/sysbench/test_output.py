@@ -146,3 +146,23 @@ def test_schema_rejects_wrong_columns_and_types():
     with pytest.raises(SchemaError, match="column 'threads' is float64"):
         INTERVALS.validate(r.intervals.astype({"threads": "float64"}))
     assert isinstance(INTERVALS.empty(), pd.DataFrame)
+
+
+def test_a_server_lost_mid_run_parses_every_line_sysbench_prints():
+    """A primary killed (SIGKILL) during a real run: FATAL lines, '(last message repeated 1 times)', no summary."""
+    r = parse_file(FIX / "point_select_primary_killed.txt")
+    assert len(r.intervals) >= 3 and not r.summary
+    assert r.fatal and all("Lost connection" in f for f in r.fatal)
+    text = (FIX / "point_select_primary_killed.txt").read_text()
+    assert "(last message repeated 1 times)" in text  # the line that used to be rejected
+
+
+def test_the_failure_reason_folds_repeated_fatal_lines():
+    from benchlib.sysbench.process import fatal_reason
+
+    r = parse_file(FIX / "point_select_primary_killed.txt")
+    reason = fatal_reason(r, 1)
+    distinct = len(set(r.fatal))
+    assert distinct < len(r.fatal) and reason.count("Lost connection") == min(3, distinct)
+    assert reason.endswith(f"and {distinct - 3} more") if distinct > 3 else True
+    assert fatal_reason(None, -9) == "sysbench exited with -9"

@@ -77,7 +77,7 @@ def study_run(tmp_path_factory):
             tmp = tmp_path_factory.mktemp(f"study{sid}")
             result = run_campaign(_copy_study(tmp, sid), runs_dir=tmp / "runs", progress="none")
             assert not procs.find(f"{LAB_ROOT}/ts{sid}/"), "the campaign left lab processes behind"
-            (nb,) = rerun(result.path, [f"study_{sid}"])
+            (nb,) = rerun(result.path, ["study"])
             done[sid] = (result, nb)
         return done[sid]
 
@@ -130,10 +130,11 @@ def test_000_sustained_searches_bracket_the_rate_below_the_peak(study_run):
 def test_001_wan_latency_lands_on_the_published_pattern(study_run):
     """Semi-sync and two-site Galera commit in about one round trip (100 ms), the control well under 1 ms."""
     from benchlib.analysis.campaign import analyze
+    from benchlib.studies.base import commit_latency
 
     result, _ = study_run("001")
     a = analyze(result.path)
-    lat = {c: studies._latency(a, c) for c in ("control", "semi", "galera1", "galera2")}
+    lat = {c: commit_latency(a, c) for c in ("control", "semi", "galera1", "galera2")}
     assert lat["control"] < 1.0, lat
     assert 80 <= lat["semi"] <= 150, lat
     assert 80 <= lat["galera2"] <= 150, lat

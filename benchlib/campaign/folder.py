@@ -1,0 +1,117 @@
+"""A campaign's folder: claimed under a lock, described once, its events, its runs and failed attempts.
+
+    runs/<campaign>/
+        campaign.json        the resolved campaign and lab specs and the plan, the host and the revision
+                             (written once; a folder holding another campaign is refused)
+        events.jsonl         what happened, one JSON object per line (runs, heals, interrupts)
+        <run_id>/            one folder per run (benchlib.store)
+        attempts/<run_id>.N  failed runs that a later attempt replaced, kept as they were
+        notebooks/           executed copies of the campaign notebook (benchlib run)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from benchlib.campaign.ids import RunId
+from benchlib.environment import git_revision, host_facts
+from benchlib.errors import BenchlibError
+from benchlib.store import TMP_PREFIX, read_manifest
+
+__all__ = ["CampaignError", "CampaignFolder"]
+
+
+class CampaignError(BenchlibError):
+    """A campaign that cannot be run as asked (folder holds another campaign, already running...)."""
+
+
+def utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class CampaignFolder:
+    """One campaign's folder; ``claim`` it before writing, ``release`` it at the end."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock: int | None = None
+
+    # -- claim -------------------------------------------------------------------------
+    def claim(self, description: dict[str, Any]) -> "CampaignFolder":
+        """Create or reopen the folder; refuse one that holds another campaign or is in use. The host facts
+        and the git revision are recorded once, when the folder is created."""
+        path = self.path
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise CampaignError(f"campaign folder {path} is in use by another benchlib run",
+                                hint="wait for it to finish, or stop it (Ctrl-C) first") from None
+        record = path / "campaign.json"
+        if record.exists():
+            old = json.loads(record.read_text())
+            if {k: old.get(k) for k in description} != description:
+                os.close(fd)
+                differs = [k for k in description if old.get(k) != description[k]]
+                raise CampaignError(f"{path} holds another campaign (its {', '.join(differs)} differ from this one's)",
+                                    hint="give the campaign another name, or move the old folder away to start over")
+        else:
+            tmp = path / ".campaign.json.tmp"
+            tmp.write_text(json.dumps({**description, "created_utc": utc(), "git_revision": git_revision(),
+                                       "host": host_facts()}, indent=2, sort_keys=True))
+            os.rename(tmp, record)
+        for stale in path.glob(f"{TMP_PREFIX}*"):  # a run interrupted by a crash: never part of the campaign
+            shutil.rmtree(stale, ignore_errors=True)
+        self._lock = fd
+        return self
+
+    def release(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def record(self) -> dict[str, Any]:
+        return json.loads((self.path / "campaign.json").read_text())
+
+    # -- events ------------------------------------------------------------------------
+    def event(self, event: str, **fields: Any) -> None:
+        with open(self.path / "events.jsonl", "a") as f:
+            f.write(json.dumps({"utc": utc(), "event": event, **fields}, default=str) + "\n")
+
+    # -- runs --------------------------------------------------------------------------
+    def manifest(self, run_id: str) -> dict[str, Any] | None:
+        folder = self.path / run_id
+        return read_manifest(folder) if (folder / "manifest.json").exists() else None
+
+    def stored(self) -> list[str]:
+        """The run ids with a finished run folder."""
+        return sorted(p.name for p in self.path.iterdir() if p.is_dir() and (p / "manifest.json").exists()
+                      and RunId.is_run_id(p.name))
+
+    def manifests(self) -> dict[str, dict[str, Any]]:
+        return {r: read_manifest(self.path / r) for r in self.stored()}
+
+    def retire(self, run_id: str) -> Path:
+        """Move a failed run's folder to ``attempts/<run_id>.N`` (kept as it was) before it is run again."""
+        folder = self.path / run_id
+        attempts = self.path / "attempts"
+        attempts.mkdir(exist_ok=True)
+        n = 1
+        while (attempts / f"{run_id}.{n}").exists():
+            n += 1
+        target = attempts / f"{run_id}.{n}"
+        os.rename(folder, target)
+        return target
+
+    def next_index(self, planned: list[int]) -> int:
+        """The index of a new run: after every planned one and every folder there is."""
+        used = [RunId.parse(p.name).index for p in self.path.iterdir() if p.is_dir() and RunId.is_run_id(p.name)]
+        return max(planned + used + [0]) + 1

@@ -1,0 +1,140 @@
+"""The run manifest, typed: what every run folder says about itself, and how older formats are upgraded.
+
+A run's ``manifest.json`` is written once by the run store (``benchlib.store.RunWriter``). ``Manifest``
+is its typed view (pydantic; fields benchlib does not know are kept, not refused), read through the
+upgraders so that a run written by an older benchlib reads like a new one:
+
+- format 1 -> 2: the per-cluster *run facts* analysis needs (``lab.facts``: system, placement, nodes
+  with their round-trip times, durability, binary log) were not recorded; they are derived here, once,
+  from the lab spec the format-1 manifest carries (``campaign.lab_spec``), so analysis never reads lab
+  spec shapes or node names itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchlib.errors import StoreError
+
+__all__ = ["FORMAT_VERSION", "ClusterFacts", "LabFacts", "Manifest", "UPGRADERS", "upgrade"]
+
+FORMAT_VERSION = 2
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class NodeFacts(_Open):
+    name: str
+    role: str | None = None
+    host: str | None = None
+    port: int | None = None
+    site: str | None = None
+    rtt_ms: float | None = None  # round trip between the node's site and the lab's own (0: same; None: unknown)
+
+
+class ClusterFacts(_Open):
+    """What analysis needs of the run's cluster."""
+
+    system: str | None = None  # benchlib.systems key: mariadb, galera, mysql, group_replication, pxc, aurora
+    version: str | None = None  # the write node's @@version
+    topology: str | None = None  # the label analysis groups by (async is the baseline)
+    placement: str | None = None  # local | remote
+    nodes: list[NodeFacts] = Field(default_factory=list)
+    durability: str | None = None  # the lab's durability profile (a run's own setting is in its params)
+    binlog: bool | None = None
+
+    @property
+    def rtt_ms(self) -> float | None:
+        known = [n.rtt_ms for n in self.nodes if n.rtt_ms is not None]
+        return max(known) if known else None
+
+
+class LabFacts(_Open):
+    name: str | None = None
+    kind: str | None = None  # local | remote
+    cluster: str | None = None
+    topology: str | None = None
+    system: str | None = None
+    nodes: list[str] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    facts: ClusterFacts = Field(default_factory=ClusterFacts)
+
+
+class Manifest(_Open):
+    format_version: int
+    run_id: str
+    status: str  # ok | failed
+    reason: str | None = None
+    started_utc: str
+    ended_utc: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    frames: list[str] = Field(default_factory=list)
+    lab: LabFacts = Field(default_factory=LabFacts)
+    summary: dict[str, Any] = Field(default_factory=dict)
+    load_window_s: list[float | None] | None = None
+    catch_up_s: float | None = None
+    catch_up_low_s: float | None = None
+    in_sync_wait_s: float | None = None
+    sampler: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> "Manifest":
+        """The typed view of a manifest dict (upgraded first when it is of an older format)."""
+        return cls.model_validate(upgrade(data))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+# ---- upgraders -----------------------------------------------------------------------------------------------
+
+_LOCAL_SYSTEM = {"single": "mariadb", "async": "mariadb", "semisync": "mariadb", "galera": "galera"}
+
+
+def _v1_to_v2(m: dict[str, Any]) -> dict[str, Any]:
+    """Derive ``lab.facts`` from the local lab spec a format-1 manifest carries (remote runs of format 1 get
+    their system from the remote spec's cluster, and no round-trip times)."""
+    lab = dict(m.get("lab") or {})
+    spec = (m.get("campaign") or {}).get("lab_spec") or {}
+    cluster = lab.get("cluster")
+    cspec = (spec.get("clusters") or {}).get(cluster) or {}
+    nodes = lab.get("nodes") or []
+    if "system" in cspec:  # a remote lab spec
+        facts = {"system": cspec["system"], "topology": lab.get("topology"), "placement": "remote",
+                 "nodes": [{"name": n} for n in nodes], "durability": None, "binlog": None}
+    else:
+        topology = cspec.get("topology") or lab.get("topology")
+        site_of = {n: (s, float(site.get("rtt_ms", 0.0))) for s, site in (spec.get("sites") or {}).items()
+                   for n in site.get("nodes", [])}
+        node_facts = []
+        for n in nodes:
+            site, rtt = site_of.get(n, (None, 0.0))
+            node_facts.append({"name": n, "site": site, "rtt_ms": rtt})
+        durability = cspec.get("durability") or (spec.get("defaults") or {}).get("durability") or "durable"
+        facts = {"system": _LOCAL_SYSTEM.get(topology), "topology": topology, "placement": "local",
+                 "nodes": node_facts, "durability": durability,
+                 "binlog": bool(cspec.get("binlog", topology != "galera"))}
+    facts["version"] = ((m.get("server_variables") or {}).get(nodes[0]) or {}).get("version") if nodes else None
+    lab.setdefault("system", facts["system"])
+    lab["facts"] = facts
+    return {**m, "lab": lab, "format_version": 2}
+
+
+#: format version -> function upgrading a manifest dict of that version to the next one
+UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def upgrade(data: dict[str, Any], source: str = "manifest") -> dict[str, Any]:
+    version = data.get("format_version")
+    while version != FORMAT_VERSION:
+        if version not in UPGRADERS:
+            raise StoreError(f"{source}: run format {version!r} cannot be read by this benchlib "
+                             f"(it reads format {FORMAT_VERSION})", hint="upgrade benchlib")
+        data = UPGRADERS[version](data)
+        version = data["format_version"]
+    return data

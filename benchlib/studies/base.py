@@ -1,0 +1,88 @@
+"""The study registry: each published study (``../shared/seeds``), what it reproduces locally, its campaigns.
+
+A study is one module (``benchlib.studies.s000`` ...) that registers a ``Study``: its claims (each
+judged on a campaign, ``benchlib.studies.judge``) and its charts. Adding a study is adding a module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from benchlib.analysis import views
+from benchlib.analysis.campaign import CampaignAnalysis
+from benchlib.errors import BenchlibError
+from benchlib.studies.judge import mean_of, pick
+
+__all__ = ["STUDIES", "STUDY_DIR", "Study", "StudyError", "commit_latency", "get", "register", "study_of"]
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY_DIR = ROOT / "examples" / "studies"
+
+#: a study's chart: one of the report's catalogue (by name) or a builder of its own
+Figure = tuple[str, "str | Callable[[CampaignAnalysis], Any]"]
+
+
+class StudyError(BenchlibError):
+    """An unknown study, or a campaign that belongs to no study."""
+
+
+@dataclass(frozen=True)
+class Study:
+    id: str
+    title: str
+    seed: str  # the study's text in ../shared/seeds
+    local: str  # what the local lab reproduces
+    remote: str  # what needs a remote lab
+    claims: Callable[[CampaignAnalysis], list[dict[str, Any]]] = field(repr=False, compare=False)
+    figures: list[Figure] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def quick(self) -> Path:
+        return STUDY_DIR / f"{self.id}-quick.toml"
+
+    @property
+    def full(self) -> Path:
+        return STUDY_DIR / f"{self.id}-full.toml"
+
+    @property
+    def notebook(self) -> str:
+        return "study"
+
+    def describe(self) -> str:
+        """The study's introduction (Markdown), for its notebook and report."""
+        return (f"# Study {self.id}: {self.title}\n\nReproduces `../shared/seeds/{self.seed}` on a lab of your own. "
+                f"Locally: {self.local}. Needs a remote lab: {self.remote}.\n\nRun the campaign first "
+                f"(`./scripts/study {self.id}`, or `benchlib run examples/studies/{self.id}-quick.toml`). A "
+                "reproduction is judged on ratios and shapes, not on absolute TPS of different hardware.")
+
+
+STUDIES: dict[str, Study] = {}
+
+
+def register(study: Study) -> Study:
+    STUDIES[study.id] = study
+    return study
+
+
+def get(study: str) -> Study:
+    key = study.removeprefix("study").zfill(3)
+    if key not in STUDIES:
+        raise StudyError(f"no study {study!r}", hint=f"studies: {', '.join(STUDIES)}")
+    return STUDIES[key]
+
+
+def study_of(a: CampaignAnalysis) -> Study | None:
+    """The study a campaign reproduces, from its name (study000-quick ...)."""
+    name = (views.campaign_record(a).get("campaign") or {}).get("name") or (a.path.name if a.path else "")
+    if name.startswith("study") and name[5:8] in STUDIES:
+        return STUDIES[name[5:8]]
+    return None
+
+
+def commit_latency(a: CampaignAnalysis, cluster: str) -> float:
+    """Mean latency of single-row autocommit INSERTs by one client on ``cluster`` (NaN: no such runs)."""
+    runs = pick(views.measured(a), cluster=cluster, workload="insert_single", threads=1)
+    return mean_of(runs, "summary_lat_avg_ms")
+

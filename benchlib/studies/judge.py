@@ -1,0 +1,129 @@
+"""Judging a published claim on a campaign: yes, no, not shown, or not measured, with the evidence.
+
+A claim is judged on ratios and shapes, never on absolute TPS of other hardware. ``compare``
+decides "a is less (or more) than b" from per-run values of each side (a Fieller interval of
+a/b with at least two runs a side, a factor beyond the noise with one) or from paired ratios (a
+t interval on their logs); ``ratio_claim`` judges a comparison row against a threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchlib.analysis.campaign import CampaignAnalysis
+
+__all__ = ["NO", "NOT_MEASURED", "NOT_SHOWN", "SINGLE_RUN_FACTOR", "YES", "claim", "compare", "judge", "mean_of",
+           "paired", "pick", "ratio_claim", "ratio_row", "remote_claim", "values"]
+
+YES, NO, NOT_SHOWN, NOT_MEASURED = "yes", "no", "not shown", "not measured"
+
+
+def pick(df: pd.DataFrame, **where: Any) -> pd.DataFrame:
+    for k, v in where.items():
+        if k not in df:
+            return df[:0]
+        df = df[df[k].isin(v)] if isinstance(v, (list, tuple, set)) else df[df[k] == v]
+    return df
+
+
+def ratio_row(a: CampaignAnalysis, metric: str = "tps", **where: Any) -> pd.Series | None:
+    """The comparison row (ratio, ci_low, ci_high, verdict) against async; the best over the rows that match
+    (the studies report the best flow-control setting)."""
+    c = pick(a.comparisons, metric=metric, **where) if not a.comparisons.empty else pd.DataFrame()
+    if c.empty:
+        return None
+    return c.sort_values("ratio").iloc[-1 if metric == "tps" else 0]
+
+
+def mean_of(df: pd.DataFrame, col: str) -> float:
+    v = df[col].dropna() if col in df else pd.Series(dtype=float)
+    return float(v.mean()) if len(v) else np.nan
+
+
+def judge(value: float, low: float, high: float, *, below: float | None = None, above: float | None = None) -> str:
+    """yes / not shown / no for 'value is below ``below``' (or above ``above``), given an interval."""
+    if value is None or not np.isfinite(value):
+        return NOT_MEASURED
+    if below is not None:
+        if not value < below:
+            return NO
+        return YES if np.isfinite(high) and high < below else NOT_SHOWN
+    if not value > above:
+        return NO
+    return YES if np.isfinite(low) and low > above else NOT_SHOWN
+
+
+def claim(text: str, published: str, measured: float | str | None, holds: str, how: str) -> dict[str, Any]:
+    if isinstance(measured, float):
+        measured = "n/a" if not np.isfinite(measured) else f"{measured:.3g}"
+    return {"claim": text, "published": published, "measured": measured if measured is not None else "n/a",
+            "holds": holds, "how": how}
+
+
+def ratio_claim(text: str, published: str, row: pd.Series | None, *, below: float | None = None,
+                 above: float | None = None, how: str) -> dict[str, Any]:
+    if row is None:
+        return claim(text, published, None, NOT_MEASURED, how)
+    holds = judge(row.ratio, row.ci_low, row.ci_high, below=below, above=above)
+    return claim(text, published, f"{row.ratio:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]", holds, how)
+
+
+SINGLE_RUN_FACTOR = 1.25  # with one run a side, a difference counts only beyond 25% (3x the ~8% run-to-run noise here)
+
+
+def compare(text: str, published: str, a_vals: Any, b_vals: Any, *, less: bool, how: str) -> dict[str, Any]:
+    """A claim that a is less (or more) than b, from per-run values of each side. With at least two runs a
+    side the 95% Fieller interval of a/b decides (yes: it excludes 1 in the claimed direction; no: in the
+    other; else not shown); with one run a side only a difference beyond SINGLE_RUN_FACTOR counts. With
+    ``b_vals`` the number 1.0, ``a_vals`` are paired ratios: a t interval on their logs decides."""
+    from scipy import stats
+
+    from benchlib.analysis.compare import fieller
+
+    if np.ndim(b_vals) == 0 and b_vals == 1.0 and np.size(a_vals) >= 2:
+        logs = np.log(np.asarray(a_vals, dtype=float))
+        logs = logs[np.isfinite(logs)]
+        if len(logs) >= 2:
+            m, se = logs.mean(), logs.std(ddof=1) / np.sqrt(len(logs))
+            lo, hi = np.exp(m + np.array([-1, 1]) * stats.t.ppf(0.975, len(logs) - 1) * se)
+            right, wrong = (hi < 1, lo > 1) if less else (lo > 1, hi < 1)
+            evidence = f"ratio {np.exp(m):.2f} [{lo:.2f}, {hi:.2f}] over {len(logs)} paired configurations"
+            return claim(text, published, evidence, YES if right else NO if wrong else NOT_SHOWN, how)
+    a = np.atleast_1d(np.asarray(a_vals, dtype=float))
+    b = np.atleast_1d(np.asarray(b_vals, dtype=float))
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if not len(a) or not len(b) or b.mean() == 0:
+        return claim(text, published, None, NOT_MEASURED, how)
+    r = a.mean() / b.mean()
+    evidence = f"{a.mean():.4g} vs {b.mean():.4g}"
+    if len(a) >= 2 and len(b) >= 2:
+        _, lo, hi = fieller(a, b, 0.95)
+        evidence += f" (ratio {r:.2f} [{lo:.2f}, {hi:.2f}], {len(a)}+{len(b)} runs)"
+        right, wrong = (hi < 1, lo > 1) if less else (lo > 1, hi < 1)
+    else:
+        evidence += f" (ratio {r:.2f}, one run a side: counts beyond x{SINGLE_RUN_FACTOR:g})"
+        right = r < 1 / SINGLE_RUN_FACTOR if less else r > SINGLE_RUN_FACTOR
+        wrong = r > SINGLE_RUN_FACTOR if less else r < 1 / SINGLE_RUN_FACTOR
+    return claim(text, published, evidence, YES if right else NO if wrong else NOT_SHOWN, how)
+
+
+def paired(a: pd.DataFrame, b: pd.DataFrame, col: str, keys: tuple[str, ...] = ("cluster", "workload", "threads")
+            ) -> np.ndarray:
+    """Ratios a/b of ``col`` for the configurations both sides share (the other dimensions paired away)."""
+    keys = tuple(k for k in keys if k in a and k in b)
+    if a.empty or b.empty:
+        return np.array([])
+    j = a.groupby(list(keys))[col].mean().to_frame("a").join(b.groupby(list(keys))[col].mean().to_frame("b"),
+                                                             how="inner")
+    return (j.a / j.b).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+
+
+def values(df: pd.DataFrame, col: str) -> np.ndarray:
+    return df[col].dropna().to_numpy(float) if col in df and len(df) else np.array([])
+
+
+def remote_claim(text: str, published: str, system: str) -> dict[str, Any]:
+    return claim(text, published, None, NOT_MEASURED, f"{system} needs a remote lab (issue 6)")

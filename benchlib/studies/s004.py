@@ -1,0 +1,57 @@
+"""Study 004: Galera flow-control limits and binary log vs throughput."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib.analysis import views
+from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.studies.base import Study, register
+from benchlib.studies.judge import compare, paired, pick, remote_claim
+
+
+
+def _claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
+    m = views.measured(a)
+    m = m[m.topology == "galera"] if "topology" in m else m
+    out = []
+    if "fc_limit" in m and m.fc_limit.notna().any():
+        low, high = m.fc_limit.min(), m.fc_limit.max()
+        for wl in sorted(m.workload.unique()):
+            d, l_ = pick(m, fc_limit=low, workload=wl), pick(m, fc_limit=high, workload=wl)
+            out.append(compare(f"A looser flow-control limit gives more throughput ({wl})",
+                            "GR: 25000 beats 1000; PXC default raised 16 -> 100", paired(l_, d, "tps_mean"), 1.0,
+                            less=False, how=f"Galera fc_limit {high:g} / {low:g}, TPS ratio per cluster and threads"))
+        d, l_ = pick(m, fc_limit=low), pick(m, fc_limit=high)
+        out.append(compare("... at the price of staler replicas", "GR 25000: 'a lot of outdated data'",
+                        paired(l_, d, "lag_p95_ms"), 1.0, less=False,
+                        how=f"p95 lag ratio fc_limit {high:g} / {low:g} per cluster, workload and threads"))
+    binlog = views.cluster_facts(a, "binlog")  # run facts: whether each cluster writes a binary log
+    galera = set(views.measured(a).query("topology == 'galera'").cluster) if "topology" in a.runs else set()
+    on = sorted(c for c, b in binlog.items() if c in galera and bool(b))
+    off = sorted(c for c, b in binlog.items() if c in galera and not bool(b))
+    if on and off:
+        out.append(compare("Galera without a binary log is faster", "PXC 5.7.17: binlog off charts above binlog on",
+                        paired(pick(m, cluster=off), pick(m, cluster=on), "tps_mean", keys=("workload", "threads",
+                                                                                               "fc_limit")), 1.0,
+                        less=False, how=f"TPS ratio {off[0]} (binlog off) / {on[0]} (binlog on) per configuration"))
+    out.append(remote_claim("PXC 5.7.17 performs on the level of Group Replication", "charts", "MySQL Group Replication"))
+    return out
+
+
+def _fig_throughput_threads(a):
+    from benchlib import charts
+
+    c = views.configs(a)
+    if "fc_limit" not in c:
+        raise AnalysisError("no flow-control sweep in this campaign")
+    return charts.throughput_vs_threads(c.assign(series=c.cluster + " fc " + c.fc_limit.map("{:g}".format)),
+                                        color="series", dash="workload", error_low="ci_low", error_high="ci_high")
+
+
+register(Study("004", "Galera flow-control limits and binary log vs throughput", "004_55d2031b0749653a.txt",
+          "Galera with and without a binary log, flow-control limits from the default to very loose, OLTP RW, "
+          "update-key and update-no-key at rising threads", "Group Replication, MariaDB 10.2 as published",
+          _claims_004,
+               figures=[("Throughput vs threads per flow-control limit", _fig_throughput_threads),
+           ("Flow-control limits: throughput and lag", "flow_control")]))

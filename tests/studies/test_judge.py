@@ -1,0 +1,55 @@
+"""Judging published claims, on synthetic values: yes, no, not shown and not measured where each belongs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from benchlib.studies.judge import (NO, NOT_MEASURED, NOT_SHOWN, SINGLE_RUN_FACTOR, YES, compare, judge, paired, pick,
+                                    ratio_claim)
+
+
+def test_a_threshold_claim_needs_the_whole_interval_on_its_side():
+    assert judge(0.8, 0.7, 0.9, below=1.0) == YES
+    assert judge(0.8, 0.7, 1.1, below=1.0) == NOT_SHOWN  # right direction, interval not conclusive
+    assert judge(1.2, 1.1, 1.3, below=1.0) == NO
+    assert judge(1.2, 1.1, 1.3, above=1.0) == YES
+    assert judge(np.nan, np.nan, np.nan, below=1.0) == NOT_MEASURED
+
+
+def test_ratio_claims_carry_the_interval_and_say_not_measured_without_a_row():
+    row = pd.Series({"ratio": 0.5, "ci_low": 0.45, "ci_high": 0.56})
+    out = ratio_claim("galera is slower", "0.46", row, below=1.0, how="fieller")
+    assert out["holds"] == YES and out["measured"] == "0.50 [0.45, 0.56]" and out["claim"] == "galera is slower"
+    assert ratio_claim("x", "y", None, below=1.0, how="h")["holds"] == NOT_MEASURED
+
+
+def test_two_sides_with_runs_are_judged_by_fieller_at_fixed_seed():
+    rng = np.random.default_rng(7)
+    slow, fast = rng.normal(500, 15, 4), rng.normal(800, 20, 4)
+    assert compare("slow < fast", "p", slow, fast, less=True, how="h")["holds"] == YES
+    assert compare("slow > fast", "p", slow, fast, less=False, how="h")["holds"] == NO
+    same_a, same_b = rng.normal(800, 40, 3), rng.normal(800, 40, 3)
+    assert compare("a < b", "p", same_a, same_b, less=True, how="h")["holds"] in (NOT_SHOWN, NO)
+    assert compare("a < b", "p", [], fast, less=True, how="h")["holds"] == NOT_MEASURED
+
+
+def test_one_run_a_side_counts_only_beyond_the_noise_factor():
+    assert compare("a < b", "p", [100.0], [100.0 * SINGLE_RUN_FACTOR * 1.01], less=True, how="h")["holds"] == YES
+    assert compare("a < b", "p", [100.0], [110.0], less=True, how="h")["holds"] == NOT_SHOWN
+
+
+def test_paired_ratios_are_judged_on_their_logs():
+    a = pd.DataFrame({"cluster": ["g"] * 3, "workload": ["w"] * 3, "threads": [1, 8, 32], "tps": [50, 60, 70]})
+    b = a.assign(tps=[100, 110, 130])
+    ratios = paired(a, b, "tps")
+    assert np.allclose(ratios, [0.5, 60 / 110, 70 / 130])
+    assert compare("a < b", "p", ratios, 1.0, less=True, how="h")["holds"] == YES
+    assert paired(a, b[:0], "tps").size == 0
+
+
+def test_pick_filters_and_an_unknown_column_picks_nothing():
+    df = pd.DataFrame({"cluster": ["a", "b"], "threads": [1, 8]})
+    assert list(pick(df, cluster="a").threads) == [1]
+    assert list(pick(df, threads=[1, 8]).cluster) == ["a", "b"]
+    assert pick(df, fc_limit=16).empty
