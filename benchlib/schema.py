@@ -81,8 +81,10 @@ LAG = Schema("lag", {
     "seq": Column("int64", "heartbeat sequence number"),
     "t_commit_s": Column("float64", "sampler clock when the heartbeat's commit returned on the write node, s"),
     "t_seen_s": Column("float64", "sampler clock of the first poll that saw it on this node, s"),
-    "t_prev_poll_s": Column("float64", "sampler clock of the poll before that (the heartbeat was not there yet), s"),
-    "lag_ms": Column("float64", "t_seen - t_commit: an upper bound of the lag, one clock, no skew"),
+    "t_prev_poll_s": Column("float64", "sampler clock of the poll before that (the heartbeat was not there "
+                                       "yet); for a heartbeat never seen, the node's last poll, s"),
+    "lag_ms": Column("float64", "t_seen - t_commit: an upper bound of the lag, one clock, no skew; "
+                                "NaN: not seen by the node's last poll"),
     "lag_low_ms": Column("float64", "t_prev_poll - t_commit, floored at 0: a lower bound of the lag"),
     "apply_lag_ms": Column("float64", "the node's own apply time minus the commit time (MariaDB replicas, "
                                       "trigger-recorded; same-host clocks); NaN where not recorded"),

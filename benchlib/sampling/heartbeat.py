@@ -45,6 +45,7 @@ class HeartbeatLog:
     committed_wall: dict[int, float] = field(default_factory=dict)  # seq -> wall clock at that moment
     seen: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)  # node -> seq -> (prev, seen)
     applied_wall: dict[str, dict[int, float]] = field(default_factory=dict)  # node -> seq -> node's apply time
+    last_poll: dict[str, float] = field(default_factory=dict)  # node -> sampler time of its last poll
     lock: threading.Lock = field(default_factory=threading.Lock)
     wakers: list = field(default_factory=list)  # called after each commit: wakes the readers' lane
     last_seq: int = 0
@@ -58,12 +59,17 @@ class HeartbeatLog:
             wake()
 
     def frame(self, origin: float = 0.0) -> pd.DataFrame:
-        """One row per (node, heartbeat); times relative to ``origin`` on the sampler's clock."""
+        """One row per (node, heartbeat); times relative to ``origin`` on the sampler's clock. A heartbeat
+        committed after a node's last poll (sampling ended first) was never observable there: no row. One
+        committed before it but never seen has no ``lag_ms``; its ``lag_low_ms`` is from that last poll."""
         rows: dict[str, list] = {c: [] for c in LAG.columns}
         for node, seen in self.seen.items():
             applied = self.applied_wall.get(node, {})
+            last_poll = self.last_poll.get(node, np.nan)
             for seq, t_commit in sorted(self.committed.items()):
-                prev, t_seen = seen.get(seq, (np.nan, np.nan))
+                if t_commit > last_poll:
+                    continue
+                prev, t_seen = seen.get(seq, (last_poll, np.nan))  # unseen: lag at least till the last poll
                 rows["node"].append(node)
                 rows["seq"].append(seq)
                 rows["t_commit_s"].append(t_commit - origin)
@@ -105,6 +111,7 @@ class HeartbeatReader(Probe):
     bracket of a couple of milliseconds; a lagging node is polled every ``interval_s``."""
 
     FIRST_POLLS = (0.002, 0.006, 0.014)  # after a commit, seconds
+    DRAIN_S = 0.25  # at close, how long to keep polling for heartbeats committed but not yet seen
 
     def __init__(self, connect: Connect, node: str, log: HeartbeatLog, clock: Callable[[], float],
                  interval_s: float = 0.02, offset_s: float = 0.0):
@@ -148,6 +155,7 @@ class HeartbeatReader(Probe):
             top = None
         t_poll = self.clock()
         self._last_poll_clock = t_poll
+        self.log.last_poll[self.node] = t_poll
         if top is not None:
             top = int(top)
             if self.last is None:
@@ -160,7 +168,20 @@ class HeartbeatReader(Probe):
         self.prev_poll = t_poll
 
     def close(self) -> None:
-        self.conn.close()
+        """Sampling may stop between a commit and the poll it woke: before closing, poll on for at most
+        ``DRAIN_S`` until the newest heartbeat is seen (a node in sync: one poll, a few ms). What is still
+        unseen then is lag, kept as a lower bound; a node that does not answer keeps what it had."""
+        deadline = self.clock() + self.DRAIN_S
+        try:
+            while self.last is None or self.last < self.log.last_seq:
+                self.sample(self.clock())
+                if self.clock() >= deadline:
+                    break
+                time.sleep(min(self.interval_s, 0.005))
+        except (pymysql.MySQLError, OSError):
+            pass
+        finally:
+            self.conn.close()
 
 
 class Heartbeat:

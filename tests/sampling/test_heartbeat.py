@@ -86,3 +86,23 @@ def test_trigger_creates_no_errant_gtid(async_lab):
                 cur.execute("SELECT @@GLOBAL.gtid_binlog_pos AS b, @@GLOBAL.gtid_slave_pos AS s")
                 row = cur.fetchone()
                 assert row["b"] == row["s"] == primary  # nothing of the replica's own in its binary log
+
+
+def test_stopping_right_after_a_commit_loses_no_heartbeat(async_lab):
+    """The sampler stops a moment after a commit, before the poll it woke: the readers poll once more
+    on the way out, so the last heartbeat is seen on every node in sync (it used to look lost)."""
+    for _ in range(5):
+        hb = Heartbeat(async_lab.connect, "async-1", ["async-2", "async-3"])
+        hb.prepare()
+        sampler = Sampler(hb.probes).start()
+        try:
+            time.sleep(0.25)
+            before = hb.log.last_seq
+            while hb.log.last_seq == before:
+                time.sleep(0.0005)
+        finally:
+            sampler.stop()
+        df = LAG.validate(hb.frame(sampler.t0))
+        last = df[df.seq == df.seq.max()]
+        assert set(last.node) == {"async-2", "async-3"}
+        assert df.lag_ms.notna().all(), df[df.lag_ms.isna()]
