@@ -21,12 +21,13 @@ from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
+from benchlib import systems
 from benchlib.systems import sql
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
 
-__all__ = ["SERVER_VARIABLES", "execute_run", "nodes_down", "prepare_dataset"]
+__all__ = ["execute_run", "nodes_down", "prepare_dataset"]
 
 
 def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
@@ -47,12 +48,6 @@ def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
             cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
             cur.execute("INSERT INTO benchlib.datasets VALUES (%s, %s)", (key, time.time()))
     return True
-
-
-SERVER_VARIABLES = ["version", "sync_binlog", "innodb_flush_log_at_trx_commit", "innodb_buffer_pool_size",
-                    "log_bin", "binlog_format", "slave_parallel_threads", "slave_parallel_mode",
-                    "rpl_semi_sync_master_enabled", "rpl_semi_sync_master_wait_point", "wsrep_on",
-                    "wsrep_provider_options", "wsrep_slave_threads", "performance_schema"]
 
 
 def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
@@ -111,9 +106,10 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         if warm.status != "ok":
             return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
     variables = {}
+    recorded = systems.get(facts["system"]).server_variables
     for n in nodes:
         with lab.connect(n) as conn:
-            variables[n] = sql.global_variables(conn, SERVER_VARIABLES)
+            variables[n] = sql.global_variables(conn, recorded)
     extra["server_variables"] = variables
     facts["version"] = variables.get(write_node, {}).get("version")  # the write node's server version
     sampling = build_sampling(lab, [cluster])

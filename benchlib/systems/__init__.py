@@ -7,7 +7,7 @@ a local topology maps onto a system (async, semi-sync and single -> ``mariadb``;
 are in ``benchlib.systems.queries``; the sampler's probes (``benchlib.sampling``) use them.
 
 Adding a system is one ``register(System(...))`` here (and its probe in
-``benchlib.sampling.status.STATUS_PROBES``), not a chain of ifs.
+``benchlib.sampling.session.STATUS_PROBES``), not a chain of ifs.
 """
 
 from __future__ import annotations
@@ -31,9 +31,18 @@ class System:
     restart_settings: dict[str, Setting] = field(default_factory=dict)  # remote labs that allow restarts
     mysql_family: bool = False  # MySQL's statements (SHOW REPLICA STATUS, performance_schema lag)
     sweeps_nothing: str = ""  # why no setting can be swept (Aurora)
+    variables: tuple[str, ...] = ()  # server variables recorded in every run's manifest (beyond COMMON_VARIABLES)
+
+    @property
+    def server_variables(self) -> list[str]:
+        return [*COMMON_VARIABLES, *self.variables]
 
 
 SYSTEMS: dict[str, System] = {}
+
+#: recorded on every node of every system (a variable a server lacks is left out)
+COMMON_VARIABLES = ("version", "sync_binlog", "innodb_flush_log_at_trx_commit", "innodb_buffer_pool_size",
+                    "log_bin", "binlog_format", "performance_schema")
 
 
 def register(system: System) -> System:
@@ -64,15 +73,16 @@ def _no_status(conn, role: str) -> dict[str, Any]:
 
 
 register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status,
-                restart_settings=mysql.RESTART_SETTINGS))
+                restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES))
 register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status,
-                restart_settings=mysql.RESTART_SETTINGS))
+                restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES))
 register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True))
+                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True, variables=galera.VARIABLES))
 register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True))
+                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True, variables=mysql.VARIABLES))
 register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
-                group_replication.node_status, restart_settings=mysql.RESTART_SETTINGS, mysql_family=True))
+                group_replication.node_status, restart_settings=mysql.RESTART_SETTINGS, mysql_family=True,
+                variables=group_replication.VARIABLES))
 register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, mysql_family=True,
                 sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))
 

@@ -13,7 +13,11 @@ from benchlib.systems.settings import COMMON, Setting
 from benchlib.systems.sql import global_status
 from benchlib.systems.values import float_range, int_range, sql_literal
 
-__all__ = ["SETTINGS", "galera_number", "node_status", "provider_option"]
+__all__ = ["SETTINGS", "VARIABLES", "galera_number", "node_status", "provider_option"]
+
+
+#: recorded in each run's manifest (PXC 8.0.26+ names the appliers wsrep_applier_threads)
+VARIABLES = ("wsrep_on", "wsrep_provider_options", "wsrep_slave_threads", "wsrep_applier_threads", "wsrep_sync_wait")
 
 
 def galera_number(text: str) -> float:

@@ -13,7 +13,14 @@ from benchlib.systems.settings import COMMON, Setting, read_var, set_global
 from benchlib.systems.sql import query
 from benchlib.systems.values import choice, int_range
 
-__all__ = ["SETTINGS", "node_status"]
+__all__ = ["SETTINGS", "VARIABLES", "node_status"]
+
+
+#: recorded in each run's manifest
+VARIABLES = ("group_replication_single_primary_mode", "group_replication_consistency",
+             "group_replication_flow_control_mode", "group_replication_flow_control_applier_threshold",
+             "group_replication_flow_control_certifier_threshold", "group_replication_flow_control_period",
+             "replica_parallel_workers", "group_replication_paxos_single_leader")
 
 
 def _gr(name: str, parse, help_: str, variable: str) -> Setting:

@@ -16,7 +16,12 @@ from benchlib.systems.settings import COMMON, ClusterTarget, NodeRef, Setting, r
 from benchlib.systems.sql import global_status, scalar, slave_status
 from benchlib.systems.values import choice, int_range, parse_bool
 
-__all__ = ["SETTINGS", "enable_semisync", "node_status", "set_semisync"]
+__all__ = ["SETTINGS", "VARIABLES", "enable_semisync", "node_status", "set_semisync"]
+
+
+#: recorded in each run's manifest
+VARIABLES = ("slave_parallel_threads", "slave_parallel_mode", "rpl_semi_sync_master_enabled",
+             "rpl_semi_sync_master_wait_point", "rpl_semi_sync_master_timeout")
 
 
 def _parallel(var: str):

@@ -14,7 +14,13 @@ from benchlib.systems.settings import COMMON, Setting
 from benchlib.systems.sql import query
 from benchlib.systems.values import int_range, parse_bool, sql_literal
 
-__all__ = ["RESTART_SETTINGS", "SETTINGS", "detect", "node_status"]
+__all__ = ["RESTART_SETTINGS", "SETTINGS", "VARIABLES", "detect", "node_status"]
+
+
+#: recorded in each run's manifest (the names before 8.0.26 and after; a server has one of each pair)
+VARIABLES = ("replica_parallel_workers", "slave_parallel_workers", "replica_preserve_commit_order",
+             "rpl_semi_sync_source_enabled", "rpl_semi_sync_source_wait_point", "rpl_semi_sync_source_timeout",
+             "rpl_semi_sync_master_enabled", "binlog_transaction_dependency_tracking")
 
 
 def _workers(variables: dict[str, str]) -> str:
