@@ -48,6 +48,7 @@ def checks() -> list[Check]:
         path = shutil.which(exe)
         version = _version([exe, "--version"]) if path and exe in {"mariadbd", "sysbench", "rsync", "mariadb"} else None
         out.append(Check(exe, path is not None, f"{version or ''} {path or 'not found'}".strip(), pkg))
+    out += server_checks()
     galera = Path(GALERA_PROVIDER).exists()
     out.append(Check("galera", galera, f"{_dpkg_version('galera-4') or ''} {GALERA_PROVIDER if galera else 'not found'}".strip(),
                      "galera-4"))
@@ -58,6 +59,25 @@ def checks() -> list[Check]:
                      "chromium", required=False))
     for key, (ok, why) in capability_report().items():
         out.append(Check(f"wan:{key}", ok, why, None, required=False))
+    return out
+
+
+def server_checks() -> list[Check]:
+    """Every server a lab can run (``benchlib.servers``): flavour, version, where, which replication plugins."""
+    from benchlib import servers
+
+    found = servers.found()
+    out = []
+    for s in found:
+        plugins = ""
+        if s.flavor == "mysql":
+            have = s.plugins()
+            plugins = " · plugins: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in have.items())
+        out.append(Check(f"server:{s.flavor}", True, f"{s.label} ({s.source}) {s.mysqld}{plugins}", None))
+    if not any(s.flavor == "mysql" for s in found):
+        out.append(Check("server:mysql", False, "no MySQL server: MySQL and Group Replication clusters cannot run; "
+                         "get one: python -m benchlib.servers.debian (./scripts/bootstrap does), or give a spec "
+                         "the basedir of an unpacked server", None, required=False))
     return out
 
 

@@ -16,8 +16,8 @@ PKG = Path(__file__).resolve().parents[1] / "benchlib"
 #: lowest first; a name is a package or module under benchlib (the most specific name decides)
 LAYERS = [
     ["errors", "schema", "specs"],  # foundations
-    ["sysbench", "store", "manifest", "systems", "environment"],  # sysbench's vocabulary and drivers, the run
-    # store and its manifests, what each system is, the machine and revision a campaign runs on
+    ["sysbench", "store", "manifest", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
+    # store and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
     ["analysis", "sampling", "lab.base"],  # statistics over stored runs; probes and the sampler; the Lab protocol
     ["charts", "lab", "remote"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
     ["report", "studies", "notebooks", "labs"],  # publishing; opening any lab from its spec

@@ -152,22 +152,31 @@ def next_rate(history: Mapping[int, bool], plan: SearchPlan) -> int | None:
 
 # ---- a campaign's searches -------------------------------------------------------------------------------------
 
+#: flow-control counters of time held back, ns: Galera's replication paused (one clock for the node); Group
+#: Replication's transactions throttled (summed over the writer's sessions: divided by the run's threads)
+PAUSED_NS = {"wsrep_flow_control_paused_ns": False, "gr_throttle_time_ns": True}
+
+
 def fc_paused(cluster: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
-    """Per run: the largest share of its load window that any node spent paused by flow control."""
+    """Per run: the largest share of its load window that any node spent paused (Galera) or its writer's
+    sessions spent throttled (Group Replication) by flow control."""
     if cluster.empty or "metric" not in cluster:
         return pd.Series(dtype=float)
-    c = cluster[cluster.metric == "wsrep_flow_control_paused_ns"]
+    c = cluster[cluster.metric.isin(list(PAUSED_NS))]
     if c.empty:
         return pd.Series(dtype=float)
-    window = runs.set_index("run_id")[["load_start_s", "load_end_s"]].astype(float)
-    c = c.join(window, on="run_id")
+    cols = [k for k in ("load_start_s", "load_end_s", "threads") if k in runs and k not in c]
+    c = c.join(runs.set_index("run_id")[cols].astype(float), on="run_id")
     c = c[(c.t_s >= c.load_start_s) & (c.t_s <= c.load_end_s) & ~c.reset]
     out = {}
     for rid, g in c.groupby("run_id", observed=True):
         best = 0.0
-        for _, n in g.sort_values("t_s").groupby("node", observed=True):
+        for (_, metric), n in g.sort_values("t_s").groupby(["node", "metric"], observed=True):
             if len(n) >= 2 and n.t_s.iloc[-1] > n.t_s.iloc[0]:
-                best = max(best, (n.value.iloc[-1] - n.value.iloc[0]) / 1e9 / (n.t_s.iloc[-1] - n.t_s.iloc[0]))
+                share = (n.value.iloc[-1] - n.value.iloc[0]) / 1e9 / (n.t_s.iloc[-1] - n.t_s.iloc[0])
+                if PAUSED_NS[metric] and "threads" in n and pd.notna(n.threads.iloc[0]):
+                    share /= max(1.0, float(n.threads.iloc[0]))
+                best = max(best, min(1.0, share))
         out[rid] = best
     return pd.Series(out, dtype=float)
 

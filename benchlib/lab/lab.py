@@ -30,6 +30,8 @@ from benchlib.lab.base import NodeInfo, NodeStatus, Progress
 from benchlib.lab.base import quiet as _quiet
 from benchlib.lab.state import list_labs, ports_of_other_labs
 from benchlib.lab.topology import RESTART_ONLY, ClusterContext, Topology, for_cluster
+from benchlib.servers import Server
+from benchlib.servers import find as find_server
 from benchlib.systems.settings import SettingRules
 
 
@@ -39,7 +41,14 @@ def _run_as() -> str | None:
 
 
 def check_binaries(spec: LabSpec) -> None:
-    need = {"mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server"}
+    """Every binary the spec's clusters need, or one message naming what to install (MySQL servers:
+    ``benchlib.servers.find`` says where to get one)."""
+    for c in spec.clusters.values():
+        if c.system == "mysql":
+            find_server("mysql", c.basedir)
+    need = {}
+    if any(c.system == "mariadb" for c in spec.clusters.values()):
+        need = {"mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server"}
     topologies = {c.topology for c in spec.clusters.values()}
     if "galera" in topologies:
         need.update({"rsync": "rsync", "wsrep_sst_rsync": "mariadb-server"})
@@ -74,6 +83,7 @@ class Lab:
         self.layout = layout
         self.record = record
         self.creds = creds
+        self._servers: dict[str, Server] = {}
 
     # -- attach -------------------------------------------------------------------------
     @property
@@ -109,6 +119,15 @@ class Lab:
 
     def refresh(self) -> None:
         self.record = state.read(self.dir) or self.record
+
+    def server(self, cluster: str) -> Server | None:
+        """The MySQL server a cluster runs (None: MariaDB's mariadbd from the system)."""
+        c = self.spec.clusters[cluster]
+        if c.system != "mysql":
+            return None
+        if cluster not in self._servers:
+            self._servers[cluster] = find_server("mysql", c.basedir)
+        return self._servers[cluster]
 
     # -- connections ----------------------------------------------------------------------
     def node(self, name: str) -> NodePlan:
@@ -193,8 +212,10 @@ class Lab:
             site = self.layout.sites.get(n.site) if n.site else None
             nodes.append({"name": n.name, "role": n.role, "host": n.listen_host, "port": n.port, "site": n.site,
                           "rtt_ms": site.rtt_ms if site else 0.0})
+        server = self.server(cluster)
         return {"system": self.system(cluster), "topology": c.topology, "placement": "local", "nodes": nodes,
-                "durability": s.durability, "binlog": bool(getattr(c, "binlog", True))}
+                "durability": s.durability, "binlog": bool(getattr(c, "binlog", True)),
+                "server": server.label if server else "MariaDB"}
 
     def close(self) -> None:
         """Nothing to release: the servers keep running until ``down``."""
@@ -295,25 +316,30 @@ class Lab:
     def _build(self, timeout: float, progress: Progress) -> None:
         t0 = time.monotonic()
         run_as = self.record.run_as
-        galera_clusters = [c for c, cl in self.spec.clusters.items() if cl.topology == "galera"]
-        plain_clusters = [c for c in self.spec.clusters if c not in galera_clusters]
         seeds_dir = self.dir / ".seeds"
-        plain = "_plain"  # the seed shared by non-Galera clusters ('_' is never in a cluster name)
+        # one seed per Galera cluster (its own history), one shared by the other MariaDB clusters, one per
+        # MySQL server ('_' is never in a cluster name)
+        seed_of: dict[str, str] = {}
+        for c, cl in self.spec.clusters.items():
+            server = self.server(c)
+            seed_of[c] = c if cl.topology == "galera" else (f"_mysql-{server.version}-{abs(hash(server.mysqld))}"
+                                                             if server else "_plain")
         with ThreadPoolExecutor(max_workers=8) as pool:
             net = pool.submit(self._network_up) if self.layout.sites else None
-            tmpl = seed.template(self.layout.dir.parent, run_as)
             jobs = {}
-            if plain_clusters:
-                jobs[plain] = pool.submit(seed.make_seed, tmpl, seeds_dir / plain, self.creds, run_as, None)
-            for c in galera_clusters:
-                first = self.layout.cluster_nodes(c)[0]
-                jobs[c] = pool.submit(seed.make_seed, tmpl, seeds_dir / c, self.creds, run_as, first.galera_port)
+            for c, key in seed_of.items():
+                if key in jobs:
+                    continue
+                server = self.server(c)
+                tmpl = seed.template(self.layout.dir.parent, run_as, server)
+                galera = self.layout.cluster_nodes(c)[0].galera_port if key == c else None
+                jobs[key] = pool.submit(seed.make_seed, tmpl, seeds_dir / key, self.creds, run_as, galera, server)
             seeds = {k: f.result() for k, f in jobs.items()}
             progress(f"seeds ready ({time.monotonic() - t0:.1f} s)")
 
             def place(node: NodePlan) -> None:
-                nodeops.prepare_dir(node, render(self.layout, node), run_as)
-                nodeops.copy_datadir(seeds.get(node.cluster, seeds.get(plain)), node.datadir)
+                nodeops.prepare_dir(node, render(self.layout, node, self.server(node.cluster)), run_as)
+                nodeops.copy_datadir(seeds[seed_of[node.cluster]], node.datadir)
 
             list(pool.map(place, self.layout.nodes.values()))
             shutil.rmtree(seeds_dir, ignore_errors=True)
@@ -349,7 +375,8 @@ class Lab:
                     lambda n: self.topology(n.cluster).start_args(n, self.record.run_as), ordered)))
             for node in ordered:
                 topo = self.topology(node.cluster)
-                pids[node.name] = nodeops.start(node, self.record.run_as, *args[node.name])
+                pids[node.name] = nodeops.start(node, self.record.run_as, *args[node.name],
+                                                server=self.server(node.cluster))
                 port = topo.group_port(node)
                 if port is not None:
                     nodeops.wait_listening(node, pids[node.name], node.listen_host, port)

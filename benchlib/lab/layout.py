@@ -22,7 +22,7 @@ from benchlib.errors import LabError
 from benchlib.lab.spec import LabSpec
 
 DEFAULT_ROOT = "/tmp/benchlib"
-PORTS_PER_NODE = 10  # mysql, galera (gmcast), IST, SST; the rest spare
+PORTS_PER_NODE = 10  # mysql, galera (gmcast) or Group Replication (XCom), IST, SST; the rest spare
 AUTO_PORT_RANGE = (21000, 29990)
 SOCKET_MAX = 107
 NET_PREFIX = "198.18"
@@ -50,6 +50,7 @@ class NodePlan:
     listen_host: str  # address the other nodes and clients reach this node at
     bind_hosts: tuple[str, ...]
     netns: str | None
+    server: str = "mariadb"  # the cluster's server flavour (benchlib.servers)
 
     @property
     def role(self) -> str:
@@ -57,6 +58,8 @@ class NodePlan:
             return "galera"
         if self.topology == "single":
             return "single"
+        if self.topology == "group_replication":
+            return "primary" if self.index == 1 else "secondary"
         return "primary" if self.index == 1 else "replica"
 
     @property
@@ -72,8 +75,18 @@ class NodePlan:
         return self.port + 3
 
     @property
-    def ports(self) -> tuple[int, ...]:
-        return (self.port, self.galera_port, self.ist_port, self.sst_port) if self.topology == "galera" else (self.port,)
+    def gr_port(self) -> int:
+        """Group Replication's group communication (XCom) port."""
+        return self.port + 1
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Every port this node listens on, by what it serves."""
+        if self.topology == "galera":
+            return {"mysql": self.port, "galera": self.galera_port, "IST": self.ist_port, "SST": self.sst_port}
+        if self.topology == "group_replication":
+            return {"mysql": self.port, "group replication": self.gr_port}
+        return {"mysql": self.port}
 
     @property
     def datadir(self) -> Path:
@@ -195,6 +208,7 @@ def build_layout(spec: LabSpec, root: Path, base_port: int, net_index: int | Non
                 listen_host=listen,
                 bind_hosts=bind,
                 netns=sites[site].netns if site else None,
+                server=cluster.system,
             )
             k += 1
     layout = Layout(spec=spec, dir=lab_dir, base_port=base_port, net_index=net_index, nodes=nodes, sites=sites)
@@ -227,7 +241,7 @@ def busy_ports(layout: Layout) -> list[tuple[int, str]]:
     for node in layout.nodes.values():
         if node.site:
             continue  # its own namespace: nothing else can hold its ports
-        for port, what in zip(node.ports, ("mysql", "galera", "IST", "SST")):
+        for what, port in node.ports.items():
             if not port_free(port):
                 busy.append((port, f"{node.name} {what}"))
     return busy

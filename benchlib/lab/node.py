@@ -1,4 +1,5 @@
-"""One mariadbd process of a lab: its directory, start, readiness and stop."""
+"""One server process of a lab (mariadbd, or a MySQL mysqld run as ``benchlib.servers.Server`` says): its
+directory, start, readiness and stop."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from benchlib.errors import NodeStartError
 from benchlib.lab import procs, sql
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.secrets import Credentials
+from benchlib.servers import Server
 
 MARIADBD = "mariadbd"
 NOISE = ("Could not increase number of max_open_files",)
@@ -56,23 +58,21 @@ def prepare_dir(node: NodePlan, cnf_text: str, run_as: str | None) -> None:
         shutil.chown(node.tmpdir, run_as, run_as)
 
 
-def argv(node: NodePlan, run_as: str | None, *extra: str) -> list[str]:
-    cmd = [MARIADBD, node.marker]
-    if run_as:
-        cmd.append(f"--user={run_as}")
-    cmd += list(extra)
+def argv(node: NodePlan, run_as: str | None, *extra: str, server: Server | None = None) -> list[str]:
+    args = [node.marker, *([f"--user={run_as}"] if run_as else []), *extra]
+    cmd = server.argv(*args) if server is not None and server.flavor == "mysql" else [MARIADBD, *args]
     if node.netns:
         cmd = ["ip", "netns", "exec", node.netns, *cmd]
     return cmd
 
 
-def start(node: NodePlan, run_as: str | None, *extra: str) -> int:
-    """Start mariadbd for ``node`` in the background (its own session); return its pid."""
-    if node.socket.exists():
-        node.socket.unlink()  # a stale socket of a killed server
+def start(node: NodePlan, run_as: str | None, *extra: str, server: Server | None = None) -> int:
+    """Start the server of ``node`` in the background (its own session); return its pid."""
+    for stale in (node.socket, node.socket.with_name(node.socket.name + ".lock")):  # left by a killed server
+        stale.unlink(missing_ok=True)  # (MySQL's .lock names a pid that may be someone else's by now)
     with open(node.dir / "stdout.log", "ab") as out:
         proc = subprocess.Popen(
-            argv(node, run_as, *extra),
+            argv(node, run_as, *extra, server=server),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -93,7 +93,7 @@ def wait_listening(node: NodePlan, pid: int, host: str, port: int, timeout: floa
         if not procs.is_running(pid):
             raise NodeStartError(
                 f"node {node.name} exited during start (port {node.port})",
-                hint="common causes: a port in use, a server option in the spec that mariadbd rejects",
+                hint="common causes: a port in use, a server option in the spec that the server rejects",
                 detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}",
             )
         try:
@@ -122,7 +122,7 @@ def wait_connectable(node: NodePlan, pid: int, creds: Credentials, timeout: floa
         if not procs.is_running(pid):
             raise NodeStartError(
                 f"node {node.name} exited during {what} (port {node.port})",
-                hint="common causes: a port in use, a server option in the spec that mariadbd rejects",
+                hint="common causes: a port in use, a server option in the spec that the server rejects",
                 detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log)}",
             )
         if node.socket.exists():

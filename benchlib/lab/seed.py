@@ -11,6 +11,11 @@
    primary-component recovery Galera itself uses after a full-cluster restart), so
    the cluster forms with no state transfer at all: no rsync SST/IST script, no
    joiner waiting in a non-primary view.
+
+MySQL works the same way: its template is made by ``mysqld --initialize-insecure`` (cached
+per server), its seed replaces the empty root password and creates the lab's accounts with
+the binary log off before any node listens on TCP, and the seed's ``auto.cnf`` is removed so
+every node gets its own server UUID.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from pathlib import Path
 from benchlib.errors import MissingDependencyError, NodeStartError
 from benchlib.lab import procs, sql
 from benchlib.lab.layout import ACCOUNT_HOSTS, NodePlan
-from benchlib.lab.mycnf import seed_options
+from benchlib.lab.mycnf import mysql_paths, mysql_seed_options, option_file, seed_options
 from benchlib.lab.node import chown_tree, log_tail
 from benchlib.lab.secrets import Credentials
 from benchlib.lab.state import locked
+from benchlib.servers import Server
 
 TEMPLATE_FORMAT = "1"
+GR_FLOW_CONTROL_STATS = "component_group_replication_flow_control_stats"
 
 
 def server_version() -> str:
@@ -44,40 +51,76 @@ def server_version() -> str:
     return out.strip()
 
 
-def template(root: Path, run_as: str | None) -> Path:
-    """Datadir made by mariadb-install-db for this server version (cached, made once)."""
-    key = hashlib.sha256(f"{TEMPLATE_FORMAT}|{server_version()}|{run_as}".encode()).hexdigest()[:12]
+def template(root: Path, run_as: str | None, server: Server | None = None) -> Path:
+    """Datadir made by mariadb-install-db (or MySQL's ``--initialize-insecure``) for this server version
+    (cached under ``root/.cache``, made once, by one process at a time)."""
+    mysql = server is not None and server.flavor == "mysql"
+    version = f"{server.version_text}|{server.mysqld}" if mysql else server_version()
+    key = hashlib.sha256(f"{TEMPLATE_FORMAT}|{version}|{run_as}".encode()).hexdigest()[:12]
     cache = root / ".cache"
-    final = cache / f"template-{key}"
-    if (final / "data" / "mysql").is_dir():
+    final = cache / f"template-{'mysql-' if mysql else ''}{key}"
+    done = final / "data" / ("mysql.ibd" if mysql else "mysql")  # the last thing each initialisation writes
+    if done.exists():
         return final / "data"
+    cache.mkdir(parents=True, exist_ok=True)
     with locked(cache / ".lock"):
-        if (final / "data" / "mysql").is_dir():
+        if done.exists():
             return final / "data"
-        work = cache / f"template-{key}.tmp{os.getpid()}"
+        work = final.with_name(f"{final.name}.tmp{os.getpid()}")
         shutil.rmtree(work, ignore_errors=True)
         (work / "tmp").mkdir(parents=True)
-        cnf = work / "my.cnf"
-        cnf.write_text(f"[mariadbd]\ndatadir = {work / 'data'}\ntmpdir = {work / 'tmp'}\n")
         os.chmod(root, 0o755)
         os.chmod(cache, 0o755)
-        chown_tree(work, run_as)
-        cmd = ["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal", "--skip-test-db"]
-        if run_as:
-            cmd.append(f"--user={run_as}")
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise NodeStartError(
-                "mariadb-install-db failed while preparing the datadir template",
-                detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-12:]),
-            )
+        (_initialize_mysql if mysql else _install_db)(work, run_as, server)
         os.replace(work, final)
     return final / "data"
 
 
-def _account_statements(creds: Credentials) -> list[tuple[str, tuple]]:
+def _install_db(work: Path, run_as: str | None, server: None) -> None:
+    cnf = work / "my.cnf"
+    cnf.write_text(f"[mariadbd]\ndatadir = {work / 'data'}\ntmpdir = {work / 'tmp'}\n")
+    chown_tree(work, run_as)
+    cmd = ["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal", "--skip-test-db"]
+    if run_as:
+        cmd.append(f"--user={run_as}")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise NodeStartError(
+            "mariadb-install-db failed while preparing the datadir template",
+            detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-12:]),
+        )
+
+
+def _initialize_mysql(work: Path, run_as: str | None, server: Server) -> None:
+    log = work / "initialize.log"
+    cnf = work / "my.cnf"
+    cnf.write_text(option_file("mysqld", {"datadir": work / "data", "tmpdir": work / "tmp", "log_error": log,
+                                          "disable_log_bin": True, **mysql_paths(server, work / "tmp")}))
+    chown_tree(work, run_as)
+    cmd = server.argv(f"--defaults-file={cnf}", "--initialize-insecure", *([f"--user={run_as}"] if run_as else []))
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise NodeStartError(f"mysqld --initialize-insecure ({server.label}) failed while preparing the datadir "
+                             "template", detail=log_tail(log) if log.exists() else res.stderr[-2000:])
+    (work / "data" / "auto.cnf").unlink(missing_ok=True)  # every node makes its own server UUID
+
+
+def _account_statements(creds: Credentials, flavor: str = "mariadb") -> list[tuple[str, tuple]]:
     stmts: list[tuple[str, tuple]] = [("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (creds.password("root"),))]
     for host in ACCOUNT_HOSTS:
+        if flavor == "mysql":
+            stmts += [
+                ("CREATE USER 'bench'@%s IDENTIFIED BY %s", (host, creds.password("bench"))),
+                ("GRANT ALL PRIVILEGES ON `sbtest`.* TO 'bench'@%s", (host,)),
+                ("GRANT ALL PRIVILEGES ON `benchlib`.* TO 'bench'@%s", (host,)),
+                ("GRANT PROCESS, REPLICATION CLIENT ON *.* TO 'bench'@%s", (host,)),
+                ("GRANT SELECT ON `performance_schema`.* TO 'bench'@%s", (host,)),
+                ("CREATE USER 'repl'@%s IDENTIFIED BY %s", (host, creds.password("repl"))),
+                # async and Group Replication recovery; clone for a member too far behind; the MYSQL stack
+                ("GRANT REPLICATION SLAVE, BACKUP_ADMIN, CLONE_ADMIN, GROUP_REPLICATION_STREAM, CONNECTION_ADMIN "
+                 "ON *.* TO 'repl'@%s", (host,)),
+            ]
+            continue
         stmts += [
             ("CREATE USER 'bench'@%s IDENTIFIED BY %s", (host, creds.password("bench"))),
             ("GRANT ALL PRIVILEGES ON `sbtest`.* TO 'bench'@%s", (host,)),
@@ -89,7 +132,8 @@ def _account_statements(creds: Credentials) -> list[tuple[str, tuple]]:
     return stmts
 
 
-def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str | None, galera_port: int | None) -> Path:
+def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str | None, galera_port: int | None,
+              server: Server | None = None) -> Path:
     """Prepare ``dest/data``: the template with the lab's accounts (and a Galera state if asked)."""
     dest.mkdir(parents=True)
     (dest / "tmp").mkdir()
@@ -98,20 +142,31 @@ def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str |
     cnf = dest / "my.cnf"
     socket = dest / "s.sock"
     log = dest / "error.log"
-    cnf.write_text(seed_options(data, socket, dest / "pid", log, dest / "tmp", galera_port))
+    mysql = server is not None and server.flavor == "mysql"
+    if mysql:
+        cnf.write_text(mysql_seed_options(server, data, socket, dest / "pid", log, dest / "tmp"))
+    else:
+        cnf.write_text(seed_options(data, socket, dest / "pid", log, dest / "tmp", galera_port))
     chown_tree(dest, run_as)
     marker = f"--defaults-file={cnf}"
-    cmd = ["mariadbd", marker] + ([f"--user={run_as}"] if run_as else []) + (["--wsrep-new-cluster"] if galera_port else [])
+    args = [marker] + ([f"--user={run_as}"] if run_as else []) + (["--wsrep-new-cluster"] if galera_port else [])
+    cmd = server.argv(*args) if mysql else ["mariadbd", *args]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
         conn = _wait_seed(proc.pid, marker, socket, log, galera=galera_port is not None)
         with conn.cursor() as cur:
-            cur.execute("SELECT User, Host FROM mysql.user WHERE NOT (User='root' AND Host='localhost') AND User <> 'mariadb.sys'")
+            # keep root@localhost and the servers' own locked system accounts (mariadb.sys, mysql.session, ...)
+            cur.execute("SELECT User, Host FROM mysql.user WHERE NOT (User='root' AND Host='localhost') "
+                        "AND User <> 'mariadb.sys' AND User NOT LIKE 'mysql.%'")
             for row in cur.fetchall():
                 cur.execute("DROP USER %s@%s", (row["User"], row["Host"]))
-            for stmt, args in _account_statements(creds):
-                cur.execute(stmt, args)
+            for stmt, params in _account_statements(creds, "mysql" if mysql else "mariadb"):
+                cur.execute(stmt, params)
+            if mysql and server.has_plugin(GR_FLOW_CONTROL_STATS):
+                # Group Replication's throttling counters (Gr_flow_control_throttle_*): installed here, once,
+                # because a group's secondaries are read-only
+                cur.execute(f"INSTALL COMPONENT 'file://{GR_FLOW_CONTROL_STATS}'")
             cur.execute("SHUTDOWN")
         conn.close()
         if procs.wait_gone([proc.pid], 60):
@@ -119,7 +174,7 @@ def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str |
     finally:
         procs.stop([(proc.pid, marker)], graceful=False)
         proc.wait()
-    for leftover in ("galera.cache", "gvwstate.dat"):
+    for leftover in ("galera.cache", "gvwstate.dat", "auto.cnf"):
         (data / leftover).unlink(missing_ok=True)
     return data
 

@@ -1,7 +1,8 @@
 """Lab specs: a small TOML file describing one or more clusters on this machine.
 
 A spec names the lab, optional server defaults, one or more clusters (each with a
-topology: ``single``, ``async``, ``semisync`` or ``galera``) and optional WAN
+topology: ``single``, ``async``, ``semisync``, ``galera`` or ``group_replication``, and a
+server ``system``: ``mariadb``, the default, or ``mysql``, optionally from a ``basedir``) and optional WAN
 *sites*: groups of nodes placed in their own network namespace behind a link with
 a round-trip delay to the rest of the lab.
 
@@ -20,12 +21,16 @@ a round-trip delay to the rest of the lab.
     nodes = 3
     fc_limit = 16
 
+    [clusters.gr]
+    topology = "group_replication"   # system = "mysql" implied
+    nodes = 3
+
     [sites.far]
     nodes = ["galera-3"]
     rtt_ms = 100
 
 Nodes are named ``<cluster>-<i>``; node 1 is the primary (async, semisync,
-single) or the first Galera node. Validation errors name every bad field.
+single, a group's primary) or the first Galera node. Validation errors name every bad field.
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ from benchlib.systems.settings import SettingRules
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
 CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"  # clusters and sites
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGkmg]?)i?[Bb]?\s*$")
-#: the system each local topology runs (``benchlib.systems``)
-TOPOLOGY_SYSTEM = {"single": "mariadb", "async": "mariadb", "semisync": "mariadb", "galera": "galera"}
+#: the system (``benchlib.systems``) of each (server, topology) a local cluster can have
+TOPOLOGY_SYSTEM = {("mariadb", "single"): "mariadb", ("mariadb", "async"): "mariadb", ("mariadb", "semisync"): "mariadb",
+                   ("mariadb", "galera"): "galera", ("mysql", "single"): "mysql", ("mysql", "async"): "mysql",
+                   ("mysql", "semisync"): "mysql", ("mysql", "group_replication"): "group_replication"}
 
 
 def parse_size(value: str | int) -> int:
@@ -102,11 +109,24 @@ DEFAULT_SERVER = ServerSettings(
 
 
 class _ClusterBase(ServerSettings):
-    """Fields every topology has: the server settings plus the topology name."""
+    """Fields every topology has: the server settings, the server (``system``, ``basedir``), the topology."""
+
+    system: Literal["mariadb", "mysql"] = "mariadb"
+    basedir: str | None = Field(default=None, description="an unpacked server to run (default: the one benchlib finds)")
 
     @property
     def node_count(self) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    @model_validator(mode="after")
+    def _server_runs_topology(self):
+        topology = self.topology  # every subclass has one
+        if (self.system, topology) not in TOPOLOGY_SYSTEM:
+            why = ("Galera runs on MariaDB here (Percona XtraDB Cluster: a remote lab)" if topology == "galera"
+                   else "Group Replication is MySQL's")
+            runs = ", ".join(sorted(t for s, t in TOPOLOGY_SYSTEM if s == self.system))
+            raise ValueError(f"system {self.system!r} has no topology {topology!r}: {why} ({self.system} runs {runs})")
+        return self
 
 
 class SingleCluster(_ClusterBase):
@@ -121,11 +141,13 @@ class SingleCluster(_ClusterBase):
 class AsyncCluster(_ClusterBase):
     topology: Literal["async"]
     replicas: int = Field(default=2, ge=1, le=8)
-    parallel_threads: int | list[int] = Field(default=0, description="slave_parallel_threads, one value or one per replica")
+    parallel_threads: int | list[int] = Field(default=0, description="MariaDB slave_parallel_threads or MySQL "
+                                              "replica_parallel_workers, one value or one per replica")
     parallel_mode: (
         Literal["optimistic", "conservative", "aggressive", "minimal", "none"]
         | list[Literal["optimistic", "conservative", "aggressive", "minimal", "none"]]
     ) = "optimistic"
+    preserve_commit_order: bool = Field(default=True, description="MySQL replica_preserve_commit_order")
 
     @property
     def node_count(self) -> int:
@@ -138,8 +160,14 @@ class AsyncCluster(_ClusterBase):
             if isinstance(value, list) and len(value) != self.replicas:
                 raise ValueError(f"{field}: a list needs one value per replica ({self.replicas}), got {len(value)}")
         threads = self.parallel_threads if isinstance(self.parallel_threads, list) else [self.parallel_threads]
-        if any(not 0 <= t <= 16383 for t in threads):
-            raise ValueError("parallel_threads: each value must be between 0 and 16383 (MariaDB's slave_parallel_threads)")
+        top = 16383 if self.system == "mariadb" else 1024
+        if any(not 0 <= t <= top for t in threads):
+            raise ValueError(f"parallel_threads: each value must be between 0 and {top} ({self.system}'s limit)")
+        if self.system == "mysql" and self.parallel_mode != "optimistic":  # (checked by value: specs round-trip)
+            raise ValueError("parallel_mode is MariaDB's (slave_parallel_mode); MySQL's parallel apply is "
+                             "parallel_threads with preserve_commit_order")
+        if self.system == "mariadb" and not self.preserve_commit_order:
+            raise ValueError("preserve_commit_order is MySQL's; MariaDB keeps commit order in every parallel_mode")
         return self
 
     def replica_parallel(self, index: int) -> tuple[int, str]:
@@ -153,6 +181,15 @@ class SemisyncCluster(AsyncCluster):
     topology: Literal["semisync"]  # type: ignore[assignment]
     wait_point: Literal["AFTER_SYNC", "AFTER_COMMIT"] = "AFTER_SYNC"
     timeout_ms: int = Field(default=10_000, ge=1, le=3_600_000)
+    replica_count: int = Field(default=1, ge=1, le=8, description="MySQL rpl_semi_sync_source_wait_for_replica_count")
+
+    @model_validator(mode="after")
+    def _replica_count(self):
+        if self.replica_count > self.replicas:
+            raise ValueError(f"replica_count ({self.replica_count}) exceeds the number of replicas ({self.replicas})")
+        if self.system == "mariadb" and self.replica_count != 1:
+            raise ValueError("replica_count is MySQL's (MariaDB 10.11 waits for one replica's ack)")
+        return self
 
 
 class GaleraCluster(_ClusterBase):
@@ -172,8 +209,27 @@ class GaleraCluster(_ClusterBase):
         return self.nodes
 
 
+class GroupReplicationCluster(_ClusterBase):
+    """A MySQL group: every member certifies every transaction; node 1 bootstraps it and takes the load."""
+
+    topology: Literal["group_replication"]
+    system: Literal["mariadb", "mysql"] = "mysql"
+    nodes: int = Field(default=3, ge=3, le=9, description="members (3 tolerate one failure; at most 9)")
+    single_primary: bool = True
+    communication_stack: Literal["XCOM", "MYSQL"] = Field(
+        default="MYSQL", description="MYSQL: group traffic over the server's port; XCOM: a port of its own, which "
+                                     "MySQL opens on every address (so only for members in WAN sites)")
+    paxos_single_leader: bool = False
+    applier_threads: int = Field(default=4, ge=0, le=1024, description="replica_parallel_workers of the applier")
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes
+
+
 Cluster = Annotated[
-    Union[SingleCluster, AsyncCluster, SemisyncCluster, GaleraCluster], Field(discriminator="topology")
+    Union[SingleCluster, AsyncCluster, SemisyncCluster, GaleraCluster, GroupReplicationCluster],
+    Field(discriminator="topology"),
 ]
 
 
@@ -224,6 +280,18 @@ class LabSpec(_Strict):
                 seen[node] = site_name
         return self
 
+    @model_validator(mode="after")
+    def _xcom_only_in_namespaces(self):
+        for name, c in self.clusters.items():
+            if isinstance(c, GroupReplicationCluster) and c.communication_stack == "XCOM":
+                outside = [f"{name}-{i}" for i in range(1, c.nodes + 1) if self.site_of(f"{name}-{i}") is None]
+                if outside:
+                    raise ValueError(
+                        f"clusters.{name}: communication_stack XCOM listens on every address of the machine (MySQL "
+                        f"gives XCom no bind address), and lab servers listen on loopback only: use \"MYSQL\" (the "
+                        f"default), or place {', '.join(outside)} in [sites] (their own network namespaces)")
+        return self
+
     def node_names(self) -> list[str]:
         return [f"{c}-{i}" for c, cl in self.clusters.items() for i in range(1, cl.node_count + 1)]
 
@@ -240,7 +308,8 @@ class LabSpec(_Strict):
         return ServerSettings(**merged)
 
     def system_of(self, cluster: str) -> str:
-        return TOPOLOGY_SYSTEM[self.clusters[cluster].topology]
+        c = self.clusters[cluster]
+        return TOPOLOGY_SYSTEM[(c.system, c.topology)]
 
     def setting_rules(self, cluster: str) -> SettingRules:
         """The runtime settings of ``cluster``: its system's, less replica settings where it has no replicas."""

@@ -1,8 +1,9 @@
 """Topologies: how the nodes of one cluster are started, wired, healed, inspected and tuned.
 
-One small base class, one subclass per topology, one registry. A campaign sweeps
-runtime settings through ``apply_setting``; ``heal`` restarts killed nodes and
-waits until they have rejoined (async: from their GTID position; Galera: IST).
+One small base class, one subclass per (system, topology), one registry. A campaign sweeps
+runtime settings through ``apply_setting``; ``heal`` restarts killed nodes and waits until
+they have rejoined (async: from their GTID position; Galera: IST; Group Replication:
+distributed recovery, after which a single-primary group gets its intended primary back).
 """
 
 from __future__ import annotations
@@ -18,19 +19,19 @@ from benchlib.lab import sql
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
 from benchlib.systems import get as get_system
-from benchlib.systems import mariadb
+from benchlib.systems import semisync
 from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting
 
 __all__ = ["REGISTRY", "RESTART_ONLY", "ClusterContext", "Topology", "for_cluster", "recover_position"]
 
-REGISTRY: dict[str, type["Topology"]] = {}
+REGISTRY: dict[tuple[str, str], type["Topology"]] = {}  # (system, topology) -> how to run it
 #: spec fields a DBA may try to change on a running lab: they need a new lab.
 RESTART_ONLY = {"binlog", "nodes", "replicas", "buffer_pool", "redo_log", "gcache", "performance_schema",
                 "max_connections", "wait_point", "timeout_ms", "topology"}
 
 
 def register(cls: type["Topology"]) -> type["Topology"]:
-    REGISTRY[cls.name] = cls
+    REGISTRY[(cls.system, cls.name)] = cls
     return cls
 
 
@@ -48,11 +49,12 @@ class ClusterContext:
 
 
 def for_cluster(ctx: ClusterContext) -> "Topology":
-    return REGISTRY[ctx.spec.topology](ctx)
+    return REGISTRY[(ctx.rules.system, ctx.spec.topology)](ctx)
 
 
 class Topology:
     name: ClassVar[str]
+    system: ClassVar[str] = "mariadb"
 
     def __init__(self, ctx: ClusterContext):
         self.ctx = ctx
@@ -95,7 +97,7 @@ class Topology:
     def node_status(self, node: NodePlan, conn) -> dict[str, Any]:
         """What ``lab status`` shows of ``node``: its system's view of a node in its role."""
         role = "primary" if node.index == 1 else "replica"
-        return get_system(self.ctx.rules.system).node_status(conn, role)
+        return get_system(self.system).node_status(conn, role)
 
     # -- runtime settings -----------------------------------------------------------
     def target(self) -> ClusterTarget:
@@ -142,6 +144,7 @@ class Single(Topology):
 class Async(Topology):
     name = "async"
     semisync_default = False
+    semisync_names = semisync.MARIADB
 
     @property
     def primary(self) -> NodePlan:
@@ -155,18 +158,20 @@ class Async(Topology):
         return bool(self.ctx.settings().get("semisync", self.semisync_default))
 
     def form(self, timeout: float) -> None:
-        primary = self.primary
         for replica in self.replicas:
             with self.connect(replica) as conn:
-                sql.execute(conn, "STOP SLAVE")
-                with conn.cursor() as cur:
-                    cur.execute(
-                        "CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER='repl', MASTER_PASSWORD=%s, "
-                        "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
-                        (primary.listen_host, primary.port, self.ctx.password("repl")),
-                    )
-                sql.execute(conn, "START SLAVE")
+                self._point_at_primary(conn)
         self.wait_ready(timeout)
+
+    def _point_at_primary(self, conn) -> None:
+        sql.execute(conn, "STOP SLAVE")
+        with conn.cursor() as cur:
+            cur.execute(
+                "CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER='repl', MASTER_PASSWORD=%s, "
+                "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+                (self.primary.listen_host, self.primary.port, self.ctx.password("repl")),
+            )
+        sql.execute(conn, "START SLAVE")
 
     def _replica_threads(self, conn) -> tuple[bool, str]:
         st = sql.slave_status(conn)
@@ -177,6 +182,14 @@ class Async(Topology):
             return False, f"IO={st['Slave_IO_Running']} SQL={st['Slave_SQL_Running']} {err}".strip()
         return True, ""
 
+    def _position(self, conn) -> str:
+        """The primary's GTID position."""
+        return sql.scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""
+
+    def _wait_position(self, conn, position: str, timeout: float) -> bool:
+        """Wait until a replica has applied ``position``; False when ``timeout`` passed first."""
+        return sql.scalar(conn, "SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout)) == 0
+
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         conns = {r.name: self.connect(r) for r in self.replicas}
@@ -185,13 +198,12 @@ class Async(Topology):
                 self._poll(deadline - time.monotonic(), lambda: self._replica_threads(conns[replica.name]),
                            f"{replica.name} replicating")
             if self.semisync_wanted():
-                self._enable_semisync(deadline - time.monotonic())
+                semisync.enable(self.target(), self.semisync_names, deadline - time.monotonic())
             with self.connect(self.primary) as pconn:
-                target = sql.scalar(pconn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""
+                target = self._position(pconn)
             for replica in self.replicas:
                 left = max(1.0, deadline - time.monotonic())
-                rc = sql.scalar(conns[replica.name], "SELECT MASTER_GTID_WAIT(%s, %s)", (target, left))
-                if rc != 0:
+                if not self._wait_position(conns[replica.name], target, left):
                     raise ReplicationError(
                         f"{replica.name} did not catch up with {self.primary.name} (GTID {target}) within {timeout:.0f} s",
                         detail=self._logs_detail(),
@@ -199,9 +211,6 @@ class Async(Topology):
         finally:
             for c in conns.values():
                 c.close()
-
-    def _enable_semisync(self, timeout: float) -> None:
-        mariadb.enable_semisync(self.target(), timeout)
 
     def restart_order(self, dead):
         # the primary first, so restarted replicas find it
@@ -215,8 +224,154 @@ class Semisync(Async):
 
 
 @register
+class MySQLSingle(Single):
+    system = "mysql"
+
+
+@register
+class MySQLAsync(Async):
+    """MySQL 8/9 asynchronous replication: GTID auto-positioning, MySQL's statement names."""
+
+    system = "mysql"
+    semisync_names = semisync.MYSQL
+
+    def _point_at_primary(self, conn) -> None:
+        sql.execute(conn, "STOP REPLICA")
+        with conn.cursor() as cur:
+            cur.execute(
+                "CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%s, SOURCE_USER='repl', SOURCE_PASSWORD=%s, "
+                "SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1",
+                (self.primary.listen_host, self.primary.port, self.ctx.password("repl")),
+            )
+        sql.execute(conn, "START REPLICA")
+
+    def _replica_threads(self, conn) -> tuple[bool, str]:
+        rows = sql.query(conn, "SHOW REPLICA STATUS")
+        if not rows:
+            return False, "replication not configured"
+        st = rows[0]
+        if st["Replica_IO_Running"] != "Yes" or st["Replica_SQL_Running"] != "Yes":
+            err = st.get("Last_IO_Error") or st.get("Last_SQL_Error") or ""
+            return False, f"IO={st['Replica_IO_Running']} SQL={st['Replica_SQL_Running']} {err}".strip()
+        return True, ""
+
+    def _position(self, conn) -> str:
+        return sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed") or ""
+
+    def _wait_position(self, conn, position: str, timeout: float) -> bool:
+        return sql.scalar(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (position, timeout)) == 0
+
+
+@register
+class MySQLSemisync(MySQLAsync):
+    name = "semisync"
+    semisync_default = True
+
+
+@register
+class GroupReplication(Topology):
+    """A MySQL group: node 1 bootstraps it, the others join (distributed recovery from a donor); in a
+    single-primary group node 1 is the intended primary, and heal gives it the role back."""
+
+    name = "group_replication"
+    system = "group_replication"
+
+    MEMBERS = ("SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE "
+               "FROM performance_schema.replication_group_members")
+
+    def _recovery_account(self, conn) -> None:
+        with conn.cursor() as cur:
+            cur.execute("CHANGE REPLICATION SOURCE TO SOURCE_USER='repl', SOURCE_PASSWORD=%s "
+                        "FOR CHANNEL 'group_replication_recovery'", (self.ctx.password("repl"),))
+
+    def _start(self, node: NodePlan, bootstrap: bool) -> None:
+        with self.connect(node) as conn:
+            self._recovery_account(conn)
+            if bootstrap:
+                sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = ON")
+            try:
+                sql.execute(conn, "START GROUP_REPLICATION")
+            except pymysql.err.MySQLError as exc:
+                raise ReplicationError(f"{node.name}: START GROUP_REPLICATION failed: {exc.args[-1]}",
+                                       detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log, 8)}") from None
+            finally:
+                if bootstrap:
+                    sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = OFF")
+
+    def form(self, timeout: float) -> None:
+        self._start(self.nodes[0], bootstrap=True)
+        for node in self.nodes[1:]:
+            self._start(node, bootstrap=False)
+        self.wait_ready(timeout)
+
+    def members(self, conn) -> list[dict[str, Any]]:
+        return sql.query(conn, self.MEMBERS)
+
+    def _online(self, conn, want: int) -> tuple[bool, str]:
+        try:
+            rows = self.members(conn)
+        except pymysql.err.MySQLError as exc:
+            return False, str(exc)
+        online = [r for r in rows if r["MEMBER_STATE"] == "ONLINE"]
+        states = ", ".join(f"{r['MEMBER_HOST']}:{r['MEMBER_PORT']} {r['MEMBER_STATE']}" for r in rows)
+        return len(online) == want, states or "not in a group"
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            with self.connect(node) as conn:
+                self._poll(max(0.5, deadline - time.monotonic()), lambda: self._online(conn, len(self.nodes)),
+                           f"{node.name} seeing {len(self.nodes)} members ONLINE")
+
+    def restart_order(self, dead):
+        alive = [n for n in self.nodes if n not in dead]
+        if alive:
+            return [dead]
+        return [[self.nodes[0]], [n for n in dead if n is not self.nodes[0]]]  # the whole group: bootstrap again
+
+    def after_group(self, group, timeout):
+        alive = [n for n in self.nodes if n not in group and self._is_member(n)]
+        for node in group:
+            self._start(node, bootstrap=not alive and node is self.nodes[0])
+            alive.append(node)
+
+    def _is_member(self, node: NodePlan) -> bool:
+        try:
+            with self.connect(node) as conn:
+                return sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
+                                        "WHERE MEMBER_ID = @@server_uuid") == "ONLINE"
+        except Exception:
+            return False
+
+    def after_heal(self, restarted, timeout):
+        self.wait_ready(timeout)
+        if self.spec.single_primary:
+            self.restore_primary(timeout)
+
+    def primary_name(self) -> str | None:
+        """The node that is the group's primary now (None: no primary, or a multi-primary group)."""
+        with self.connect(self.nodes[0]) as conn:
+            rows = [r for r in self.members(conn) if r["MEMBER_ROLE"] == "PRIMARY"]
+        if len(rows) != 1:
+            return None
+        return next((n.name for n in self.nodes if n.port == int(rows[0]["MEMBER_PORT"])
+                     and n.listen_host == rows[0]["MEMBER_HOST"]), None)
+
+    def restore_primary(self, timeout: float) -> None:
+        """Give node 1 (the spec's writer) the primary role back after a failover."""
+        if self.primary_name() == self.nodes[0].name:
+            return
+        with self.connect(self.nodes[0]) as conn:
+            uuid = sql.scalar(conn, "SELECT @@server_uuid")
+            sql.scalar(conn, "SELECT group_replication_set_as_primary(%s)", (uuid,))
+        self._poll(timeout, lambda: (self.primary_name() == self.nodes[0].name, f"primary is {self.primary_name()}"),
+                   f"{self.nodes[0].name} primary again")
+
+
+@register
 class Galera(Topology):
     name = "galera"
+    system = "galera"
 
     def group_port(self, node):
         return node.galera_port

@@ -82,7 +82,8 @@ class MySQLReplicationProbe(ClusterProbe):
 
 
 class GroupReplicationProbe(ClusterProbe):
-    """Every member's own member-stats row (queues, conflicts) and its applier channel's lag."""
+    """Every member's own member-stats row (queues, conflicts), its flow-control throttling (counters of the
+    ``group_replication_flow_control_stats`` component, where installed) and its applier channel's lag."""
 
     def __init__(self, connect: Connect, members: list[str], log: StatusLog, clock, clocks: ClockProbe | None,
                  interval_s: float = 0.25):
@@ -100,6 +101,9 @@ class GroupReplicationProbe(ClusterProbe):
                     for k, v in rp.group_member_stats(row).items():
                         self.log.add(now, m, f"gr_{k}", v, counter=k in ("checked", "remote_applied",
                                                                          "local_proposed", "conflicts"))
+                cur.execute(rp.GROUP_THROTTLE_SQL)
+                for k, v in rp.group_throttle(cur.fetchall()).items():
+                    self.log.add(now, m, f"gr_{k}", v, counter=k != "throttle_active")
                 cur.execute(rp.MYSQL8_APPLIER_SQL, (rp.GROUP_REPLICATION_CHANNEL,))
                 lag_us = rp.mysql8_lag_us(cur.fetchall(), self.state[m])
                 if lag_us is not None:  # the origin is whichever member committed: offsets differ by member

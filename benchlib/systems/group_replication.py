@@ -1,7 +1,8 @@
 """MySQL Group Replication, single- or multi-primary.
 
-Settings: durability and flow control (mode, applier and certifier thresholds, period); each
-member reports its own state and queues (``performance_schema.replication_group_member_stats``).
+Settings: durability, flow control (mode, applier and certifier thresholds, period, member quota,
+hold and release percent, min and max quota) and the consistency of transactions; each member
+reports its own state and queues (``performance_schema.replication_group_member_stats``).
 """
 
 from __future__ import annotations
@@ -29,10 +30,24 @@ def _gr(name: str, parse, help_: str, variable: str) -> Setting:
 
 
 SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
-    _gr("gr_flow_control_mode", choice("QUOTA", "DISABLED"), "", "flow_control_mode"),
-    _gr("gr_applier_threshold", int_range(0, 2_147_483_647), "", "flow_control_applier_threshold"),
-    _gr("gr_certifier_threshold", int_range(0, 2_147_483_647), "", "flow_control_certifier_threshold"),
-    _gr("gr_flow_control_period", int_range(1, 60), "seconds", "flow_control_period"),
+    _gr("gr_flow_control_mode", choice("QUOTA", "MAJORITY", "DISABLED"), "QUOTA throttles writers when a member "
+        "queues past a threshold; MAJORITY only when a majority does (MySQL Enterprise; Community 9.7 refuses it)",
+        "flow_control_mode"),
+    _gr("gr_applier_threshold", int_range(0, 2_147_483_647), "transactions queued to apply",
+        "flow_control_applier_threshold"),
+    _gr("gr_certifier_threshold", int_range(0, 2_147_483_647), "transactions queued to certify",
+        "flow_control_certifier_threshold"),
+    _gr("gr_flow_control_period", int_range(1, 60), "seconds between quota adjustments", "flow_control_period"),
+    _gr("gr_member_quota_percent", int_range(0, 100), "share of the quota each writer gets (0: split evenly)",
+        "flow_control_member_quota_percent"),
+    _gr("gr_hold_percent", int_range(0, 100), "quota kept unused to let a member catch up",
+        "flow_control_hold_percent"),
+    _gr("gr_release_percent", int_range(0, 1000), "quota growth per period once no member is behind",
+        "flow_control_release_percent"),
+    _gr("gr_min_quota", int_range(0, 2_147_483_647), "lowest quota (0: none)", "flow_control_min_quota"),
+    _gr("gr_max_quota", int_range(0, 2_147_483_647), "highest quota (0: none)", "flow_control_max_quota"),
+    _gr("gr_consistency", choice("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER", "BEFORE", "AFTER", "BEFORE_AND_AFTER"),
+        "transaction consistency guarantee", "consistency"),
 ]}}
 
 

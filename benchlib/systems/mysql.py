@@ -1,8 +1,9 @@
 """MySQL (and Percona Server) asynchronous replication, 5.7 to 9.x: the names follow the version.
 
-Settings: durability and the replica's parallel apply (``replica_parallel_workers``, before
-8.0.26 ``slave_parallel_workers``; the SQL thread is restarted), plus ``performance_schema``
-on a remote lab that allows restarts (``SET PERSIST_ONLY`` then ``RESTART``).
+Settings: durability, the replica's parallel apply (``replica_parallel_workers``, before
+8.0.26 ``slave_parallel_workers``; the SQL thread is restarted), semi-sync under MySQL's
+names (``rpl_semi_sync_source_*``, with the number of replica acks a commit waits for), plus
+``performance_schema`` on a remote lab that allows restarts (``SET PERSIST_ONLY`` then ``RESTART``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.systems import queries as q
+from benchlib.systems import semisync
 from benchlib.systems.settings import COMMON, Setting
-from benchlib.systems.sql import query
+from benchlib.systems.sql import global_status, query
 from benchlib.systems.values import int_range, parse_bool, sql_literal
 
 __all__ = ["RESTART_SETTINGS", "SETTINGS", "VARIABLES", "detect", "node_status"]
@@ -43,6 +45,7 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
     Setting("parallel_threads", int_range(0, 1024), "replica apply threads (replica_parallel_workers); the SQL "
             "thread is restarted", _parallel, lambda v, vs: {_workers(vs): v}, replicas_only=True,
             variables=("replica_parallel_workers", "slave_parallel_workers")),
+    *semisync.settings(semisync.MYSQL),
 ]}}
 
 
@@ -55,7 +58,12 @@ def node_status(conn, role: str) -> dict[str, Any]:
     kind = detect(conn)
     if role == "primary":
         rows = query(conn, q.binary_log_status_sql(kind))
-        return {"gtid_executed": (rows[0].get("Executed_Gtid_Set") if rows else "") or ""}
+        out: dict[str, Any] = {"gtid_executed": (rows[0].get("Executed_Gtid_Set") if rows else "") or ""}
+        st = global_status(conn, "Rpl_semi_sync_source_")
+        if st:
+            out["semisync"] = st.get("rpl_semi_sync_source_status", "OFF")
+            out["semisync_clients"] = int(st.get("rpl_semi_sync_source_clients", 0))
+        return out
     rows = query(conn, q.replica_status_sql(kind))
     st = rows[0] if rows else {}
     return {

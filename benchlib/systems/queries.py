@@ -192,6 +192,21 @@ def group_member_stats(row: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+GROUP_THROTTLE_SQL = "SHOW GLOBAL STATUS LIKE 'Gr\\_flow\\_control\\_throttle\\_%'"
+
+
+def group_throttle(rows) -> dict[str, float]:
+    """Flow-control throttling of one member, from the stats component's status variables: time its
+    transactions spent throttled (ns, a counter), how many were throttled, how many are now. Empty without
+    the component."""
+    st = {r["Variable_name"].lower(): r["Value"] for r in rows}
+    if "gr_flow_control_throttle_time_sum" not in st:
+        return {}
+    return {"throttle_time_ns": float(st["gr_flow_control_throttle_time_sum"] or 0) * 1000,
+            "throttle_count": float(st.get("gr_flow_control_throttle_count") or 0),
+            "throttle_active": float(st.get("gr_flow_control_throttle_active_count") or 0)}
+
+
 def group_flow_control(variables: Mapping[str, Any]) -> dict[str, Any]:
     """The flow-control configuration, short names: mode, certifier_threshold, applier_threshold, ..."""
     out: dict[str, Any] = {}

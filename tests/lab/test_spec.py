@@ -18,7 +18,9 @@ def test_every_example_validates(path):
 
 def test_examples_cover_every_topology():
     topologies = {c.topology for p in EXAMPLES.glob("*.toml") for c in load_spec(p).clusters.values()}
-    assert topologies == {"single", "async", "semisync", "galera"}
+    assert topologies == {"single", "async", "semisync", "galera", "group_replication"}
+    servers = {(c.system, c.topology) for p in EXAMPLES.glob("*.toml") for c in load_spec(p).clusters.values()}
+    assert {("mysql", "async"), ("mysql", "semisync"), ("mysql", "group_replication")} <= servers
     assert any(load_spec(p).sites for p in EXAMPLES.glob("*.toml"))
 
 

@@ -1,0 +1,178 @@
+"""MySQL 9 in the embedded lab: semi-sync/async replication and a Group Replication group, on real servers."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from benchlib import servers
+from benchlib.errors import MissingDependencyError, SettingError, SpecError
+from benchlib.lab import sql
+from benchlib.lab.spec import parse_spec
+from tests.conftest import example_spec, kill9
+
+pytestmark = pytest.mark.skipif(not any(s.flavor == "mysql" for s in servers.found()),
+                                reason="no MySQL server (./scripts/bootstrap fetches one)")
+
+SPEC = """
+name = "t-my"
+
+[clusters.ss]
+system = "mysql"
+topology = "semisync"
+replicas = 2
+parallel_threads = 2
+
+[clusters.gr]
+topology = "group_replication"
+nodes = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(labs):
+    return labs.up(parse_spec(SPEC))
+
+
+def _write_and_read(lab, cluster: str) -> None:
+    nodes = [n.name for n in lab.cluster_nodes(cluster)]
+    with lab.connect(nodes[0]) as conn:
+        sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
+                    "CREATE TABLE IF NOT EXISTS benchlib.t (id INT PRIMARY KEY, v VARCHAR(20))",
+                    f"REPLACE INTO benchlib.t VALUES (1, '{cluster}-{time.time():.3f}')")
+        want = sql.scalar(conn, "SELECT v FROM benchlib.t WHERE id = 1")
+        gtid = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed")
+    for n in nodes[1:]:
+        with lab.connect(n) as conn:
+            assert sql.scalar(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 10)", (gtid,)) == 0, n
+            assert sql.scalar(conn, "SELECT v FROM benchlib.t WHERE id = 1") == want, n
+
+
+def test_every_topology_comes_up_and_replicates(lab):
+    status = {s.name: s for s in lab.status()}
+    assert all(s.up for s in status.values())
+    assert status["ss-1"].detail["semisync"] == "ON" and status["ss-1"].detail["semisync_clients"] == 2
+    assert [status[f"gr-{i}"].detail["member_role"] for i in (1, 2, 3)] == ["PRIMARY", "SECONDARY", "SECONDARY"]
+    assert {status[f"gr-{i}"].detail["member_state"] for i in (1, 2, 3)} == {"ONLINE"}
+    for cluster in ("ss", "gr"):
+        _write_and_read(lab, cluster)
+    assert lab.system("ss") == "mysql" and lab.system("gr") == "group_replication"
+    assert lab.facts("gr")["server"].startswith("MySQL 9.")
+
+
+def test_runtime_settings_are_read_back(lab):
+    applied = lab.set({"parallel_threads": 4, "semisync_wait_point": "AFTER_COMMIT", "semisync_replica_count": 2,
+                       "gr_applier_threshold": 100, "gr_consistency": "BEFORE_ON_PRIMARY_FAILOVER",
+                       "durability": "relaxed"})
+    assert applied["ss"]["parallel_threads"] == 4 and applied["gr"]["gr_applier_threshold"] == 100
+    with lab.connect("ss-2") as conn:
+        assert sql.scalar(conn, "SELECT @@GLOBAL.replica_parallel_workers") == 4
+    with lab.connect("ss-1") as conn:
+        assert sql.scalar(conn, "SELECT @@GLOBAL.rpl_semi_sync_source_wait_point") == "AFTER_COMMIT"
+        assert sql.scalar(conn, "SELECT @@GLOBAL.rpl_semi_sync_source_wait_for_replica_count") == 2
+    for n in ("gr-1", "gr-2", "gr-3"):
+        with lab.connect(n) as conn:
+            assert sql.scalar(conn, "SELECT @@GLOBAL.group_replication_flow_control_applier_threshold") == 100
+            assert sql.scalar(conn, "SELECT @@GLOBAL.group_replication_consistency") == "BEFORE_ON_PRIMARY_FAILOVER"
+            assert sql.scalar(conn, "SELECT @@GLOBAL.sync_binlog") == 0
+    lab.set({"semisync": False}, cluster="ss")
+    with lab.connect("ss-1") as conn:
+        assert sql.global_status(conn, "Rpl_semi_sync_source_status")["rpl_semi_sync_source_status"] == "OFF"
+    lab.set({"semisync": True, "semisync_replica_count": 1, "durability": "durable"})
+    with pytest.raises(SettingError, match="fc_limit"):
+        lab.set({"fc_limit": 10}, cluster="gr")
+
+
+def test_group_replication_throttling_counters_exist_on_every_member(lab):
+    for n in ("gr-1", "gr-2", "gr-3"):
+        with lab.connect(n) as conn:
+            assert "gr_flow_control_throttle_time_sum" in sql.global_status(conn, "Gr_flow_control_throttle")
+
+
+def test_no_anonymous_or_passwordless_account(lab):
+    for node in lab.layout.nodes.values():
+        with lab.connect(node) as conn:
+            rows = sql.query(conn, "SELECT User, Host, authentication_string AS auth, account_locked AS locked "
+                                   "FROM mysql.user")
+        assert not any(r["User"] == "" for r in rows)
+        for r in rows:
+            assert r["auth"] or r["locked"] == "Y", f"{node.name}: {r['User']}@{r['Host']} has no password"
+            if r["User"].startswith("mysql."):
+                assert r["locked"] == "Y" and r["Host"] == "localhost"
+        assert {r["User"] for r in rows if not r["User"].startswith("mysql.")} == {"root", "bench", "repl"}
+        assert {r["Host"] for r in rows if r["User"] == "root"} == {"localhost"}
+
+
+def test_servers_listen_on_loopback_only(lab):
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    pids = {str(p) for p in lab.record.pids.values()}
+    mine = [line for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
+    assert len(mine) >= len(pids)
+    for line in mine:
+        assert line.split()[3].startswith("127.0.0.1:"), line
+
+
+def test_killed_member_is_healed_back_online(lab):
+    kill9(lab, "gr-3")
+    assert lab.broken() == ["gr-3"]
+    assert lab.heal(timeout=120) == ["gr-3"]
+    status = {s.name: s.detail for s in lab.status() if s.cluster == "gr"}
+    assert {d["member_state"] for d in status.values()} == {"ONLINE"}
+    _write_and_read(lab, "gr")
+
+
+def test_killed_primary_fails_over_and_heal_restores_the_intended_primary(lab):
+    kill9(lab, "gr-1")
+    deadline = time.monotonic() + 30
+    elected = None
+    while time.monotonic() < deadline and elected is None:
+        with lab.connect("gr-2") as conn:
+            rows = sql.query(conn, "SELECT MEMBER_PORT, MEMBER_ROLE, MEMBER_STATE FROM "
+                                   "performance_schema.replication_group_members")
+        primaries = [r for r in rows if r["MEMBER_ROLE"] == "PRIMARY" and r["MEMBER_STATE"] == "ONLINE"]
+        if len(rows) == 2 and primaries:
+            elected = next(n.name for n in lab.cluster_nodes("gr") if n.port == primaries[0]["MEMBER_PORT"])
+        time.sleep(0.2)
+    assert elected in ("gr-2", "gr-3")
+    assert lab.heal(timeout=120) == ["gr-1"]
+    roles = {s.name: s.detail["member_role"] for s in lab.status() if s.cluster == "gr"}
+    assert roles == {"gr-1": "PRIMARY", "gr-2": "SECONDARY", "gr-3": "SECONDARY"}
+    _write_and_read(lab, "gr")
+
+
+def test_killed_replica_is_healed(lab):
+    kill9(lab, "ss-3")
+    assert lab.heal(timeout=120) == ["ss-3"]
+    _write_and_read(lab, "ss")
+    st = {s.name: s.detail for s in lab.status()}
+    assert st["ss-1"]["semisync_clients"] == 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[clusters.gr]\ntopology = "group_replication"\nnodes = 2', "clusters.gr.group_replication.nodes"),
+    ('[clusters.a]\ntopology = "async"\nsystem = "postgres"', "clusters.a.system: Input should be 'mariadb' or 'mysql'"),
+    ('[clusters.g]\ntopology = "galera"\nsystem = "mysql"', "Galera runs on MariaDB"),
+    ('[clusters.a]\ntopology = "async"\nsystem = "mysql"\nparallel_mode = "conservative"', "parallel_mode is MariaDB"),
+    ('[clusters.gr]\ntopology = "group_replication"\ncommunication_stack = "XCOM"', "listens on every address"),
+])
+def test_bad_specs_get_one_message(text, message):
+    with pytest.raises(SpecError) as err:
+        parse_spec('name = "t-bad"\n' + text)
+    assert message in err.value.render()
+
+
+def test_missing_basedir_is_refused_before_anything_starts(lab_root):
+    from benchlib.lab.lab import Lab
+
+    spec = parse_spec('name = "t-nob"\n[clusters.a]\ntopology = "single"\nsystem = "mysql"\nbasedir = "/nonexistent/mysql"')
+    with pytest.raises(MissingDependencyError, match="basedir /nonexistent/mysql: no runnable mysqld"):
+        Lab.up(spec, root=lab_root)
+    assert not (lab_root / "t-nob").exists()
+
+
+def test_example_specs_validate():
+    for name in ("mysql-async-1p2r.toml", "gr-3.toml"):
+        spec = example_spec(name, "t-ex")
+        assert all(c.system == "mysql" for c in spec.clusters.values())
