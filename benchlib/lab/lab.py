@@ -322,8 +322,7 @@ class Lab:
         seed_of: dict[str, str] = {}
         for c, cl in self.spec.clusters.items():
             server = self.server(c)
-            seed_of[c] = c if cl.topology == "galera" else (f"_mysql-{server.version}-{abs(hash(server.mysqld))}"
-                                                             if server else "_plain")
+            seed_of[c] = c if cl.topology == "galera" else (f"_mysql:{server.mysqld}" if server else "_plain")
         with ThreadPoolExecutor(max_workers=8) as pool:
             net = pool.submit(self._network_up) if self.layout.sites else None
             jobs = {}
@@ -331,15 +330,20 @@ class Lab:
                 if key in jobs:
                     continue
                 server = self.server(c)
-                tmpl = seed.template(self.layout.dir.parent, run_as, server)
+                if server is not None:  # MySQL: the cached template is the seed; nodes set passwords at first start
+                    jobs[key] = pool.submit(seed.template, self.layout.dir.parent, run_as, server)
+                    continue
+                tmpl = seed.template(self.layout.dir.parent, run_as)
                 galera = self.layout.cluster_nodes(c)[0].galera_port if key == c else None
-                jobs[key] = pool.submit(seed.make_seed, tmpl, seeds_dir / key, self.creds, run_as, galera, server)
+                jobs[key] = pool.submit(seed.make_seed, tmpl, seeds_dir / key.strip("_"), self.creds, run_as, galera)
             seeds = {k: f.result() for k, f in jobs.items()}
             progress(f"seeds ready ({time.monotonic() - t0:.1f} s)")
 
             def place(node: NodePlan) -> None:
                 nodeops.prepare_dir(node, render(self.layout, node, self.server(node.cluster)), run_as)
                 nodeops.copy_datadir(seeds[seed_of[node.cluster]], node.datadir)
+                if node.server == "mysql":
+                    nodeops.write_private(node.init_file, seed.mysql_init_file(self.creds), run_as)
 
             list(pool.map(place, self.layout.nodes.values()))
             shutil.rmtree(seeds_dir, ignore_errors=True)
@@ -351,7 +355,11 @@ class Lab:
         for topo in topologies:
             topo.prepare()
         self._start_nodes(list(self.layout.nodes.values()))
-        self._wait_connectable(list(self.layout.nodes.values()), timeout, "start")
+        try:
+            self._wait_connectable(list(self.layout.nodes.values()), timeout, "start")
+        finally:
+            for node in self.layout.nodes.values():
+                node.init_file.unlink(missing_ok=True)  # it holds passwords: gone once the nodes are up
         progress(f"servers started ({time.monotonic() - t0:.1f} s)")
         with ThreadPoolExecutor(max_workers=len(topologies)) as pool:
             for f in [pool.submit(t.form, timeout) for t in topologies]:
@@ -373,6 +381,9 @@ class Lab:
             with ThreadPoolExecutor(max_workers=max(1, len(ordered))) as pool:  # e.g. wsrep-recover, in parallel
                 args = dict(zip([n.name for n in ordered], pool.map(
                     lambda n: self.topology(n.cluster).start_args(n, self.record.run_as), ordered)))
+            for n in ordered:
+                if n.init_file.exists():  # a MySQL node's first start
+                    args[n.name] = (*args[n.name], f"--init-file={n.init_file}")
             for node in ordered:
                 topo = self.topology(node.cluster)
                 pids[node.name] = nodeops.start(node, self.record.run_as, *args[node.name],

@@ -105,6 +105,11 @@ class NodePlan:
         return self.dir / "my.cnf"
 
     @property
+    def init_file(self) -> Path:
+        """SQL a MySQL node runs at its first start (the lab's passwords; removed once the node is up)."""
+        return self.dir / "init.sql"
+
+    @property
     def error_log(self) -> Path:
         return self.dir / "error.log"
 

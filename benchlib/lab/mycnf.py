@@ -196,6 +196,10 @@ def mysql_options(layout: Layout, node: NodePlan, server: Server) -> dict[str, A
             "communication_stack": cluster.communication_stack,
             "paxos_single_leader": cluster.paxos_single_leader,
             "recovery_get_public_key": True,
+            # TLS between members (the server's own generated certificates): the MYSQL stack authenticates
+            # as the recovery account, whose caching_sha2_password exchange needs TLS or an RSA key; without
+            # either, the first joins fail and retry after about 10 s
+            "recovery_use_ssl": True, "ssl_mode": "REQUIRED",
             "member_expel_timeout": 5,  # a lab: a killed member leaves the group within seconds
             "autorejoin_tries": 0,
         }

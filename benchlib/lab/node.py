@@ -49,6 +49,15 @@ def copy_datadir(src: Path, dst: Path) -> None:
     subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dst)], check=True)
 
 
+def write_private(path: Path, text: str, owner: str | None) -> None:
+    """A mode-600 file only ``owner`` (the servers' user) and root can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    if owner:
+        shutil.chown(path, owner, owner)
+
+
 def prepare_dir(node: NodePlan, cnf_text: str, run_as: str | None) -> None:
     node.dir.mkdir(parents=True, exist_ok=True)
     node.tmpdir.mkdir(exist_ok=True)

@@ -12,16 +12,20 @@
    the cluster forms with no state transfer at all: no rsync SST/IST script, no
    joiner waiting in a non-primary view.
 
-MySQL works the same way: its template is made by ``mysqld --initialize-insecure`` (cached
-per server), its seed replaces the empty root password and creates the lab's accounts with
-the binary log off before any node listens on TCP, and the seed's ``auto.cnf`` is removed so
-every node gets its own server UUID.
+MySQL is faster still: its template is made by ``mysqld --initialize-insecure`` and then,
+socket only and with the binary log off, given the lab accounts with passwords nobody knows
+(the empty root password is gone before any server of it listens on TCP) and the Group
+Replication stats component; it is cached per server. Every node starts from a copy of it
+with ``--init-file``: SQL that sets the lab's passwords before the server serves any
+connection (``mysql_init_file``; the file is mode 600 and removed once the node is up). No
+per-lab seed server runs at all. ``auto.cnf`` is removed so every node makes its own UUID.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import subprocess
 import time
@@ -33,9 +37,10 @@ from benchlib.lab import procs, sql
 from benchlib.lab.layout import ACCOUNT_HOSTS, NodePlan
 from benchlib.lab.mycnf import mysql_paths, mysql_seed_options, option_file, seed_options
 from benchlib.lab.node import chown_tree, log_tail
-from benchlib.lab.secrets import Credentials
+from benchlib.lab.secrets import ACCOUNTS, Credentials
 from benchlib.lab.state import locked
 from benchlib.servers import Server
+from benchlib.systems.values import sql_literal
 
 TEMPLATE_FORMAT = "1"
 GR_FLOW_CONTROL_STATS = "component_group_replication_flow_control_stats"
@@ -102,7 +107,11 @@ def _initialize_mysql(work: Path, run_as: str | None, server: Server) -> None:
     if res.returncode != 0:
         raise NodeStartError(f"mysqld --initialize-insecure ({server.label}) failed while preparing the datadir "
                              "template", detail=log_tail(log) if log.exists() else res.stderr[-2000:])
-    (work / "data" / "auto.cnf").unlink(missing_ok=True)  # every node makes its own server UUID
+    # the empty root password goes at once; every account gets a password nobody knows (a lab's node sets its
+    # own at first start, from an init file: mysql_init_file)
+    unknown = Credentials({user: secrets.token_urlsafe(24) for user in ACCOUNTS})
+    _set_up_accounts(work / "seed", work / "data", unknown, run_as, None, server)
+    shutil.rmtree(work / "seed")
 
 
 def _account_statements(creds: Credentials, flavor: str = "mariadb") -> list[tuple[str, tuple]]:
@@ -132,13 +141,30 @@ def _account_statements(creds: Credentials, flavor: str = "mariadb") -> list[tup
     return stmts
 
 
-def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str | None, galera_port: int | None,
-              server: Server | None = None) -> Path:
-    """Prepare ``dest/data``: the template with the lab's accounts (and a Galera state if asked)."""
+def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str | None,
+              galera_port: int | None) -> Path:
+    """Prepare ``dest/data``: the MariaDB template with the lab's accounts (and a Galera state if asked)."""
     dest.mkdir(parents=True)
-    (dest / "tmp").mkdir()
     data = dest / "data"
     subprocess.run(["cp", "-a", "--sparse=always", str(template_data), str(data)], check=True)
+    return _set_up_accounts(dest, data, creds, run_as, galera_port, None)
+
+
+def mysql_init_file(creds: Credentials) -> str:
+    """SQL a MySQL node runs at its first start, before it serves any connection: the lab's passwords on the
+    seed's accounts (binary log off: no GTID of its own)."""
+    lines = ["SET SESSION sql_log_bin = 0;",
+             f"ALTER USER 'root'@'localhost' IDENTIFIED BY {sql_literal(creds.password('root'))};"]
+    for host in ACCOUNT_HOSTS:
+        for user in ("bench", "repl"):
+            lines.append(f"ALTER USER '{user}'@{sql_literal(host)} IDENTIFIED BY {sql_literal(creds.password(user))};")
+    return "\n".join(lines) + "\n"
+
+
+def _set_up_accounts(dest: Path, data: Path, creds: Credentials, run_as: str | None, galera_port: int | None,
+                     server: Server | None) -> Path:
+    """Start the server on ``data`` (socket only), give it exactly the lab's accounts, shut it down cleanly."""
+    (dest / "tmp").mkdir(parents=True, exist_ok=True)
     cnf = dest / "my.cnf"
     socket = dest / "s.sock"
     log = dest / "error.log"
@@ -174,7 +200,7 @@ def make_seed(template_data: Path, dest: Path, creds: Credentials, run_as: str |
     finally:
         procs.stop([(proc.pid, marker)], graceful=False)
         proc.wait()
-    for leftover in ("galera.cache", "gvwstate.dat", "auto.cnf"):
+    for leftover in ("galera.cache", "gvwstate.dat", "auto.cnf"):  # auto.cnf: every node makes its own UUID
         (data / leftover).unlink(missing_ok=True)
     return data
 

@@ -299,10 +299,17 @@ class GroupReplication(Topology):
                     sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = OFF")
 
     def form(self, timeout: float) -> None:
+        """Node 1 bootstraps the group; the others join together (the group admits them one by one)."""
         self._start(self.nodes[0], bootstrap=True)
-        for node in self.nodes[1:]:
-            self._start(node, bootstrap=False)
+        self._join(self.nodes[1:])
         self.wait_ready(timeout)
+
+    def _join(self, nodes: list[NodePlan]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            for f in [pool.submit(self._start, n, False) for n in nodes]:
+                f.result()
 
     def members(self, conn) -> list[dict[str, Any]]:
         return sql.query(conn, self.MEMBERS)
@@ -330,10 +337,10 @@ class GroupReplication(Topology):
         return [[self.nodes[0]], [n for n in dead if n is not self.nodes[0]]]  # the whole group: bootstrap again
 
     def after_group(self, group, timeout):
-        alive = [n for n in self.nodes if n not in group and self._is_member(n)]
-        for node in group:
-            self._start(node, bootstrap=not alive and node is self.nodes[0])
-            alive.append(node)
+        if not any(self._is_member(n) for n in self.nodes if n not in group) and self.nodes[0] in group:
+            self._start(self.nodes[0], bootstrap=True)  # the whole group was down: node 1 bootstraps it again
+            group = [n for n in group if n is not self.nodes[0]]
+        self._join(group)
 
     def _is_member(self, node: NodePlan) -> bool:
         try:

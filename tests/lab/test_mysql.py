@@ -105,6 +105,18 @@ def test_no_anonymous_or_passwordless_account(lab):
         assert {r["Host"] for r in rows if r["User"] == "root"} == {"localhost"}
 
 
+def test_passwords_stay_out_of_files_logs_and_argv(lab):
+    from benchlib.lab import secrets
+
+    passwords = list(secrets.load(lab.dir).passwords.values())
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not any(p in ps for p in passwords)
+    for node in lab.layout.nodes.values():
+        assert not node.init_file.exists()  # the first start's init file (the passwords) is gone
+        text = node.cnf.read_text() + node.error_log.read_text()
+        assert not any(p in text for p in passwords)
+
+
 def test_servers_listen_on_loopback_only(lab):
     out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
     pids = {str(p) for p in lab.record.pids.values()}
