@@ -284,9 +284,19 @@ class GroupReplication(Topology):
             cur.execute("CHANGE REPLICATION SOURCE TO SOURCE_USER='repl', SOURCE_PASSWORD=%s "
                         "FOR CHANNEL 'group_replication_recovery'", (self.ctx.password("repl"),))
 
-    def _start(self, node: NodePlan, bootstrap: bool) -> None:
+    def _address(self, node: NodePlan) -> str:
+        """Where the group reaches ``node`` (its group_replication_local_address)."""
+        return f"{node.listen_host}:{node.port if self.spec.communication_stack == 'MYSQL' else node.gr_port}"
+
+    def _start(self, node: NodePlan, bootstrap: bool, members: list[NodePlan] = ()) -> None:
+        """START GROUP_REPLICATION on ``node``: it bootstraps the group, or joins through ``members`` only (the
+        nodes ONLINE now: a joiner that asks another joiner to add it waits 10 s for nothing)."""
         with self.connect(node) as conn:
             self._recovery_account(conn)
+            if members:
+                with conn.cursor() as cur:
+                    cur.execute("SET GLOBAL group_replication_group_seeds = %s",
+                                (",".join(self._address(m) for m in members),))
             if bootstrap:
                 sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = ON")
             try:
@@ -299,16 +309,27 @@ class GroupReplication(Topology):
                     sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = OFF")
 
     def form(self, timeout: float) -> None:
-        """Node 1 bootstraps the group; the others join together (the group admits them one by one)."""
-        self._start(self.nodes[0], bootstrap=True)
-        self._join(self.nodes[1:])
+        """Node 1 bootstraps the group; the others join together (the group admits them one by one) as soon as
+        node 1 is ONLINE: its START GROUP_REPLICATION returns about a second later."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        first = self.nodes[0]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            boot = pool.submit(self._start, first, True)
+            with self.connect(first) as conn:
+                self._poll(timeout, lambda: self._online(conn, 1) if not boot.done() else (True, ""),
+                           f"{first.name} bootstrapping the group")
+            if boot.done():
+                boot.result()  # raises what failed
+            self._join(self.nodes[1:], [first])
+            boot.result()
         self.wait_ready(timeout)
 
-    def _join(self, nodes: list[NodePlan]) -> None:
+    def _join(self, nodes: list[NodePlan], members: list[NodePlan]) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            for f in [pool.submit(self._start, n, False) for n in nodes]:
+            for f in [pool.submit(self._start, n, False, members) for n in nodes]:
                 f.result()
 
     def members(self, conn) -> list[dict[str, Any]]:
@@ -337,10 +358,11 @@ class GroupReplication(Topology):
         return [[self.nodes[0]], [n for n in dead if n is not self.nodes[0]]]  # the whole group: bootstrap again
 
     def after_group(self, group, timeout):
-        if not any(self._is_member(n) for n in self.nodes if n not in group) and self.nodes[0] in group:
+        members = [n for n in self.nodes if n not in group and self._is_member(n)]
+        if not members and self.nodes[0] in group:
             self._start(self.nodes[0], bootstrap=True)  # the whole group was down: node 1 bootstraps it again
-            group = [n for n in group if n is not self.nodes[0]]
-        self._join(group)
+            group, members = [n for n in group if n is not self.nodes[0]], [self.nodes[0]]
+        self._join(group, members)
 
     def _is_member(self, node: NodePlan) -> bool:
         try:

@@ -1,0 +1,92 @@
+"""Bring-up time and idle memory of MySQL labs: a 3-member Group Replication group, 9 members, study 000's mixed lab.
+
+`Lab.up` from nothing to ready (every member ONLINE in a group of all; replicas caught
+up; Galera Synced), with the phases Lab.up reports (servers started, then the group
+formed), then the idle memory (PSS) of the lab's servers, then `down`. "Cold" clears the
+template cache (mysqld --initialize-insecure and the seed's accounts run once); "warm"
+reuses it. Figures, not assertions; goal for the 3-member group, warm: <= 4 s.
+
+    python bench/gr_up.py [--warm 5] [--cold 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import enter  # noqa: E402
+
+ROOT = enter()
+
+from lab_up import memory_mib  # noqa: E402
+
+from benchlib.lab.cleanup import cleanup  # noqa: E402
+from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.layout import lab_root  # noqa: E402
+from benchlib.lab.spec import LabSpec  # noqa: E402
+
+
+def spec(example: str, name: str, **cluster_changes) -> LabSpec:
+    data = tomllib.loads((ROOT / "examples/labs" / example).read_text())
+    data["name"] = name
+    for c in data["clusters"].values():
+        c.update(cluster_changes)
+    return LabSpec.model_validate(data)
+
+
+def one_run(s: LabSpec, cold: bool) -> tuple[float, float, float]:
+    """(seconds to ready, seconds of it after the servers started, idle PSS MiB)."""
+    if cold:
+        shutil.rmtree(lab_root() / ".cache", ignore_errors=True)
+    phases: dict[str, float] = {}
+
+    def progress(msg: str) -> None:
+        m = re.match(r"(.*) \((\d+\.\d+) s\)$", msg)
+        if m:
+            phases[m.group(1)] = float(m.group(2))
+
+    t0 = time.perf_counter()
+    lab = Lab.up(s, progress=progress)
+    elapsed = time.perf_counter() - t0
+    try:
+        time.sleep(2)  # idle
+        _, pss = memory_mib(list(lab.record.pids.values()))
+    finally:
+        lab.down()
+    return elapsed, elapsed - phases.get("servers started", 0.0), pss
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--warm", type=int, default=5)
+    ap.add_argument("--cold", type=int, default=1)
+    args = ap.parse_args()
+    cleanup(all_labs=True)
+    gr3 = spec("gr-3.toml", "bgr3")
+    for kind, n in (("cold", args.cold), ("warm", args.warm)):
+        rows = [one_run(gr3, cold=(kind == "cold")) for _ in range(n)]
+        for i, (t, form, pss) in enumerate(rows, 1):
+            print(f"  GR 3 members, {kind} run {i}: ONLINE in {t:.2f} s (group formed {form:.2f} s after the "
+                  f"servers started), idle PSS {pss:.0f} MiB")
+        if rows:
+            ts = [r[0] for r in rows]
+            print(f"GR 3 members {kind}: median {statistics.median(ts):.2f} s (min {min(ts):.2f}, max {max(ts):.2f}, "
+                  f"n={len(ts)}); forming the group: median {statistics.median(r[1] for r in rows):.2f} s; goal <= 4 s")
+    t, form, pss = one_run(spec("gr-5-multi.toml", "bgr9", nodes=9, single_primary=True), cold=False)
+    print(f"GR 9 members (buffer_pool 64M): ONLINE in {t:.2f} s (group formed {form:.2f} s after start), "
+          f"idle PSS {pss:.0f} MiB ({pss / 9:.0f} per member)")
+    rows = [one_run(spec("mixed-000.toml", "bmix"), cold=False) for _ in range(2)]
+    print(f"mixed lab of study 000 (MySQL async 1+2, GR 3, Galera 3): ready in "
+          f"{statistics.median(r[0] for r in rows):.2f} s (runs: {', '.join(f'{r[0]:.2f}' for r in rows)}), "
+          f"idle PSS {statistics.median(r[2] for r in rows):.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
