@@ -152,7 +152,7 @@ def backlog_of_run(a: CampaignAnalysis, run_id: str) -> tuple[pd.DataFrame, floa
     catch-up."""
     run = a.runs.set_index("run_id").loc[run_id]
     cl = a.frames["cluster"]
-    cl = cl[(cl.run_id == run_id) & cl.metric.isin(["trx_behind", "seqno_behind"])]
+    cl = cl[(cl.run_id == run_id) & cl.metric.isin(["trx_behind", "seqno_behind", "gr_backlog"])]
     if cl.empty:
         raise AnalysisError(f"no transactions-behind samples in run {run_id}")
     start = float(run.load_start_s)
@@ -166,6 +166,27 @@ def worst_lag_run(a: CampaignAnalysis) -> str:
     if "lag_p95_ms" not in runs or runs.lag_p95_ms.isna().all():
         raise AnalysisError("no replica lag was sampled in this campaign")
     return str(runs.loc[runs.lag_p95_ms.idxmax(), "run_id"])
+
+
+SERVER_NAMES = {"mariadb": "MariaDB", "galera": "MariaDB", "mysql": "MySQL", "group_replication": "MySQL",
+                "pxc": "Percona XtraDB Cluster", "aurora": "Aurora MySQL"}
+
+
+def servers(a: CampaignAnalysis) -> str:
+    """Which server each cluster ran, in one line for a chart's subtitle: "async, galera3: MariaDB 10.11.19 ·
+    myasync, gr3: MySQL 9.7.4" (empty when the runs do not say)."""
+    if not {"cluster", "system", "server_version"} <= set(a.runs.columns):
+        return ""
+    seen: dict[str, list[str]] = {}
+    for cluster, system, version in a.runs[["cluster", "system", "server_version"]].drop_duplicates().itertuples(
+            index=False):
+        if not isinstance(system, str):
+            continue
+        number = str(version).split("-")[0] if isinstance(version, str) else ""
+        name = f"{SERVER_NAMES.get(system, system)} {number}".strip()
+        if cluster not in seen.setdefault(name, []):
+            seen[name].append(str(cluster))
+    return " · ".join(f"{', '.join(cs)}: {name}" for name, cs in seen.items())
 
 
 def label(row: pd.Series, keys: list[str]) -> str:

@@ -81,11 +81,20 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
 
 
 def figures(a: CampaignAnalysis) -> dict[str, go.Figure]:
-    """Every chart of the catalogue that this campaign has data for."""
+    """Every chart of the catalogue that this campaign has data for, each saying which server every cluster ran."""
     out = {}
+    servers = views.servers(a)
     for name, (_, build) in CATALOGUE.items():
         try:
-            out[name] = build(a)
+            out[name] = with_servers(build(a), servers)
         except (AnalysisError, charts.ChartError):  # no data for it; any other error is a bug, raised
             continue
     return out
+
+
+def with_servers(fig: go.Figure, servers: str) -> go.Figure:
+    """The servers line under the figure's title (the system and version of each cluster)."""
+    if servers:
+        title = fig.layout.title.text or ""
+        fig.update_layout(title_text=f"{title}<br><sup>{servers}</sup>" if title else f"<sup>{servers}</sup>")
+    return fig

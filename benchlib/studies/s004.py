@@ -35,7 +35,16 @@ def _claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
                         paired(pick(m, cluster=off), pick(m, cluster=on), "tps_mean", keys=("workload", "threads",
                                                                                                "fc_limit")), 1.0,
                         less=False, how=f"TPS ratio {off[0]} (binlog off) / {on[0]} (binlog on) per configuration"))
-    out.append(remote_claim("PXC 5.7.17 performs on the level of Group Replication", "charts", "MySQL Group Replication"))
+    out.append(remote_claim("PXC 5.7.17 performs on the level of Group Replication", "charts", "Percona XtraDB Cluster"))
+    every = views.measured(a)
+    g = every[every.system == "group_replication"] if "system" in every else every[:0]
+    if "gr_applier_threshold" in g and g.gr_applier_threshold.nunique() >= 2:
+        tight, loose = g.gr_applier_threshold.min(), g.gr_applier_threshold.max()
+        out.append(compare("A tighter Group Replication flow-control threshold costs throughput",
+                           "flow control limits throughput (charts)",
+                           paired(pick(g, gr_applier_threshold=tight), pick(g, gr_applier_threshold=loose), "tps_mean",
+                                  ("workload", "threads")), 1.0, less=True,
+                           how=f"gr_applier_threshold {tight:g} / {loose:g}, paired over workloads and clients"))
     return out
 
 

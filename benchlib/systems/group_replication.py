@@ -1,7 +1,8 @@
 """MySQL Group Replication, single- or multi-primary.
 
 Settings: durability, flow control (mode, applier and certifier thresholds, period, member quota,
-hold and release percent, min and max quota) and the consistency of transactions; each member
+hold and release percent, min and max quota), the consistency of transactions and the
+secondaries' applier threads (each secondary leaves and rejoins); each member
 reports its own state and queues (``performance_schema.replication_group_member_stats``).
 """
 
@@ -46,6 +47,11 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
         "flow_control_release_percent"),
     _gr("gr_min_quota", int_range(0, 2_147_483_647), "lowest quota (0: none)", "flow_control_min_quota"),
     _gr("gr_max_quota", int_range(0, 2_147_483_647), "highest quota (0: none)", "flow_control_max_quota"),
+    Setting("applier_threads", int_range(0, 1024), "replica_parallel_workers of the secondaries' applier: each "
+            "secondary leaves the group, takes the value and rejoins (the primary applies nothing remote)",
+            lambda v, r, vs: ["STOP GROUP_REPLICATION", f"SET GLOBAL replica_parallel_workers = {int(v)}",
+                              "START GROUP_REPLICATION"] if r == "replica" else [],
+            read_var("replica_parallel_workers"), replicas_only=True),
     _gr("gr_consistency", choice("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER", "BEFORE", "AFTER", "BEFORE_AND_AFTER"),
         "transaction consistency guarantee", "consistency"),
 ]}}

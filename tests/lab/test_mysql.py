@@ -188,3 +188,53 @@ def test_example_specs_validate():
     for name in ("mysql-async-1p2r.toml", "gr-3.toml"):
         spec = example_spec(name, "t-ex")
         assert all(c.system == "mysql" for c in spec.clusters.values())
+
+
+def test_runs_on_mysql_clusters_sample_lag_group_stats_and_throttling(lab, tmp_path):
+    """A write load on the group with tight flow-control thresholds: the writer is throttled, and the run
+    records it (GR stats component counters), with heartbeat lag on every secondary and member queues; a run
+    on the MySQL semi-sync cluster records its system's variables and lag on both replicas."""
+    from benchlib.analysis.sustained import fc_paused
+    from benchlib.campaign.run import execute_run
+    from benchlib.store import RunWriter, read_run
+    from benchlib.sysbench.options import SysbenchOptions
+
+    opts = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=8, time_s=6)
+    secrets = list(lab.creds.passwords.values())
+    lab.set({"gr_applier_threshold": 1, "gr_certifier_threshold": 1, "gr_flow_control_period": 1}, cluster="gr")
+    try:
+        run = read_run(execute_run(lab, "gr", opts, RunWriter(tmp_path, "gr", {}, secrets=secrets)))
+    finally:
+        lab.set({"gr_applier_threshold": 25000, "gr_certifier_threshold": 25000}, cluster="gr")
+    assert run.manifest["status"] == "ok", run.manifest.get("reason")
+    cl = run.frames["cluster"]
+    assert {"gr_applier_queue", "gr_backlog", "gr_checked", "gr_throttle_time_ns", "gr_throttle_count"} <= set(cl.metric)
+    throttled = cl[(cl.metric == "gr_throttle_count") & (cl.node == "gr-1")].value
+    assert throttled.max() > throttled.min()  # the writer was throttled during the load
+    runs = __import__("pandas").DataFrame([{"run_id": "gr", "load_start_s": run.manifest["load_window_s"][0],
+                                            "load_end_s": run.manifest["load_window_s"][1], "threads": 8}])
+    share = fc_paused(cl.assign(run_id="gr"), runs)
+    assert 0 < share["gr"] <= 1
+    assert set(run.frames["lag"].node) == {"gr-2", "gr-3"}
+    assert run.manifest["server_variables"]["gr-1"]["group_replication_flow_control_mode"] == "QUOTA"
+
+    run = read_run(execute_run(lab, "ss", opts, RunWriter(tmp_path, "ss", {}, secrets=secrets)))
+    assert run.manifest["status"] == "ok", run.manifest.get("reason")
+    assert set(run.frames["lag"].node) == {"ss-2", "ss-3"} and run.frames["lag"].lag_ms.notna().mean() > 0.9
+    assert "rpl_semi_sync_source_enabled" in run.manifest["server_variables"]["ss-1"]
+    blob = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
+    assert not any(pw.encode() in blob for pw in secrets)
+
+
+def test_a_node_that_cannot_start_gets_one_message_and_nothing_is_left(lab_root):
+    from benchlib.errors import NodeStartError
+    from benchlib.lab import procs
+    from benchlib.lab.lab import Lab
+
+    spec = parse_spec('name = "t-myb"\n[clusters.a]\ntopology = "single"\nsystem = "mysql"\n'
+                      'server = { no_such_option_here = 1 }')
+    with pytest.raises(NodeStartError) as err:
+        Lab.up(spec, root=lab_root)
+    text = err.value.render()
+    assert "a-1" in text and "no_such_option_here" in text  # the node, and its error log's reason
+    assert not (lab_root / "t-myb").exists() and not procs.find(f"{lab_root / 't-myb'}/")
