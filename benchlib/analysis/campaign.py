@@ -208,6 +208,18 @@ def _configs(table: pd.DataFrame, params: list[str], batches: dict, target: floa
     return pd.DataFrame(rows)
 
 
+#: the server each system runs on: with baseline runs on several servers (MariaDB async beside MySQL async), a
+#: configuration is compared with the baseline runs of its own server (Galera with MariaDB's, Group Replication
+#: with MySQL's), never with a pool of both
+SERVER_OF = {"mariadb": "MariaDB", "galera": "MariaDB", "mysql": "MySQL", "group_replication": "MySQL",
+             "pxc": "MySQL", "aurora": "Aurora"}
+
+
+def _server(row: pd.Series) -> str:
+    system = row.get("system")
+    return SERVER_OF.get(system, str(system)) if isinstance(system, str) else ""
+
+
 def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: float) -> pd.DataFrame:
     ok = table[(table.status == "ok")]
     if ok.empty or "tps_mean" not in ok:
@@ -218,9 +230,15 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
     load = [c for c in LOAD_KEYS if c in params]
     cols = _config_columns(params)
     rows, results = [], []
-    base_groups = {k: g for k, g in ok[is_base].groupby(load, dropna=False)} if load else {(): ok[is_base]}
+    base_runs = ok[is_base]
+    servers = base_runs.apply(_server, axis=1) if "system" in base_runs else pd.Series("", index=base_runs.index)
+    by_server = servers.nunique() > 1
     for key, g in ok[~is_base].groupby(cols, dropna=False, sort=True):
         first = g.iloc[0]
+        mine = base_runs
+        if by_server and (servers == _server(first)).any():
+            mine = base_runs[servers == _server(first)]
+        base_groups = {k: b for k, b in mine.groupby(load, dropna=False)} if load else {(): mine}
         bkey = _key(first, load) if load else ()
         bkey = bkey[0] if len(load) == 1 else bkey
         base = next((b for k, b in base_groups.items() if _same(k, bkey)), None)
@@ -233,6 +251,7 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
             r = ratio(a_vals, b_vals, higher_is_better=higher, margin=margin)
             results.append(r)
             rows.append({**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
+                         "baseline_clusters": ",".join(sorted(map(str, base.cluster.unique()))) if "cluster" in base else "",
                          "metric": metric.replace("_mean", ""), "ratio": r.ratio, "ci_low": r.ci_low,
                          "ci_high": r.ci_high, "p": r.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": r.verdict,
                          "runs_needed_per_side": r.runs_needed_per_side, "margin": r.margin,
