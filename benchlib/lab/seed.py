@@ -216,7 +216,8 @@ def _wait_seed(pid: int, marker: str, socket: Path, log: Path, *, galera: bool):
             raise NodeStartError("the seed server exited while starting", detail=f"  {log}:\n{log_tail(log)}")
         if socket.exists():
             try:
-                conn = pymysql.connect(unix_socket=str(socket), user="root", password="", autocommit=True,
+                # a fresh datadir's root has no password yet (socket only, no TCP listener): none is sent
+                conn = pymysql.connect(unix_socket=str(socket), user="root", autocommit=True,
                                        cursorclass=pymysql.cursors.DictCursor, connect_timeout=2)
             except pymysql.err.OperationalError:
                 conn = None

@@ -9,12 +9,13 @@ distributed recovery, after which a single-primary group gets its intended prima
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 import pymysql
 
-from benchlib.errors import ReplicationError
+from benchlib.errors import LabError, ReplicationError
 from benchlib.lab import sql
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
@@ -311,8 +312,6 @@ class GroupReplication(Topology):
     def form(self, timeout: float) -> None:
         """Node 1 bootstraps the group; the others join together (the group admits them one by one) as soon as
         node 1 is ONLINE: its START GROUP_REPLICATION returns about a second later."""
-        from concurrent.futures import ThreadPoolExecutor
-
         first = self.nodes[0]
         with ThreadPoolExecutor(max_workers=1) as pool:
             boot = pool.submit(self._start, first, True)
@@ -326,8 +325,6 @@ class GroupReplication(Topology):
         self.wait_ready(timeout)
 
     def _join(self, nodes: list[NodePlan], members: list[NodePlan]) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
             for f in [pool.submit(self._start, n, False, members) for n in nodes]:
                 f.result()
@@ -369,7 +366,7 @@ class GroupReplication(Topology):
             with self.connect(node) as conn:
                 return sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
                                         "WHERE MEMBER_ID = @@server_uuid") == "ONLINE"
-        except Exception:
+        except (LabError, pymysql.err.MySQLError):  # down, or not answering: not a member to join through
             return False
 
     def after_heal(self, restarted, timeout):

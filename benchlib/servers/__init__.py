@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchlib.errors import MissingDependencyError
@@ -50,7 +50,6 @@ class Server:
     share_dir: Path | None = None  # lc_messages_dir (errmsg.sys)
     library_path: Path | None = None  # run through this prefix's loader with this library path
     version_text: str = ""
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -132,7 +131,7 @@ def found(basedir: str | Path | None = None) -> list[Server]:
             if prefix.is_dir() and not prefix.name.startswith("."):
                 s = _in_basedir(prefix)
                 if s:
-                    out.append(replace_source(s, f"benchlib prefix {prefix}"))
+                    out.append(replace(s, source=f"benchlib prefix {prefix}"))
     seen, unique = set(), []
     for s in out:
         key = (s.flavor, s.version, str(s.mysqld))
@@ -140,12 +139,6 @@ def found(basedir: str | Path | None = None) -> list[Server]:
             seen.add(key)
             unique.append(s)
     return unique
-
-
-def replace_source(s: Server, source: str) -> Server:
-    from dataclasses import replace
-
-    return replace(s, source=source)
 
 
 def find(flavor: str, basedir: str | Path | None = None) -> Server:
