@@ -158,10 +158,10 @@ class Lab:
         return self.spec.setting_rules(cluster)
 
     def connect(self, node: NodePlan | NodeInfo | str, *, user: str = "root", tcp: bool = False,
-                database: str | None = None):
+                database: str | None = None, read_timeout: float = 60.0):
         node = self._plan(node)
         try:
-            return sql.connect(node, self.creds, user=user, tcp=tcp, database=database)
+            return sql.connect(node, self.creds, user=user, tcp=tcp, database=database, read_timeout=read_timeout)
         except pymysql.err.OperationalError as exc:
             raise LabError(f"cannot connect to {node.name} ({exc.args[-1] if exc.args else exc})",
                            hint="benchlib lab status shows which nodes are down; benchlib lab heal restarts them") from None
@@ -169,7 +169,13 @@ class Lab:
     def topology(self, cluster: str) -> Topology:
         return for_cluster(ClusterContext(cluster, self.spec.clusters[cluster], self.layout.cluster_nodes(cluster),
                                           self.connect, lambda: self.settings(cluster), self.creds.password,
-                                          self.setting_rules(cluster)))
+                                          self.setting_rules(cluster), self._restart))
+
+    def _restart(self, nodes: list[NodePlan], timeout: float = 120.0) -> None:
+        """Start ``nodes`` that stopped on their own (e.g. a GR member after a clone), once their old process is gone."""
+        procs.wait_gone([p for n in nodes if (p := self.pid(n))], 60)
+        self._start_nodes(nodes)
+        self._wait_connectable(nodes, timeout, "restart")
 
     def settings(self, cluster: str) -> dict[str, Any]:
         return dict(self.record.settings.get(cluster, {}))

@@ -203,7 +203,8 @@ def mysql_options(layout: Layout, node: NodePlan, server: Server) -> dict[str, A
             "member_expel_timeout": 5,  # a lab: a killed member leaves the group within seconds
             "autorejoin_tries": 0,
         }
-        o["plugin_load_add"] = "group_replication.so"
+        # clone: distributed recovery of a member whose missing transactions no donor has in its binlog
+        o["plugin_load_add"] = "group_replication.so" + (";mysql_clone.so" if server.has_plugin("mysql_clone") else "")
         o.update({f"loose-group_replication_{k}": v for k, v in gr.items()})
         o.update(replica_parallel_workers=cluster.applier_threads, replica_preserve_commit_order=True,
                  disabled_storage_engines="MyISAM,BLACKHOLE,FEDERATED,ARCHIVE,MEMORY")

@@ -15,13 +15,14 @@ __all__ = ["connect", "execute", "global_status", "global_variables", "query", "
 
 
 def connect(node: NodePlan, creds: Credentials, *, user: str = "root", timeout: float = 5.0, tcp: bool = False,
-            database: str | None = None) -> pymysql.connections.Connection:
-    """Connect to ``node``: over its unix socket (default) or over TCP at its listen address."""
+            database: str | None = None, read_timeout: float = 60.0) -> pymysql.connections.Connection:
+    """Connect to ``node``: over its unix socket (default) or over TCP at its listen address; a statement that
+    answers nothing for ``read_timeout`` seconds loses the connection."""
     kwargs: dict[str, Any] = dict(
         user=user,
         password=creds.password(user),
         connect_timeout=timeout,
-        read_timeout=max(timeout, 60),
+        read_timeout=max(timeout, read_timeout),
         write_timeout=max(timeout, 60),
         autocommit=True,
         cursorclass=pymysql.cursors.DictCursor,

@@ -47,6 +47,7 @@ class ClusterContext:
     settings: Callable[[], dict[str, Any]]
     password: Callable[[str], str]
     rules: SettingRules
+    restart: Callable[[list[NodePlan]], None] = lambda nodes: None  # start stopped nodes, wait until connectable
 
 
 def for_cluster(ctx: ClusterContext) -> "Topology":
@@ -279,6 +280,7 @@ class GroupReplication(Topology):
 
     MEMBERS = ("SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE "
                "FROM performance_schema.replication_group_members")
+    START_S = 150.0  # START GROUP_REPLICATION waits up to 60 s for its view: let the server say why it failed
 
     def _recovery_account(self, conn) -> None:
         with conn.cursor() as cur:
@@ -289,10 +291,11 @@ class GroupReplication(Topology):
         """Where the group reaches ``node`` (its group_replication_local_address)."""
         return f"{node.listen_host}:{node.port if self.spec.communication_stack == 'MYSQL' else node.gr_port}"
 
-    def _start(self, node: NodePlan, bootstrap: bool, members: list[NodePlan] = ()) -> None:
+    def _start(self, node: NodePlan, bootstrap: bool, members: list[NodePlan] = (), retries: int = 1) -> None:
         """START GROUP_REPLICATION on ``node``: it bootstraps the group, or joins through ``members`` only (the
-        nodes ONLINE now: a joiner that asks another joiner to add it waits 10 s for nothing)."""
-        with self.connect(node) as conn:
+        nodes ONLINE now: a joiner that asks another joiner to add it waits 10 s for nothing) and recovers."""
+        failed = None
+        with self.connect(node, read_timeout=self.START_S) as conn:
             self._recovery_account(conn)
             if members:
                 with conn.cursor() as cur:
@@ -303,11 +306,59 @@ class GroupReplication(Topology):
             try:
                 sql.execute(conn, "START GROUP_REPLICATION")
             except pymysql.err.MySQLError as exc:
-                raise ReplicationError(f"{node.name}: START GROUP_REPLICATION failed: {exc.args[-1]}",
-                                       detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log, 8)}") from None
+                failed = exc.args[-1] if exc.args else str(exc)
+                if bootstrap:
+                    raise self._failure(node, f"START GROUP_REPLICATION failed: {failed}") from None
             finally:
                 if bootstrap:
                     sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = OFF")
+        if not bootstrap:
+            self._until_recovered(node, members, failed, retries)
+
+    CLONE_DONE = "Clone shutting down server as RESTART failed"  # MY-013462: no supervisor to restart it
+
+    @staticmethod
+    def _failure(node: NodePlan, what: str) -> ReplicationError:
+        return ReplicationError(f"{node.name}: {what}",
+                                detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log, 8)}")
+
+    def _cloned(self, node: NodePlan) -> bool:
+        """Did distributed recovery clone ``node`` and shut it down since it last started (mysqld cannot
+        restart itself without a supervisor)?"""
+        try:
+            with open(node.error_log, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - 65536))
+                tail = f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return False
+        return tail.rfind(self.CLONE_DONE) > tail.rfind("ready for connections")
+
+    def _until_recovered(self, node: NodePlan, members: list[NodePlan], failed: str | None, retries: int,
+                         timeout: float = 600.0) -> None:
+        """Wait while a joining ``node`` recovers until ONLINE. A member cloned from a donor shuts down (nothing
+        restarts it): it is started again and joins again, incrementally. A join that failed (on a loaded
+        machine the view change can time out) is tried ``retries`` more times."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with self.connect(node) as conn:
+                    state = sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
+                                             "WHERE MEMBER_ID = @@server_uuid") or "OFFLINE"
+            except (LabError, pymysql.err.MySQLError):
+                state = None  # down, or shutting down
+            if state == "ONLINE":
+                return
+            if state is None and self._cloned(node):
+                self.ctx.restart([node])
+                return self._start(node, False, members, retries)
+            if state in ("ERROR", "OFFLINE") and (failed or state == "ERROR"):
+                if retries:
+                    with self.connect(node) as conn:
+                        sql.execute(conn, "STOP GROUP_REPLICATION")
+                    return self._start(node, False, members, retries - 1)
+                raise self._failure(node, f"could not join the group ({failed or 'member state ERROR'})")
+            time.sleep(0.1)
+        raise self._failure(node, f"not ONLINE within {timeout:.0f} s of joining")
 
     def form(self, timeout: float) -> None:
         """Node 1 bootstraps the group; the others join together (the group admits them one by one) as soon as
@@ -359,7 +410,38 @@ class GroupReplication(Topology):
         if not members and self.nodes[0] in group:
             self._start(self.nodes[0], bootstrap=True)  # the whole group was down: node 1 bootstraps it again
             group, members = [n for n in group if n is not self.nodes[0]], [self.nodes[0]]
+        else:
+            self._drop_old_incarnations(group, members, timeout)
         self._join(group, members)
+
+    @staticmethod
+    def _where(row: dict[str, Any]) -> tuple[str, int]:
+        return row["MEMBER_HOST"], int(row["MEMBER_PORT"])
+
+    def _drop_old_incarnations(self, restarted: list[NodePlan], members: list[NodePlan], timeout: float) -> None:
+        """Before a restarted member joins again, the group must have expelled its killed incarnation (a join
+        while the group still lists it times out waiting for its view). The survivors expel it once they have
+        suspected it for ``group_replication_member_expel_timeout``; survivors left without a majority cannot,
+        so they are forced to a group of themselves (``group_replication_force_members``, as an operator would)."""
+        if not members:
+            return
+        gone = {(n.listen_host, n.port) for n in restarted}
+        survivor = members[0]
+
+        def expelled() -> tuple[bool, str]:
+            rows = self.members(conn)
+            stale = [r for r in rows if self._where(r) in gone]
+            unreachable = [r for r in rows if r["MEMBER_STATE"] == "UNREACHABLE"]
+            if stale and len(unreachable) * 2 >= len(rows) and all(r in unreachable for r in stale):
+                with conn.cursor() as cur:  # no majority left: the survivors form the group on their own
+                    cur.execute("SET GLOBAL group_replication_force_members = %s",
+                                (",".join(self._address(m) for m in members),))
+                sql.execute(conn, "SET GLOBAL group_replication_force_members = ''")
+            states = ", ".join(f"{h}:{p} {r['MEMBER_STATE']}" for r in stale for h, p in [self._where(r)])
+            return not stale, f"{survivor.name} still lists {states}"
+
+        with self.connect(survivor) as conn:
+            self._poll(timeout, expelled, f"the group expelling the killed {', '.join(n.name for n in restarted)}")
 
     def _is_member(self, node: NodePlan) -> bool:
         try:
