@@ -98,9 +98,21 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
                      f"Needs a remote lab: {html.escape(study.remote)}.</p>"
                      + _table(ref.claims, ["claim", "published", "measured", "holds", "how"]))
     if not a.comparisons.empty:
-        parts.append("<h2>Against the baseline</h2>" + _table(a.comparisons, [
+        c = a.comparisons
+        blocked = c[c.method == "blocks"] if "method" in c else c.iloc[:0]
+        noise = "; ".join(
+            f"{metric}: residual SD {m.sigma_log.median():.1%} of a run on {int(m.df.median())} df"
+            + (f", round effect p = {m.round_p.iloc[0]:.3f}" if pd.notna(m.round_p.iloc[0]) else "")
+            for metric, m in blocked.groupby("metric", sort=False))
+        how = (f"Ratios and 95% intervals from a two-way model (repetition round + configuration) on log run "
+               f"means ({noise}); Fieller's interval is the cross-check. " if not blocked.empty else
+               "Ratios of run means with Fieller's 95% interval (one repetition round: no blocks to model). ")
+        how += (f"Margin δ = {c.margin.iloc[0]:.0%}: FASTER/SLOWER when the interval clears 1 ± δ, EQUIVALENT when "
+                "the 90% interval lies inside it; rounds needed: how many would settle an INCONCLUSIVE verdict if "
+                "the ratio stayed where it is.")
+        parts.append(f"<h2>Against the baseline</h2><p>{html.escape(how)}</p>" + _table(c, [
             "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",
-            "q", "verdict", "runs_needed_per_side"]))
+            "q", "verdict", "runs_needed_per_side", "mde", "fieller_low", "fieller_high"]))
     try:
         searches = views.sustained(a)
     except AnalysisError:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchlib.analysis.blocks import block_ratio
 from benchlib.analysis.compare import MARGIN, TARGET, adjust, agreement, ratio
 from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.series import batch_means
@@ -230,6 +231,7 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
     load = [c for c in LOAD_KEYS if c in params]
     cols = _config_columns(params)
     rows, results = [], []
+    blocks = _blocks(ok)
     base_runs = ok[is_base]
     servers = base_runs.apply(_server, axis=1) if "system" in base_runs else pd.Series("", index=base_runs.index)
     by_server = servers.nunique() > 1
@@ -244,24 +246,55 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
         base = next((b for k, b in base_groups.items() if _same(k, bkey)), None)
         if base is None:
             continue
+        family = None
+        if blocks is not None:
+            family = blocks.copy()
+            family.loc[base.index, "label"] = _BASE
         for metric, higher in (("tps_mean", True), ("lat_pctl_ms", False)):
             a_vals, b_vals = g[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
             if len(a_vals) == 0 or len(b_vals) == 0:
                 continue
             r = ratio(a_vals, b_vals, higher_is_better=higher, margin=margin)
-            results.append(r)
+            blocked = None
+            if family is not None and metric in family:
+                fam = family.dropna(subset=[metric])
+                blocked = block_ratio(fam.label, fam.repetition, fam[metric], g.config.iloc[0], _BASE,
+                                      higher_is_better=higher, margin=margin)
+            main = blocked or r
+            results.append(main)
             rows.append({**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
                          "baseline_clusters": ",".join(sorted(map(str, base.cluster.unique()))) if "cluster" in base else "",
-                         "metric": metric.replace("_mean", ""), "ratio": r.ratio, "ci_low": r.ci_low,
-                         "ci_high": r.ci_high, "p": r.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": r.verdict,
-                         "runs_needed_per_side": r.runs_needed_per_side, "margin": r.margin,
-                         "notes": "; ".join(r.notes)})
+                         "metric": metric.replace("_mean", ""), "ratio": main.ratio, "ci_low": main.ci_low,
+                         "ci_high": main.ci_high, "p": main.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": main.verdict,
+                         "runs_needed_per_side": blocked.rounds_needed if blocked else r.runs_needed_per_side,
+                         "margin": margin, "method": "blocks" if blocked else "fieller",
+                         "fieller_ratio": r.ratio, "fieller_low": r.ci_low, "fieller_high": r.ci_high,
+                         "fieller_verdict": r.verdict,
+                         "df": blocked.df if blocked else np.nan, "sigma_log": blocked.sigma if blocked else np.nan,
+                         "mde": blocked.mde if blocked else np.nan, "pooled": blocked.pooled if blocked else "",
+                         "round_p": blocked.round_p if blocked else np.nan,
+                         "levene_p": blocked.levene_p if blocked else np.nan,
+                         "notes": "; ".join([*(blocked.notes if blocked else []), *r.notes])})
     for metric in {row["metric"] for row in rows}:  # false-discovery control within each metric
         idx = [i for i, row in enumerate(rows) if row["metric"] == metric]
         adjust([results[i] for i in idx])
         for i in idx:
             rows[i]["q"] = results[i].q
     return pd.DataFrame(rows)
+
+
+_BASE = "\0baseline"  # the baseline's label in the two-way model (all its runs of the comparison's load)
+
+
+def _blocks(ok: pd.DataFrame) -> pd.DataFrame | None:
+    """Every ok run with its configuration label and round: the two-way model's data. A round runs every
+    configuration of the campaign, so the model spans the whole campaign (round effects are the machine's,
+    shared by every load) and pools the run-to-run noise of all its configurations. None without rounds."""
+    if "repetition" not in ok or ok.repetition.nunique() < 2:
+        return None
+    fam = ok.copy()
+    fam["label"] = fam.config.astype(str)
+    return fam
 
 
 def _same(a, b) -> bool:

@@ -156,6 +156,20 @@ def fieller(a, b, level: float = 0.95) -> tuple[float, float, float]:
     return float(r), float((r - half) / (1 - g)), float((r + half) / (1 - g))
 
 
+def verdict_of(lo: float, hi: float, lo90: float, hi90: float, margin: float, higher_is_better: bool) -> str:
+    """Spec E's verdict from a ratio's 95% and 90% intervals: beyond the margin, inside it, or neither."""
+    up, down = ("FASTER", "SLOWER") if higher_is_better else ("SLOWER", "FASTER")
+    if lo > 1 + margin:
+        return up
+    if hi < 1 - margin:
+        return down
+    if lo90 >= 1 - margin and hi90 <= 1 + margin:
+        return "EQUIVALENT"
+    if lo > 1 or hi < 1:
+        return "SIGNIFICANT_BUT_SMALL"
+    return "INCONCLUSIVE"
+
+
 def ratio(a, b, *, higher_is_better: bool = True, margin: float = MARGIN) -> Ratio:
     """Configuration ``a`` against baseline ``b`` (run means). For latency pass ``higher_is_better=False``:
     the ratio stays a / b, and FASTER means a's latency is lower."""
@@ -168,17 +182,7 @@ def ratio(a, b, *, higher_is_better: bool = True, margin: float = MARGIN) -> Rat
         p = float(stats.ttest_ind(np.log(a), np.log(b), equal_var=False).pvalue)
     if min(len(a), len(b)) <= 3:
         notes.append("with 3 or fewer runs per side a rank test cannot reach p < 0.05; the interval is what counts")
-    up, down = ("FASTER", "SLOWER") if higher_is_better else ("SLOWER", "FASTER")
-    if lo > 1 + margin:
-        verdict = up
-    elif hi < 1 - margin:
-        verdict = down
-    elif lo90 >= 1 - margin and hi90 <= 1 + margin:
-        verdict = "EQUIVALENT"
-    elif lo > 1 or hi < 1:
-        verdict = "SIGNIFICANT_BUT_SMALL"
-    else:
-        verdict = "INCONCLUSIVE"
+    verdict = verdict_of(lo, hi, lo90, hi90, margin, higher_is_better)
     need = None
     if verdict == "INCONCLUSIVE":
         covs = [x.std(ddof=1) / x.mean() for x in (a, b) if len(x) > 1 and x.mean()]

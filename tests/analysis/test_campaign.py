@@ -73,3 +73,17 @@ def test_wan_rtt_comes_from_the_lab_spec():
     w = views.wan(analyze(DATA / "wan"))
     rtt = dict(zip(w.cluster, w.rtt_ms))
     assert rtt == {"local": 0.0, "semi": 20.0, "galera": 20.0}
+
+
+def test_comparisons_use_the_campaign_blocks(topologies):
+    """Rounds x 18 configurations: the two-way model pools the noise (df 34, the audit's 7.6% residual SD),
+    finds the round effect, and gives intervals narrower than Fieller's, never reaching zero."""
+    c = topologies.comparisons
+    assert set(c.method) == {"blocks"}
+    assert set(c[c.metric == "tps"].df) == {34}
+    tps = c[c.metric == "tps"]
+    assert tps.sigma_log.iloc[0] == pytest.approx(0.076, abs=0.002) and tps.round_p.iloc[0] < 0.01
+    assert (c.ci_low > 0).all()
+    width = (tps.ci_high - tps.ci_low) / tps.ratio
+    fieller = (tps.fieller_high - tps.fieller_low) / tps.fieller_ratio
+    assert (width < fieller).mean() >= 0.9 and width.median() < 0.7 * fieller.median()
