@@ -60,7 +60,7 @@ class RateVerdict:
 def rate_verdict(rate: float, tps: Sequence[float], *, t_s: Sequence[float] | None = None,
                  queue: Sequence[float] | None = None, lag_t: Sequence[float] | None = None,
                  lag_ms: Sequence[float] | None = None, fc_paused_frac: float = 0.0,
-                 queue_full: bool = False) -> RateVerdict:
+                 queue_full: bool = False, has_replicas: bool = True) -> RateVerdict:
     """One open-loop run at ``rate``: is the rate sustained? (per-second throughput and queue length,
     the worst node's lag per second of the load, the share of the load flow control paused the cluster)."""
     y = np.asarray(tps, dtype=float)
@@ -92,10 +92,13 @@ def rate_verdict(rate: float, tps: Sequence[float], *, t_s: Sequence[float] | No
         l_verdict = lag_growth(np.asarray(lag_ms, dtype=float), lt, trim_s=trim).verdict
         if l_verdict == "GROWING":
             reasons.append("replica lag grows")
-    else:
+    elif not has_replicas:
         l_verdict = SUSTAINED  # a single server has no replica to fall behind
     if reasons:
         verdict = UNSUSTAINED
+    elif has_replicas and (lag_ms is None or not len(lag_ms)):  # audit B6: missing lag is not sustained lag
+        verdict = INCONCLUSIVE
+        reasons.append("no lag samples: whether the replicas keep up could not be judged")
     elif INCONCLUSIVE in (q_verdict, l_verdict):
         verdict = INCONCLUSIVE
         reasons.append(f"{'queue' if q_verdict == INCONCLUSIVE else 'lag'} test inconclusive: run longer")
@@ -214,7 +217,8 @@ def judge_runs(frames: Mapping[str, pd.DataFrame], run_ids: Sequence[str] | None
                 lt, lm = w.index.to_numpy(float), w.to_numpy(float)
             q = g.queue_length.astype("float64").to_numpy() if "queue_length" in g else None
             v = rate_verdict(rate, g.tps.to_numpy(float), t_s=g.t_s.to_numpy(float), queue=q, lag_t=lt, lag_ms=lm,
-                             fc_paused_frac=float(paused.get(r.run_id, 0.0)))
+                             fc_paused_frac=float(paused.get(r.run_id, 0.0)),
+                             has_replicas=getattr(r, "topology", None) != "single")
         rows.append({"run_id": r.run_id, **v.as_dict()})
     return pd.DataFrame(rows)
 

@@ -87,3 +87,14 @@ def test_the_search_steps_down_when_the_first_rate_fails_and_gives_up_at_the_flo
     while (rate := next_rate(nothing, plan)) is not None:
         nothing[rate] = False
     assert bracket(nothing) == (None, 125) and len(nothing) == 4
+
+
+def test_missing_lag_is_not_sustained_lag():
+    """Audit B6: a replicated topology whose lag sampling came back empty is INCONCLUSIVE; only a single server
+    (no replicas) is judged without lag."""
+    t = np.arange(120, dtype=float)
+    tps = 300 + np.random.default_rng(3).normal(0, 5, len(t))
+    q = np.zeros(len(t))
+    missing = rate_verdict(300, tps, t_s=t + 1, queue=q)
+    assert missing.verdict == INCONCLUSIVE and "no lag samples" in "; ".join(missing.reasons)
+    assert rate_verdict(300, tps, t_s=t + 1, queue=q, has_replicas=False).verdict == SUSTAINED
