@@ -10,6 +10,7 @@ baseline, and a validation pass listing every problem with a severity (statistic
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,10 +158,13 @@ def _assess_all(inputs: list[RunInput]) -> list[dict[str, Any]]:
         return list(pool.map(assess_run, inputs, chunksize=max(1, len(inputs) // (4 * workers))))
 
 
-def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float = MARGIN,
+def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float | None = None,
             target: float = TARGET) -> CampaignAnalysis:
-    """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async)."""
+    """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async); ``margin``
+    is delta (default: the campaign spec's ``margin``, else 2%)."""
     frames = load_campaign(campaign) if not isinstance(campaign, dict) else campaign
+    if margin is None:
+        margin = _spec_margin(campaign) if not isinstance(campaign, dict) else MARGIN
     runs = frames["runs"]
     if runs.empty:
         raise AnalysisError(f"no runs in campaign {campaign if not isinstance(campaign, dict) else ''}".strip(),
@@ -295,6 +299,16 @@ def _blocks(ok: pd.DataFrame) -> pd.DataFrame | None:
     fam = ok.copy()
     fam["label"] = fam.config.astype(str)
     return fam
+
+
+def _spec_margin(folder: str | Path) -> float:
+    """The margin the campaign's spec set (campaign.json), else the default."""
+    try:
+        spec = json.loads((Path(folder) / "campaign.json").read_text()).get("campaign", {})
+    except (OSError, ValueError):
+        return MARGIN
+    value = spec.get("margin")
+    return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else MARGIN
 
 
 def _same(a, b) -> bool:

@@ -125,6 +125,9 @@ class CampaignSpec(_Strict):
     adaptive: bool = False
     max_repetitions: int = Field(default=10, ge=2, le=100)
     target_halfwidth: float = Field(default=0.02, gt=0, lt=1)  # relative half-width of the 95% interval
+    # delta: ratios against the baseline within 1 +- margin count as no difference (EQUIVALENT); FASTER and
+    # SLOWER need the whole 95% interval beyond it. The report states it.
+    margin: float = Field(default=0.02, gt=0, lt=1)
     # maximum sustained throughput: open-loop searches after the planned runs (one per cluster, settings and
     # workload; see Search)
     sustained: bool = False

@@ -87,3 +87,16 @@ def test_comparisons_use_the_campaign_blocks(topologies):
     width = (tps.ci_high - tps.ci_low) / tps.ratio
     fieller = (tps.fieller_high - tps.fieller_low) / tps.fieller_ratio
     assert (width < fieller).mean() >= 0.9 and width.median() < 0.7 * fieller.median()
+
+
+def test_the_margin_comes_from_the_campaign_spec(tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "wide"
+    shutil.copytree(DATA / "topologies", folder)
+    meta = json.loads((folder / "campaign.json").read_text())
+    meta["campaign"]["margin"] = 0.10
+    (folder / "campaign.json").write_text(json.dumps(meta))
+    assert set(analyze(folder).comparisons.margin) == {0.10}
+    assert set(analyze(folder, margin=0.05).comparisons.margin) == {0.05}
