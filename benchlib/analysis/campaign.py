@@ -174,6 +174,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     assessed = pd.DataFrame(_assess_all(_inputs(ok, frames)))
     batches = dict(zip(assessed.run_id, assessed.pop("_batches"))) if "_batches" in assessed else {}
     table = runs.merge(assessed, on="run_id", how="left") if not assessed.empty else runs.copy()
+    table = _unreported_tail(table, frames.get("intervals", pd.DataFrame()))
     # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
     # pooled into configurations or ratios
     measured = table[table.search.isna()] if "search" in table else table
@@ -301,6 +302,24 @@ def _blocks(ok: pd.DataFrame) -> pd.DataFrame | None:
     return fam
 
 
+TAIL_WARN = 0.02  # share of a run's transactions sysbench left out of its per-second lines worth a warning
+
+
+def _unreported_tail(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """Transactions sysbench counted in its summary but in no per-second line (it sometimes omits its last
+    report): ``unreported_trx`` and ``unreported_frac`` per run."""
+    if intervals.empty or "summary_transactions" not in table:
+        return table
+    iv = intervals.sort_values(["run_id", "t_s"])
+    dt = iv.groupby("run_id", observed=True).t_s.diff().fillna(iv.t_s)
+    reported = (iv.tps.astype(float) * dt.astype(float)).groupby(iv.run_id.astype(str)).sum()
+    total = pd.to_numeric(table.summary_transactions, errors="coerce")
+    out = table.copy()
+    out["unreported_trx"] = (total - table.run_id.astype(str).map(reported)).round(0)
+    out["unreported_frac"] = out.unreported_trx / total.where(total > 0)
+    return out
+
+
 def _spec_margin(folder: str | Path) -> float:
     """The margin the campaign's spec set (campaign.json), else the default."""
     try:
@@ -355,6 +374,12 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str]) -> p
         elif r.get("lag_verdict") == "GROWING":
             add("warning", rid, f"replica lag grows {r['lag_slope_ms_per_s']:.1f} ms/s over the run: "
                                 "the replicas do not sustain this load")
+        tail = r.get("unreported_frac")
+        if isinstance(tail, float) and tail > TAIL_WARN:
+            add("warning", rid, f"sysbench left {tail:.1%} of the run's transactions out of its per-second lines "
+                                "(its last report is missing)",
+                "the per-second figures (and the mean TPS after the warm-up trim) miss that tail; "
+                "summary_tps includes it")
         if pd.isna(r["catch_up_s"]):
             add("warning", rid, "no catch-up time recorded")
     for c in configs.itertuples(index=False):

@@ -100,3 +100,18 @@ def test_the_margin_comes_from_the_campaign_spec(tmp_path):
     (folder / "campaign.json").write_text(json.dumps(meta))
     assert set(analyze(folder).comparisons.margin) == {0.10}
     assert set(analyze(folder, margin=0.05).comparisons.margin) == {0.05}
+
+
+def test_sysbench_unreported_tail_is_measured_and_flagged():
+    """Transactions in sysbench's summary but in no per-second line: about 0.2% in the recorded runs; a run whose
+    last report line is missing (here removed from a real run) is flagged."""
+    frames = load_campaign(DATA / "topologies")
+    a = analyze(frames)
+    assert a.runs.unreported_frac.between(0, 0.01).all()
+    iv = frames["intervals"]
+    victim = str(iv.run_id.iloc[0])
+    last = iv[iv.run_id.astype(str) == victim].t_s.idxmax()
+    frames = {**frames, "intervals": iv.drop(index=last)}
+    b = analyze(frames)
+    assert b.runs.set_index("run_id").unreported_frac[victim] > 0.05
+    assert b.problems[b.problems["where"] == victim].what.str.contains("per-second lines").any()
