@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 import statistics
 import sys
 import time
@@ -27,12 +28,18 @@ from _common import enter  # noqa: E402
 
 ROOT = enter()
 
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
+
 from benchlib.campaign.run import prepare_dataset  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
 from benchlib.sampling.session import build_sampling  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def exact_cpu() -> float:
@@ -58,13 +65,33 @@ def main() -> None:
         prepare_dataset(lab, "async-1", opts)
         driver = lab.load_driver()
 
-        sampling = build_sampling(lab).start()
-        time.sleep(1)
-        c0, t0 = exact_cpu(), time.monotonic()
-        time.sleep(8)
-        idle = 100 * (exact_cpu() - c0) / (time.monotonic() - t0)
-        sampling.stop()
-        print(f"sampler CPU, idle 6-node lab: {idle:.1f}% of one core")
+        pids = [lab.pid(n) for n in lab.layout.nodes]
+
+        def servers_cpu() -> float:
+            total = 0.0
+            for pid in pids:
+                f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(f[11]) + int(f[12])) / CLK_TCK
+            return total
+
+        server_idle = []
+        for on in (False, True, False, True):  # the servers' own CPU with and without the probes' queries
+            sampling = build_sampling(lab).start() if on else None
+            time.sleep(1)
+            c0, s0, t0 = exact_cpu(), servers_cpu(), time.monotonic()
+            time.sleep(8)
+            dt = time.monotonic() - t0
+            if on:
+                idle = 100 * (exact_cpu() - c0) / dt
+                print(f"sampler CPU, idle 6-node lab: {idle:.1f}% of one core (every probe: heartbeats, replication, "
+                      "server counters, processes, host)")
+            server_idle.append((on, 100 * (servers_cpu() - s0) / dt))
+            if sampling:
+                sampling.stop()
+        on_cpu = statistics.mean(v for o, v in server_idle if o)
+        off_cpu = statistics.mean(v for o, v in server_idle if not o)
+        print(f"the 6 servers' CPU, idle lab: {on_cpu:.1f}% of one core sampled vs {off_cpu:.1f}% not "
+              f"(the probes' queries: {on_cpu - off_cpu:+.1f}%)")
 
         for _ in range(2):  # warm-up: the first runs after prepare are slower
             driver.run("async-1", opts)
@@ -97,6 +124,10 @@ def main() -> None:
                     cur = conn.cursor()
                     cur.execute("SELECT MASTER_GTID_WAIT(%s, 120)", (target,))
         ratios = [a / b for a, b in zip(tps[True], tps[False])]
+        d = np.log(ratios)  # each on/off pair ran back to back: a block; the paired t interval on log ratios
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else np.inf
+        print(f"TPS with sampling / without, paired by block: {np.exp(d.mean()):.3f} "
+              f"(95% interval {np.exp(d.mean() - half):.3f}-{np.exp(d.mean() + half):.3f}, {len(d)} pairs)")
         print(f"TPS with sampling / without: median {statistics.median(ratios):.3f} "
               f"(pairs: {', '.join(f'{x:.3f}' for x in ratios)}); "
               f"medians {statistics.median(tps[True]):.1f} vs {statistics.median(tps[False]):.1f} TPS")

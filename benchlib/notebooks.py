@@ -135,6 +135,7 @@ ANALYSIS_NOTEBOOKS: dict[str, Any] = {
     "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
     "wan": lambda r: bool((r.get("lab") or {}).get("sites")),
+    "resources": lambda r: "host" in r.get("metrics", []),
     "study": lambda r: _a_study(str((r.get("campaign") or {}).get("name", ""))),
 }
 

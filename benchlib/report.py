@@ -30,6 +30,7 @@ class Report:
     files: list[Path] = field(default_factory=list)
     notebooks: list[Path] = field(default_factory=list)
     image_seconds: list[float] = field(default_factory=list)
+    headline: list[str] = field(default_factory=list)  # the throughput ratios in words
 
 
 def _table(df: pd.DataFrame, columns: list[str]) -> str:
@@ -71,8 +72,64 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
         for name in applicable(campaign):
             report.notebooks.append(execute(name, output_path(folder / "notebooks", name),
                                             {"campaign": str(campaign), "baseline": baseline}, stream=False))
+    report.headline = headline(a)
     report.page.write_text(_page(campaign, a, figs, report))
     return report
+
+
+def _ratio_words(r: pd.Series) -> str:
+    interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if pd.notna(r.ci_low) else "no interval"
+    words = f"{r.ratio:.2f}× ({interval}): {r.verdict}"
+    if r.verdict == "INCONCLUSIVE":  # why, with the noise measured
+        noise = f"run-to-run noise {r.sigma_log:.1%} after rounds" if pd.notna(r.get("sigma_log")) else "the noise"
+        need = r.get("runs_needed_per_side")
+        words += (f"; at {noise}, about {int(need)} rounds would settle it" if pd.notna(need) and need else
+                  f"; {noise} is too large for {r.n} runs")
+    return words
+
+
+def _stopped_on(campaign: Path) -> str:
+    """What the campaign's adaptive mode stopped on (its last stop event), or ''."""
+    import json
+
+    events = campaign / "events.jsonl"
+    if not events.exists():
+        return ""
+    stops = [e for e in map(json.loads, events.read_text().splitlines()) if e.get("event") == "adaptive_stop"]
+    return stops[-1]["reason"] if stops else ""
+
+
+def headline(a: CampaignAnalysis) -> list[str]:
+    """Every throughput ratio against the baseline in words, with its interval and verdict (the report's lead and
+    the main job's last lines)."""
+    c = a.comparisons
+    if c.empty:
+        return []
+    t = c[c.metric == "tps"]
+    keys = [k for k in a.param_columns if k in t.columns and k not in ("topology", "config", "cluster")]
+    varying = [k for k in keys if t[k].nunique(dropna=True) > 1 or k in ("threads", "workload")]
+    sizes = views.cluster_sizes(a)
+    lines = []
+    for _, r in t.iterrows():
+        where = ", ".join(f"{r[k]:g} thread{'s' if r[k] != 1 else ''}" if k == "threads" else
+                          str(r[k]) if k == "workload" else f"{k} {r[k]}" for k in varying if pd.notna(r[k]))
+        kind = "" if r.cluster == r.topology else f"{r.topology}, "
+        lines.append(f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) against {r.baseline}, {where}: "
+                     f"throughput {_ratio_words(r)}")
+    return lines
+
+
+def _headline(a: CampaignAnalysis, campaign: Path) -> list[str]:
+    lines = headline(a)
+    if not lines:
+        return []
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    lead = [f"<h2>Headline</h2><p>Throughput against the baseline (ratio of mean TPS, margin δ = "
+            f"{a.comparisons.margin.iloc[0]:.0%}).</p><ul>{items}</ul>"]
+    stopped = _stopped_on(campaign)
+    if stopped:
+        lead.append(f"<p>Adaptive mode stopped: {html.escape(stopped)}.</p>")
+    return lead
 
 
 def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], report: Report) -> str:
@@ -88,6 +145,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"<p>{len(a.runs)} runs, {int((a.runs.status == 'ok').sum())} ok; baseline for ratios: "
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}.</p>",
+             *_headline(a, campaign),
              f"<h2>Warnings</h2>{warn}"]
     from benchlib import studies
 
@@ -124,6 +182,23 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
     parts.append("<h2>Configurations</h2>" + _table(a.configs, [
         "cluster", "durability", "workload", "threads", "fc_limit", "parallel_threads", "runs", "tps_mean", "ci_low",
         "ci_high", "half_width_rel", "cov_runs", "i2", "agreement", "lat_pctl_ms", "lag_p95_ms", "catch_up_s"]))
+    try:
+        costs = views.costs(a)
+    except AnalysisError:
+        costs = pd.DataFrame()
+    if not costs.empty:
+        from benchlib.analysis.resources import cpu_bound
+
+        bound = cpu_bound(a)
+        busy = ""
+        if not bound.empty:
+            busy = (f" Host CPU busy over the load windows: median {bound.busy.median():.0%} of {int(bound.cpus.max())} "
+                    f"CPUs (iowait {bound.iowait.median():.0%}); runs over 90% busy are flagged in the warnings.")
+        parts.append("<h2>Resources</h2><p>Cost per transaction (a counter's rate over the load window divided by "
+                     "the run's throughput), geometric mean over runs with a 95% interval; roles: writer (sysbench's "
+                     f"node), replica, member (multi-writer), host (this machine).{html.escape(busy)}</p>"
+                     + _table(costs[costs.cost.isin(["cpu_ms", "ctx_switches", "write_kb", "disk_writes"])],
+                              ["label", "role", "cost", "runs", "per_trx", "ci_low", "ci_high"]))
     for i, (name, fig) in enumerate(figs.items()):
         title = CATALOGUE[name][0]
         div = pio.to_html(fig, full_html=False, include_plotlyjs=i == 0,  # plotly.js inlined once: works offline

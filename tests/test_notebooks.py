@@ -39,7 +39,7 @@ def test_unknown_notebook_names_the_known_ones():
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
 DEFAULTS = {"compare": "topologies", "stability": "apply", "flow_control": "apply", "lag": "apply",
-            "parallel_apply": "apply", "wan": "wan"}
+            "parallel_apply": "apply", "wan": "wan", "resources": "resources"}
 
 
 @pytest.fixture(scope="module")

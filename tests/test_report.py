@@ -56,9 +56,12 @@ def test_every_chart_in_three_formats(report):
 
 
 @needs_browser
-def test_report_page_warnings_first_then_verdicts_and_notebooks(report):
+def test_report_page_headline_then_warnings_then_verdicts_and_notebooks(report):
     page = report.page.read_text()
-    assert page.index("<h2>Warnings</h2>") < page.index("<h2>Against the baseline</h2>") < page.index('class="chart"')
+    assert (page.index("<h2>Headline</h2>") < page.index("<h2>Warnings</h2>") < page.index("<h2>Against the baseline</h2>")
+            < page.index('class="chart"'))
+    lead = page[page.index("<h2>Headline</h2>"):page.index("<h2>Warnings</h2>")]
+    assert "throughput" in lead and "95% interval" in lead and "margin δ = 2%" in lead
     assert page.count("<script") >= 1 and 'src="http' not in page  # plotly.js inlined: opens offline
     assert {p.stem.split("-")[0] for p in report.notebooks} >= {"wan", "stability", "lag", "compare"}
     for nb in report.notebooks:

@@ -101,7 +101,9 @@ def assess_run(r: RunInput) -> dict[str, Any]:
         w = r.lag_worst[in_load]
         out.update({"lag_max_ms": float(w.max()), "lag_p95_ms": float(np.percentile(w, 95)),
                     "lag_mean_ms": float(w.mean()), "lag_verdict": lg.verdict, "lag_slope_ms_per_s": lg.slope,
-                    "lag_slope_high": lg.slope_high, "lag_epsilon": lg.epsilon})
+                    "lag_slope_low": lg.slope_low, "lag_slope_high": lg.slope_high, "lag_epsilon": lg.epsilon,
+                    "lag_mk_p": lg.mk_p, "lag_start_median_ms": lg.start_median,
+                    "lag_end_median_ms": lg.end_median})
     return out
 
 
@@ -180,9 +182,39 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     measured = table[table.search.isna()] if "search" in table else table
     configs = _configs(measured, params, batches, target)
     comparisons = _comparisons(measured, params, baseline, margin)
-    problems = validate(table, configs, params)
+    problems = validate(table, configs, params, comparisons)
     path = None if isinstance(campaign, dict) else Path(campaign)
-    return CampaignAnalysis(table, configs, comparisons, problems, frames, params, path)
+    a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path)
+    a.problems = _sorted(pd.concat([problems, _bound_problems(a, params)], ignore_index=True))
+    return a
+
+
+def _sorted(problems: pd.DataFrame) -> pd.DataFrame:
+    order = {"error": 0, "warning": 1, "info": 2}
+    return problems.sort_values("severity", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def _bound_problems(a: "CampaignAnalysis", params: list[str]) -> pd.DataFrame:
+    """A warning per configuration whose runs were CPU-bound (a host over 90% busy or 20% iowait, or a server
+    node using over 90% of the host's CPUs): a saturated host changes what a comparison means."""
+    from benchlib.analysis.resources import BUSY, IOWAIT, cpu_bound
+
+    bound = cpu_bound(a)
+    rows = []
+    if bound.empty:
+        return pd.DataFrame(columns=["severity", "where", "what", "fix"])
+    configs = a.runs.drop_duplicates("config").set_index("config")
+    keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]
+    for config, g in bound.groupby("config", sort=True):
+        hit = g[g.bound != ""]
+        if hit.empty:
+            continue
+        what = (f"CPU-bound in {hit.run_id.nunique()} of {g.run_id.nunique()} runs ({', '.join(sorted(set(hit.bound)))}; "
+                f"host busy {g.busy.median():.0%} median of {int(g.cpus.max())} CPUs, iowait {g.iowait.median():.0%})")
+        rows.append(("warning", f"config {config} ({config_label(configs.loc[config], keys)})", what,
+                     f"over {BUSY:.0%} busy or {IOWAIT:.0%} iowait the load measures the host's limit as much as the "
+                     "replication's: fewer client threads, or a bigger host, to compare the systems themselves"))
+    return pd.DataFrame(rows, columns=["severity", "where", "what", "fix"])
 
 
 def _key(row: pd.Series | dict, cols: list[str]) -> tuple:
@@ -336,7 +368,18 @@ def _same(a, b) -> bool:
     return all((x == y) or (pd.isna(x) and pd.isna(y)) for x, y in zip(a, b))
 
 
-def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+def config_label(row: pd.Series, keys: list[str]) -> str:
+    """A short name for a configuration: its cluster, then the settings that are set."""
+    parts = [str(row["cluster"])] if "cluster" in keys else []
+    for k in keys:
+        if k in ("cluster", "topology", "workload") or pd.isna(row[k]):
+            continue
+        parts.append(f"t{row[k]:g}" if k == "threads" else f"{k}={row[k]:g}" if isinstance(row[k], float) else f"{k}={row[k]}")
+    return " ".join(parts)
+
+
+def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
+             comparisons: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every problem of a campaign, with a severity: error (a result must not be used as is),
     warning (read it with care), info."""
     out: list[dict[str, Any]] = []
@@ -382,10 +425,15 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str]) -> p
                 "summary_tps includes it")
         if pd.isna(r["catch_up_s"]):
             add("warning", rid, "no catch-up time recorded")
-    for c in configs.itertuples(index=False):
+    # a configuration's own interval wider than target_halfwidth matters for its absolute TPS; when every ratio
+    # against the baseline is settled, what the campaign compares is known, and it is information only
+    settled = (comparisons is not None and not comparisons.empty
+               and not (comparisons.verdict == "INCONCLUSIVE").any())
+    keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]
+    for _, c in configs.iterrows():
         if c.verdict != "AGREE":
-            add("warning", f"config {c.config}", f"repetitions: {c.agreement}",
-                "add repetitions (campaign repetitions, or the adaptive mode)")
-    order = {"error": 0, "warning": 1, "info": 2}
-    df = pd.DataFrame(out, columns=["severity", "where", "what", "fix"])
-    return df.sort_values("severity", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+            add("info" if settled else "warning", f"config {c.config} ({config_label(c, keys)})",
+                f"repetitions: {c.agreement}",
+                "every ratio against the baseline is settled; more rounds would narrow this configuration's own "
+                "interval" if settled else "add repetitions (campaign repetitions, or the adaptive mode)")
+    return _sorted(pd.DataFrame(out, columns=["severity", "where", "what", "fix"]))

@@ -78,8 +78,8 @@ def lag_growth(lag, t_s=None, *, trim_s: float = 0.0, epsilon: float | None = No
     start = t.min() if len(t) else 0.0
     skip = max(WARMUP_MIN_S, trim_s)
     if len(t) and t.max() - start < 2 * skip:
+        notes.append(f"run shorter than 2 x {skip:g} s: only the warm-up trim ({trim_s:g} s) is skipped")
         skip = trim_s
-        notes.append(f"run shorter than {2 * WARMUP_MIN_S} s: only the warm-up trim ({trim_s:g} s) is skipped")
     keep = t >= start + skip
     y, t = y[keep], t[keep]
     if epsilon is None:

@@ -31,7 +31,7 @@ MIN_TREND_BATCHES = 8  # a window with fewer 5 s batches (40 s) gets no trend te
 class Warmup:
     trim_s: int
     trim_frac: float
-    flags: tuple[str, ...]  # NOT_SETTLED, LONG_WARMUP, NO_STEADY_STATE
+    flags: tuple[str, ...]  # NOT_SETTLED, LONG_WARMUP
     method: str = "MSER-5"
 
 
@@ -50,9 +50,7 @@ def mser5(y, batch: int = 5) -> Warmup:
     d = int(np.argmin(mser[: nb // 2 + 1]))  # the trim: at most half the run
     trim = d * batch
     frac = trim / len(y)
-    if frac > 0.5:
-        flags.append(NO_STEADY_STATE)
-    elif frac > 0.25:
+    if frac > 0.25:  # never over half (audit B12): a longer warm-up is NO_STEADY_STATE, judged by assess
         flags.append("LONG_WARMUP")
     return Warmup(trim, frac, tuple(flags))
 
@@ -122,9 +120,10 @@ def _classify(segs: list[Segment], n: int, higher_is_better: bool) -> tuple[str,
         return abs(s.mean - last.mean) <= max(last.sd, delta)
 
     tail_start = int(n * 0.75)
-    for a, b in zip(segs, segs[1:]):  # a change inside the steady tail, between non-equivalent segments
-        if b.start > tail_start and abs(a.mean - b.mean) > max(a.sd, b.sd, 0.01 * abs(b.mean)):
-            return NO_STEADY_STATE, last.start
+    # a change inside the steady tail: a segment starting there that is not equivalent to the last one (spec B.3;
+    # audit B8: it compared adjacent segments' SDs)
+    if any(b.start > tail_start and not equivalent(b) for b in segs[1:-1]):
+        return NO_STEADY_STATE, last.start
     steady = len(segs) - 1
     while steady > 0 and equivalent(segs[steady - 1]):
         steady -= 1
@@ -201,14 +200,12 @@ def assess(series, *, higher_is_better: bool = True) -> RunAssessment:
     live = np.flatnonzero(~stalled)
     ys = y[live]
     warm = mser5(ys)
-    flags = [f for f in warm.flags if f != NO_STEADY_STATE]
+    flags = list(warm.flags)
     keep = ~_outliers(ys) if len(ys) >= 10 else np.ones(len(ys), dtype=bool)
     idx = np.flatnonzero(keep)
     points = [int(live[idx[p]]) for p in pelt(ys[keep])] if len(ys) >= 10 else []
     segs = segments(ys, [int(np.searchsorted(live, p)) for p in points]) if len(ys) else []
     main, steady_start = _classify(segs, len(ys), higher_is_better) if segs else (FLAT, 0)
-    if NO_STEADY_STATE in warm.flags:
-        main = NO_STEADY_STATE
     trim = max(warm.trim_s, steady_start) if main == WARMUP else warm.trim_s
     trim = int(live[trim]) if trim < len(live) else n  # back to seconds of the whole run
     if main == WARMUP:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.analysis.campaign import config_label as label
 
 
 def campaign_record(a: CampaignAnalysis) -> dict[str, Any]:
@@ -189,16 +190,6 @@ def servers(a: CampaignAnalysis) -> str:
     return " · ".join(f"{', '.join(cs)}: {name}" for name, cs in seen.items())
 
 
-def label(row: pd.Series, keys: list[str]) -> str:
-    """A short name for a configuration: its cluster, then the settings that are set."""
-    parts = [str(row["cluster"])] if "cluster" in keys else []
-    for k in keys:
-        if k in ("cluster", "topology", "workload") or pd.isna(row[k]):
-            continue
-        parts.append(f"t{row[k]:g}" if k == "threads" else f"{k}={row[k]:g}" if isinstance(row[k], float) else f"{k}={row[k]}")
-    return " ".join(parts)
-
-
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:
     """Catch-up time per configuration (mean over runs, min-max as the interval)."""
     runs = measured(a).dropna(subset=["catch_up_s"])
@@ -240,9 +231,22 @@ def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
                             hint="sweep parallel_threads in the campaign's matrix")
     runs = runs.dropna(subset=["parallel_threads"]).merge(replica_cpu(a), on="run_id", how="left")
     keys = ["cluster", "topology", "workload", "threads", "parallel_threads"]
-    return (runs.groupby(keys).agg(tps_mean=("tps_mean", "mean"), lag_p95_ms=("lag_p95_ms", "mean"),
-                                   replica_cpu_pct=("replica_cpu_pct", "mean"), runs=("run_id", "count"))
-            .reset_index().sort_values("parallel_threads"))
+    out = (runs.groupby(keys).agg(tps_mean=("tps_mean", "mean"), lag_p95_ms=("lag_p95_ms", "mean"),
+                                  replica_cpu_pct=("replica_cpu_pct", "mean"), runs=("run_id", "count"))
+           .reset_index().sort_values("parallel_threads"))
+    for col in ("tps_mean", "replica_cpu_pct"):  # 95% t intervals over the runs of each setting
+        half = runs.groupby(keys)[col].agg(_t_half).rename(f"{col}_half").reset_index()
+        out = out.merge(half, on=keys, how="left")
+        out[f"{col}_low"], out[f"{col}_high"] = out[col] - out[f"{col}_half"], out[col] + out[f"{col}_half"]
+        out = out.drop(columns=f"{col}_half")
+    return out
+
+
+def _t_half(values: pd.Series) -> float:
+    from scipy import stats
+
+    v = values.dropna().to_numpy()
+    return float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))) if len(v) >= 2 else np.nan
 
 
 def wan(a: CampaignAnalysis) -> pd.DataFrame:
@@ -252,3 +256,19 @@ def wan(a: CampaignAnalysis) -> pd.DataFrame:
     c["rtt_ms"] = c["cluster"].map(lambda x: rtt.get(x, 0.0))
     c["label"] = c["cluster"] + " (" + c["topology"] + ")"
     return c.sort_values(["threads", "rtt_ms"])
+
+
+def costs(a: CampaignAnalysis) -> pd.DataFrame:
+    """Cost per transaction by configuration, role and cost (benchlib.analysis.resources), with a label per
+    configuration (x of cost_bars)."""
+    from benchlib.analysis.resources import cost_by_config
+
+    c = cost_by_config(a)
+    if c.empty:
+        raise AnalysisError("no process or host metrics in this campaign",
+                            hint="campaigns recorded before benchlib sampled them have none: rerun it")
+    runs = measured(a).drop_duplicates("config").set_index("config")
+    keys = [k for k in ["cluster", "threads", "durability", "fc_limit", "parallel_threads"] if k in runs]
+    labels = {cfg: label(row, keys) for cfg, row in runs.iterrows()}
+    c["label"] = c.config.map(labels)
+    return c

@@ -43,9 +43,10 @@ class CampaignFolder:
         self._lock: int | None = None
 
     # -- claim -------------------------------------------------------------------------
-    def claim(self, description: dict[str, Any]) -> "CampaignFolder":
-        """Create or reopen the folder; refuse one that holds another campaign or is in use. The host facts
-        and the git revision are recorded once, when the folder is created."""
+    def claim(self, description: dict[str, Any], recorded: dict[str, Any] | None = None) -> "CampaignFolder":
+        """Create or reopen the folder; refuse one that holds another campaign (a different ``description``) or is
+        in use. The host facts, the git revision and ``recorded`` (facts of this benchlib, such as what its runs
+        sample) are written once, when the folder is created, and never compared."""
         path = self.path
         path.mkdir(parents=True, exist_ok=True)
         fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -65,7 +66,8 @@ class CampaignFolder:
                                     hint="give the campaign another name, or move the old folder away to start over")
         else:
             tmp = path / ".campaign.json.tmp"
-            tmp.write_text(json.dumps({**description, "created_utc": utc(), "git_revision": git_revision(),
+            tmp.write_text(json.dumps({**description, **(recorded or {}), "created_utc": utc(),
+                                       "git_revision": git_revision(),
                                        "host": host_facts()}, indent=2, sort_keys=True))
             os.rename(tmp, record)
         for stale in path.glob(f"{TMP_PREFIX}*"):  # a run interrupted by a crash: never part of the campaign

@@ -50,6 +50,28 @@ def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
     return True
 
 
+def wait_serving(lab: "Lab", nodes: list[str], timeout: float = 30.0) -> str | None:
+    """Wait until every node of ``nodes`` answers a query; a reason naming the first node that still refuses after
+    ``timeout`` seconds (a Galera node outside the primary component says "WSREP has not yet prepared node for
+    application use" until its cluster re-forms), None when all answer."""
+    import pymysql
+
+    deadline = time.monotonic() + timeout
+    for n in nodes:
+        while True:
+            try:
+                with lab.connect(n) as conn:  # DO: a statement, not a table-less SELECT, which Galera lets through
+                    sql.execute(conn, "DO 1")
+                break
+            except (pymysql.MySQLError, OSError) as exc:
+                if time.monotonic() > deadline:
+                    words = exc.args[1] if isinstance(exc, pymysql.MySQLError) and len(exc.args) > 1 else str(exc)
+                    code = f" (error {exc.args[0]})" if isinstance(exc, pymysql.MySQLError) and exc.args else ""
+                    return f"{n} refused queries for {timeout:g} s before the load: {words}{code}"
+                time.sleep(0.5)
+    return None
+
+
 def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
     """A reason naming the nodes of ``nodes`` that are not running (None: all up)."""
     down = [n for n in nodes if not lab.is_up(n)]
@@ -90,8 +112,13 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     nodes = [n.name for n in lab.cluster_nodes(cluster)]
     write_node = nodes[0]
     driver = lab.load_driver()
-    prepare_dataset(lab, write_node, opts)
     facts = lab.facts(cluster)
+    refused = nodes_down(lab, nodes) or wait_serving(lab, nodes, timeout=min(sync_timeout, 30.0))
+    if refused:
+        return writer.fail(f"FAILED: {refused}", lab={"name": lab.name, "kind": lab.kind, "cluster": cluster,
+                                                      "topology": facts["topology"], "system": facts["system"],
+                                                      "nodes": nodes, "facts": facts})
+    prepare_dataset(lab, write_node, opts)
     extra: dict[str, Any] = {
         **(context or {}),
         "sysbench": asdict(opts),

@@ -23,7 +23,7 @@ import pandas as pd
 import pymysql
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from benchlib.campaign.adaptive import more_runs
+from benchlib.campaign.adaptive import next_round
 from benchlib.campaign.folder import CampaignError, CampaignFolder
 from benchlib.campaign.progress import Progress
 from benchlib.campaign.run import execute_run
@@ -69,6 +69,7 @@ class CampaignResult:
     ran: list[str] = field(default_factory=list)
     healed: list[str] = field(default_factory=list)
     searches: list[dict[str, Any]] = field(default_factory=list)  # sustained throughput: one row per search
+    adaptive: str = ""  # what the adaptive mode stopped on
 
     def table(self) -> pd.DataFrame:
         """One row per planned run: status, reason, mean TPS, p-th percentile latency, catch-up."""
@@ -89,6 +90,11 @@ class CampaignResult:
     @property
     def counts(self) -> dict[str, int]:
         return self.table()["status"].value_counts().to_dict()
+
+
+#: what every run of a campaign samples beyond lag and replication state (campaign.json says it: notebooks and
+#: reports that need them look for it)
+METRICS = ("server_counters", "process", "host")
 
 
 def campaign_dir(spec: CampaignSpec, runs_dir: str | Path) -> Path:
@@ -211,7 +217,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
     policy = campaign.failed if params.failed == "spec" else params.failed
     folder = CampaignFolder(campaign_dir(campaign, params.runs_dir).resolve())
     folder.claim({"campaign": campaign.model_dump(mode="json"), "lab": lab_spec.model_dump(mode="json"),
-                  "plan": [{"run_id": r.run_id, **r.params} for r in runs]})
+                  "plan": [{"run_id": r.run_id, **r.params} for r in runs]}, recorded={"metrics": list(METRICS)})
     result = CampaignResult(folder.path, runs)
     todo: list[PlannedRun] = []
     for run in runs:
@@ -231,14 +237,17 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
         for run in todo:
             session.one_run(run, runs.index(run) + 1, len(runs))
         while campaign.adaptive:
-            extra = more_runs(campaign, folder, result.plan)
-            if not extra:
+            step = next_round(campaign, folder, result.plan)
+            if step.stop:
+                result.adaptive = step.reason
+                folder.event("adaptive_stop", rounds=step.rounds, reason=step.reason, open=step.open)
+                bar.say(f"adaptive: stopped, {step.reason}")
                 break
-            folder.event("adaptive", runs=[r.run_id for r in extra])
-            bar.say(f"adaptive: {len(extra)} more runs for configurations whose runs do not agree yet")
-            result.plan = result.plan + extra
+            folder.event("adaptive", runs=[r.run_id for r in step.runs], reason=step.reason, open=step.open)
+            bar.say(f"adaptive: {len(step.runs)} more runs, {step.reason}")
+            result.plan = result.plan + step.runs
             bar.total(len(result.plan))
-            for run in extra:
+            for run in step.runs:
                 session.one_run(run, result.plan.index(run) + 1, len(result.plan))
         for search in searches:
             driver = SearchDriver(campaign, search, folder, policy, result.plan, bar, session.one_run)

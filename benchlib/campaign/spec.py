@@ -35,8 +35,9 @@
 Top-level run policy: ``failed = "redo" | "keep"`` (what a rerun does with failed runs),
 ``stall_s`` (the watchdog: seconds without progress before a run is HUNG),
 ``catch_up_timeout_s`` (how long to wait for replicas after the load); ``adaptive = true`` adds
-repetitions to configurations whose runs do not agree, up to ``max_repetitions`` (target: a 95%
-interval within ``target_halfwidth`` of the mean). ``note`` says what the campaign reproduces
+whole rounds (every configuration, baseline included, shuffled) while a comparison against the baseline
+is INCONCLUSIVE, up to ``max_repetitions`` rounds (without a baseline: while a configuration's 95%
+interval is wider than ``target_halfwidth`` of its mean). ``note`` says what the campaign reproduces
 and what it cannot (the CLI prints it).
 
 With ``sustained = true``, after the planned (closed-loop) runs, one search per cluster, settings
@@ -120,8 +121,8 @@ class CampaignSpec(_Strict):
     failed: Literal["redo", "keep"] = "redo"  # on resume: rerun failed runs, or keep them as they are
     stall_s: float = Field(default=10.0, gt=0)  # the watchdog's limit (HUNG)
     catch_up_timeout_s: float = Field(default=120.0, gt=0)
-    # adaptive repetitions: after the planned runs, configurations whose runs do not agree (statistics
-    # spec D) get more runs, up to max_repetitions each
+    # adaptive repetitions: after the planned rounds, whole rounds while a comparison is INCONCLUSIVE (without
+    # a baseline: while a configuration's interval is wider than target_halfwidth), up to max_repetitions rounds
     adaptive: bool = False
     max_repetitions: int = Field(default=10, ge=2, le=100)
     target_halfwidth: float = Field(default=0.02, gt=0, lt=1)  # relative half-width of the 95% interval

@@ -7,6 +7,7 @@ chart. A missing column raises ``ChartError`` naming the columns that are there.
 
 from benchlib.charts.builders import (
     catch_up,
+    cost_bars,
     flow_control_sweep,
     lag_over_time,
     latency_vs_rtt,
@@ -21,6 +22,6 @@ from benchlib.charts.errors import ChartError
 from benchlib.charts.export import use_renderer
 from benchlib.charts.theme import topology_color
 
-__all__ = ["ChartError", "catch_up", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
+__all__ = ["ChartError", "catch_up", "cost_bars", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
            "parallel_apply", "ratio_bars", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",
            "use_renderer"]

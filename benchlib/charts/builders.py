@@ -244,7 +244,8 @@ def parallel_apply(df: pd.DataFrame, *, x: str = "parallel_threads", y: str = "t
     fig.update_layout(template=TEMPLATE, title=title or "Parallel apply: throughput, lag and replica CPU",
                       height=220 * len(panels) + 120)
     for i, (col, label) in enumerate(panels, start=1):
-        _lines(fig, df, x, col, color, row=i, col=1, showlegend=i == 1)
+        low, high = (f"{col}_low", f"{col}_high") if f"{col}_low" in df and f"{col}_high" in df else (None, None)
+        _lines(fig, df, x, col, color, low=low, high=high, row=i, col=1, showlegend=i == 1)
         fig.update_yaxes(title_text=label, row=i, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="replica applier threads", row=len(panels), col=1)
     return fig
@@ -275,4 +276,38 @@ def sustained_vs_peak(df: pd.DataFrame, *, x: str = "label", peak: str = "peak_t
             for _, row in d[d[flag].fillna(False).astype(bool)].iterrows():
                 fig.add_annotation(x=str(row[x]), y=float(max(row[peak], row[failing] if failing else 0) or 0),
                                    text="FC_LIMITED", showarrow=False, yshift=12, font=dict(size=11))
+    return fig
+
+
+COST_TITLES = {"cpu_ms": "CPU ms", "ctx_switches": "context switches", "read_kb": "KB read", "write_kb": "KB written",
+               "disk_writes": "disk writes", "disk_write_kb": "disk KB written", "disk_read_kb": "disk KB read",
+               "net_tx_kb": "network KB sent"}
+
+
+def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: str = "role", facet: str = "cost",
+              error_low: str | None = "ci_low", error_high: str | None = "ci_high",
+              costs: Iterable[str] = ("cpu_ms", "ctx_switches", "write_kb"), title: str | None = None) -> go.Figure:
+    """Cost per transaction by configuration (``x``) and role (``color``: writer, replica, member, host), one panel
+    per cost, each bar with its interval."""
+    from plotly.subplots import make_subplots
+
+    _need(df, [x, y, color, facet, error_low, error_high], "cost_bars")
+    panels = [c for c in costs if c in set(df[facet])]
+    if not panels:
+        raise ChartError(f"cost_bars: none of the costs {list(costs)} in the frame",
+                         hint=f"costs: {', '.join(sorted(set(df[facet])))}")
+    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=[f"{COST_TITLES.get(c, c)} per transaction" for c in panels])
+    fig.update_layout(template=TEMPLATE, title=title or "Cost per transaction by role", barmode="group",
+                      hovermode="closest", height=260 * len(panels) + 120)
+    roles = list(dict.fromkeys(df[color]))
+    for row, cost in enumerate(panels, start=1):
+        d = df[df[facet] == cost]
+        for i, role in enumerate(roles):
+            dr = d[d[color] == role]
+            if dr.empty:
+                continue
+            fig.add_bar(x=dr[x].astype(str), y=dr[y], name=str(role), marker_color=_node_color(i),
+                        error_y=_whiskers(dr, y, error_low, error_high), legendgroup=str(role), showlegend=row == 1,
+                        hovertemplate=f"{role}: %{{y:.3g}}<extra></extra>", row=row, col=1)
     return fig

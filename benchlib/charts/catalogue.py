@@ -61,6 +61,10 @@ def _parallel(a):
     return charts.parallel_apply(views.parallel_apply(a))
 
 
+def _costs(a):
+    return charts.cost_bars(views.costs(a))
+
+
 def _sustained(a):
     return charts.sustained_vs_peak(views.sustained(a))
 
@@ -77,6 +81,7 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "wan_latency": ("Commit latency vs round-trip time", _wan),
     "parallel_apply": ("Parallel apply", _parallel),
     "sustained": ("Maximum sustained throughput vs peak", _sustained),
+    "cost_per_trx": ("Cost per transaction by role", _costs),
 }
 
 

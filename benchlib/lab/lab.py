@@ -202,10 +202,11 @@ class Lab:
         return LocalDriver(endpoint, self.dir / "loads")
 
     def extra_probes(self, nodes: list[str], log, clock) -> list:
-        """CPU time and memory of every local server process."""
-        from benchlib.sampling.status import ProcessProbe
+        """Every local server process (CPU, context switches, storage I/O, threads, memory) and this host (CPU per
+        core, load, pressure, disks, network)."""
+        from benchlib.sampling.host import HostProbe, ProcessProbe
 
-        return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock)]
+        return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock), HostProbe(log, clock)]
 
     def heartbeat_triggers(self, cluster: str) -> bool:
         return self.system(cluster) == "mariadb"  # MariaDB replicas run triggers for row events (mycnf)
@@ -378,6 +379,19 @@ class Lab:
             rec.link_pid = pid
         self.record.link_pid = pid
 
+    def _relink(self) -> None:
+        """Restore the links in the namespaces there are; namespaces that are gone are made anew (their nodes
+        died with them and are restarted by heal)."""
+        present = set(wan.list_namespaces())
+        if all(s.netns in present for s in self.layout.sites.values()):
+            pid = wan.relink(self.layout, self.record.shaper, self.record.link_pid)
+        else:
+            wan.down(self.layout, self.record.shaper, self.record.link_pid)
+            pid = wan.up(self.layout, self.record.shaper)
+        with state.update(self.dir) as rec:
+            rec.link_pid = pid
+        self.record.link_pid = pid
+
     def _start_nodes(self, nodes: list[NodePlan]) -> None:
         """Start ``nodes``; a topology with a group port (Galera) has its nodes started one after
         another, each once the previous one listens, so no node dials a peer that is not there yet."""
@@ -444,8 +458,7 @@ class Lab:
         """Restart every node that is not running and wait until it has rejoined."""
         if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
             progress("WAN links are down: restoring them")
-            wan.down(self.layout, self.record.shaper, self.record.link_pid)
-            self._network_up()
+            self._relink()
         restarted: list[str] = []
         for cluster in self.spec.clusters:
             topo = self.topology(cluster)

@@ -255,6 +255,8 @@ class LabSpec(_Strict):
     defaults: ServerSettings = Field(default_factory=ServerSettings)
     clusters: dict[str, Cluster] = Field(min_length=1)
     sites: dict[str, Site] = Field(default_factory=dict)
+    # SHOW GLOBAL STATUS counters sampled every second beyond each system's own set (benchlib.systems)
+    counters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] = Field(default_factory=list)
 
     @field_validator("clusters", "sites")
     @classmethod

@@ -264,6 +264,14 @@ def up(layout: Layout, shaper: str) -> int | None:
         raise
 
 
+def relink(layout: Layout, shaper: str, pid: int | None) -> int | None:
+    """Restore the links of a lab whose namespaces are still there (e.g. its relay was killed): the servers
+    in the namespaces keep running and their TCP connections carry on once the addresses are back."""
+    link = SHAPERS[shaper](layout)
+    link.down(pid)
+    return link.up()
+
+
 def is_up(layout: Layout, shaper: str, pid: int | None) -> bool:
     return SHAPERS[shaper](layout).is_up(pid)
 

@@ -219,10 +219,22 @@ class RemoteLab:
         return LocalDriver(self.endpoint, Path(lab_root()) / ".remote" / self.name / "loads")
 
     def extra_probes(self, nodes: list[str], log, clock: Callable[[], float]) -> list:
-        """Every server's clock offset from the sampler (``benchlib.sampling.clock.ClockProbe``)."""
+        """Every server's clock offset from the sampler (``benchlib.sampling.clock.ClockProbe``), and the metrics of
+        every host that runs the load: each client host over its SSH connection, or this host without clients."""
         from benchlib.sampling.clock import ClockProbe
+        from benchlib.sampling.host import HostProbe
 
-        return [ClockProbe(self.connect, nodes, log, clock)]
+        hosts = [HostProbe(log, clock, name=name, reader=self._host_reader(name)) for name in self.spec.clients]
+        return [ClockProbe(self.connect, nodes, log, clock), *(hosts or [HostProbe(log, clock)])]
+
+    def _host_reader(self, name: str):
+        """/proc files of client host ``name``, read with one command over its SSH connection."""
+        from benchlib.sampling.host import shell_command, split_output
+
+        def read(paths: tuple[str, ...]) -> dict[str, str | None]:
+            rc, out, err = self.ssh.run(name, shell_command(paths), timeout=5)
+            return split_output(out, paths)
+        return read
 
     def heartbeat_triggers(self, cluster: str) -> bool:
         return False  # they need privileges a benchmark account should not have

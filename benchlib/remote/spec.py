@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -152,6 +152,8 @@ class RemoteLabSpec(_Strict):
     credentials: Credentials
     clusters: dict[str, RemoteCluster] = Field(min_length=1)
     clients: dict[str, ClientHost] = Field(default_factory=dict)  # none: sysbench runs on the benchlib host
+    # SHOW GLOBAL STATUS counters sampled every second beyond each system's own set (benchlib.systems)
+    counters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] = Field(default_factory=list)
 
     @field_validator("clusters", "clients")
     @classmethod

@@ -20,7 +20,9 @@ from benchlib.sampling.clock import ClockProbe
 from benchlib.sampling.heartbeat import Connect, Heartbeat
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
-from benchlib.sampling.status import GaleraProbe, LivenessProbe, MariaDBReplicationProbe, StatusLog
+from benchlib import systems
+from benchlib.sampling.status import (GaleraProbe, LivenessProbe, MariaDBReplicationProbe, ServerCountersProbe,
+                                      StatusLog)
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
@@ -82,7 +84,8 @@ class LabSampling:
 
     @property
     def warnings(self) -> list[str]:
-        return [w for hb in self.heartbeats.values() for w in hb.warnings]
+        probes = [w for p in self.sampler.probes for w in getattr(p, "warnings", [])]  # e.g. a host without PSI
+        return [w for hb in self.heartbeats.values() for w in hb.warnings] + probes
 
     def stop(self) -> None:
         self.sampler.stop()
@@ -159,5 +162,8 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
         probe = factory(lab.connect, nodes, log, clock, clocks) if factory else None
         if probe is not None:
             probes.append(probe)
+        system = systems.get(lab.system(cluster))
+        wanted = list(dict.fromkeys([*system.status_counters, *getattr(lab.spec, "counters", [])]))
+        probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
     liveness = [LivenessProbe(lab.connect, n, clock) for n in every]
     return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness)

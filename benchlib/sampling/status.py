@@ -1,4 +1,4 @@
-"""Cluster-state probes: replication positions, semi-sync, Galera flow control, process CPU and memory.
+"""Cluster-state probes: replication positions, semi-sync, Galera flow control, liveness.
 
 Each probe samples every node of one cluster in one tick (positions read moments
 apart are comparable) and appends rows to a shared ``StatusLog``, which becomes the
@@ -9,10 +9,8 @@ Queries follow shared/notes/probes.md.
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import pandas as pd
@@ -21,8 +19,6 @@ from benchlib.sampling.heartbeat import Connect
 from benchlib.sampling.probe import Probe
 from benchlib.schema import CLUSTER
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 GALERA_GAUGES = ("wsrep_local_recv_queue", "wsrep_local_send_queue", "wsrep_cluster_size", "wsrep_local_state",
                  "wsrep_flow_control_active")
@@ -193,25 +189,6 @@ class GaleraProbe(ClusterProbe):
                 self.log.add(now, node, "seqno_behind", top - v)
 
 
-class ProcessProbe(Probe):
-    """CPU time (counter, seconds) and resident memory (MiB) of local server processes, from /proc."""
-
-    def __init__(self, pids: dict[str, int], log: StatusLog, clock: Callable[[], float], interval_s: float = 1.0):
-        self.name, self.pids, self.log, self.clock, self.interval_s = "processes", pids, log, clock, interval_s
-        self.lane = "status"
-
-    def sample(self, t: float) -> None:
-        for node, pid in self.pids.items():
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-            except (FileNotFoundError, ProcessLookupError):
-                continue  # the node is down: no reading, not a zero
-            now = self.clock()
-            self.log.add(now, node, "cpu_s", (int(stat[11]) + int(stat[12])) / CLK_TCK, counter=True)
-            self.log.add(now, node, "rss_mib", rss_pages * PAGE / (1 << 20))
-
-
 class LivenessProbe(Probe):
     """Whether one node still answers: ``SELECT 1`` once a second on a lane of its own, so a node that
     stops answering (a frozen process, a lost host) blocks only this probe. ``silent_s()`` is how long
@@ -242,3 +219,26 @@ class LivenessProbe(Probe):
                 self.conn.close()
             except Exception:  # noqa: BLE001 - a node that stopped answering
                 pass
+
+
+class ServerCountersProbe(ClusterProbe):
+    """The system's chosen ``SHOW GLOBAL STATUS`` counters (``System.status_counters``) on every node of one cluster,
+    once a second, raw (analysis differences them; a counter that went down is flagged ``reset``)."""
+
+    def __init__(self, connect: Connect, nodes: list[str], counters: list[str], gauges: frozenset[str],
+                 log: StatusLog, clock: Callable[[], float], interval_s: float = 1.0):
+        super().__init__(connect, nodes, log, clock, interval_s)
+        self.name = f"counters:{nodes[0]}"
+        self.counters, self.gauges = list(counters), gauges
+        marks = ",".join(["%s"] * len(self.counters))
+        self.query = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({marks})"  # MariaDB and MySQL alike
+
+    def sample(self, t: float) -> None:
+        for node in self.nodes:
+            with self.conns[node].cursor() as cur:
+                cur.execute(self.query, self.counters)
+                rows = cur.fetchall()
+            now = self.clock()
+            for r in rows:
+                name = r["Variable_name"]
+                self.log.add(now, node, name, as_number(r["Value"]), counter=name not in self.gauges)

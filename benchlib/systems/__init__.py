@@ -32,6 +32,11 @@ class System:
     mysql_family: bool = False  # MySQL's statements (SHOW REPLICA STATUS, performance_schema lag)
     sweeps_nothing: str = ""  # why no setting can be swept (Aurora)
     variables: tuple[str, ...] = ()  # server variables recorded in every run's manifest (beyond COMMON_VARIABLES)
+    counters: tuple[str, ...] = ()  # SHOW GLOBAL STATUS counters sampled every second (beyond COMMON_COUNTERS)
+
+    @property
+    def status_counters(self) -> list[str]:
+        return [*COMMON_COUNTERS, *self.counters]
 
     @property
     def server_variables(self) -> list[str]:
@@ -39,6 +44,20 @@ class System:
 
 
 SYSTEMS: dict[str, System] = {}
+
+#: SHOW GLOBAL STATUS counters every MySQL-family server has, sampled once a second on every node (raw, as counters;
+#: Threads_running and Threads_connected are gauges): statements by kind, handler and InnoDB row operations, data and
+#: redo I/O with fsyncs, buffer pool misses and waits, row lock waits, network bytes, binary log commits
+COMMON_COUNTERS = ("Com_commit", "Com_rollback", "Com_select", "Com_insert", "Com_update", "Com_delete",
+                   "Handler_commit", "Handler_rollback", "Handler_read_key", "Handler_read_next", "Handler_read_rnd_next",
+                   "Handler_write", "Handler_update", "Handler_delete",
+                   "Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted",
+                   "Innodb_data_reads", "Innodb_data_writes", "Innodb_data_read", "Innodb_data_written",
+                   "Innodb_data_fsyncs", "Innodb_os_log_fsyncs", "Innodb_os_log_written",
+                   "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_wait_free",
+                   "Innodb_row_lock_waits", "Innodb_row_lock_time", "Bytes_sent", "Bytes_received",
+                   "Threads_running", "Threads_connected", "Binlog_cache_use", "Binlog_cache_disk_use")
+GAUGES = frozenset({"Threads_running", "Threads_connected"})
 
 #: recorded on every node of every system (a variable a server lacks is left out)
 COMMON_VARIABLES = ("version", "sync_binlog", "innodb_flush_log_at_trx_commit", "innodb_buffer_pool_size",
@@ -73,9 +92,10 @@ def _no_status(conn, role: str) -> dict[str, Any]:
 
 
 register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES))
+                restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES,
+                counters=mariadb.COUNTERS))
 register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES))
+                restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
 register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status,
                 restart_settings=mysql.RESTART_SETTINGS, mysql_family=True, variables=galera.VARIABLES))
 register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status,

@@ -64,3 +64,6 @@ def node_status(conn, role: str) -> dict[str, Any]:
 
 def single_status(conn, role: str) -> dict[str, Any]:
     return {"gtid_binlog_pos": scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""}
+
+#: MariaDB's binary log group commit counters: commits / group commits is the group-commit ratio
+COUNTERS = ("Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written")

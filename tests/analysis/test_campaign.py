@@ -28,6 +28,10 @@ def test_every_run_gets_the_per_run_numbers(topologies):
     assert (runs.status == "ok").all() and len(runs) == 54
     for col in ("trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms", "catch_up_s"):
         assert runs[col].notna().all(), col
+    replicated = runs[runs.topology != "galera"]  # audit B10: the lag test's interval and its Mann-Kendall check
+    for col in ("lag_slope_low", "lag_slope_high", "lag_start_median_ms", "lag_end_median_ms"):
+        assert replicated[col].notna().all(), col
+    assert (replicated.lag_slope_low <= replicated.lag_slope_ms_per_s).all()
     assert (runs.tps_se > 0).all() and (runs.n_eff <= runs.seconds).all()
 
 
@@ -115,3 +119,12 @@ def test_sysbench_unreported_tail_is_measured_and_flagged():
     b = analyze(frames)
     assert b.runs.set_index("run_id").unreported_frac[victim] > 0.05
     assert b.problems[b.problems["where"] == victim].what.str.contains("per-second lines").any()
+
+
+def test_wide_configuration_intervals_are_information_once_every_ratio_is_settled(topologies):
+    configs = topologies.problems[topologies.problems["where"].str.startswith("config ")]
+    assert (configs.severity == "warning").all() and "(galera durability=durable t8)" in " ".join(configs["where"])
+    settled = analyze(DATA / "topologies", margin=0.95)  # every ratio within 1 +- 95%: EQUIVALENT
+    assert not (settled.comparisons.verdict == "INCONCLUSIVE").any()
+    configs = settled.problems[settled.problems["where"].str.startswith("config ")]
+    assert len(configs) and (configs.severity == "info").all()

@@ -166,3 +166,17 @@ def test_padding_keeps_false_oscillations_rare():
     found = sum(oscillation(1000 + ar1(600, rho, 40, np.random.default_rng(s))) is not None
                 for rho in (0.6, 0.95) for s in range(150))
     assert found / 300 <= 0.02  # alpha = 1% over the tested (padded) frequencies
+
+
+def test_a_tail_segment_equivalent_to_the_last_is_a_steady_state():
+    """Audit B8: the tail test asks whether a segment starting in the last quarter differs from the last segment
+    (spec B.3), not whether two adjacent segments differ."""
+    from benchlib.analysis.changepoint import Segment
+    from benchlib.analysis.stability import _classify
+
+    warm_then_steady = [Segment(0, 80, 100.0, 1.0), Segment(80, 90, 110.0, 1.0), Segment(90, 100, 110.4, 1.0)]
+    assert _classify(warm_then_steady, 100, True) == ("WARMUP", 80)  # adjacent-SD rule: NO_STEADY_STATE
+    moving = [Segment(0, 60, 100.0, 1.0), Segment(80, 90, 104.0, 1.0), Segment(90, 100, 110.0, 1.0)]
+    assert _classify(moving, 100, True)[0] == "NO_STEADY_STATE"
+    classes = Counter(assess(tps(300, seed=800 + i)).main for i in range(200))
+    assert classes["NO_STEADY_STATE"] <= 4  # flat AR(1) noise

@@ -160,3 +160,24 @@ def test_a_frozen_node_is_named_within_seconds(fresh_labs, tmp_path):
     reason = run.manifest["reason"]
     assert run.manifest["status"] == "failed" and "galera-2 stopped answering" in reason, reason
     assert took < 20, f"the frozen node was named {took:.0f} s after it froze"
+
+
+def test_a_node_that_refuses_queries_is_named_before_the_load(labs, tmp_path):
+    """A Galera node outside a primary component refuses queries (error 1047); the run waits for it, then fails
+    naming it, instead of an anonymous OperationalError from the dataset check."""
+    from benchlib.systems import sql
+
+    lab = labs.up(example_spec("galera-3.toml", "t-refuse"))
+    with lab.connect("galera-3") as conn:
+        sql.execute(conn, "SET GLOBAL wsrep_reject_queries = ALL")
+    w = RunWriter(tmp_path, "refused", {"workload": OPTS.workload}, secrets=lab.secrets())
+    try:
+        t0 = time.monotonic()
+        run = read_run(execute_run(lab, "galera", OPTS, w, sync_timeout=2))
+        took = time.monotonic() - t0
+    finally:
+        with lab.connect("galera-3") as conn:
+            sql.execute(conn, "SET GLOBAL wsrep_reject_queries = NONE")
+    assert run.manifest["status"] == "failed" and took < 10
+    assert run.manifest["reason"] == ("FAILED: galera-3 refused queries for 2 s before the load: WSREP has not yet "
+                                      "prepared node for application use (error 1047)")

@@ -145,7 +145,7 @@ def test_bad_parameters_and_specs_fail_before_any_lab_starts(tmp_path):
     assert not (tmp_path / "t").exists()
 
 
-def test_adaptive_mode_adds_repetitions_until_the_cap(labs, tmp_path):
+def test_adaptive_mode_adds_rounds_until_the_cap(labs, tmp_path):
     spec = write_campaign(tmp_path, "async-1p2r.toml", "t-adapt", clusters=["async"], repetitions=2, time_s=2,
                           extra="adaptive = true\nmax_repetitions = 3\ntarget_halfwidth = 0.00001\n")
     labs.up(example_spec("async-1p2r.toml", "t-adapt"))
@@ -154,6 +154,9 @@ def test_adaptive_mode_adds_repetitions_until_the_cap(labs, tmp_path):
     assert [r.repetition for r in result.plan] == [1, 2, 3] and len({r.config_key for r in result.plan}) == 1
     events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
     assert [e["runs"] for e in events if e["event"] == "adaptive"] == [[result.plan[2].run_id]]
+    stop = next(e for e in events if e["event"] == "adaptive_stop")
+    assert stop["rounds"] == 3 and stop["reason"].startswith("cap of 3 rounds reached; 1 configuration still open")
+    assert result.adaptive == stop["reason"]
     again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")  # resume: nothing more to do
     assert again.ran == [] and len(again.plan) == 3
 

@@ -67,7 +67,7 @@ def test_bad_matrices(matrix, error, match):
 def test_quick_example_loads_and_plans():
     cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / "quick.toml")
     runs = plan(cspec, lab)
-    assert lab.name == "demo" and len(runs) == 3 * 2 * 2  # clusters x threads x repetitions
+    assert lab.name == "demo" and len(runs) == 3 * 1 * 5  # clusters x threads x repetitions
 
 
 def test_bad_campaign_spec_names_the_field(tmp_path):

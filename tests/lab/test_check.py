@@ -55,13 +55,15 @@ def test_demo_command_is_the_main_job(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "galera-3" in res.stdout and "Synced Primary size=3" in res.stdout
     assert "check: ok" in res.stdout and "lab demo is down" in res.stdout
-    assert "campaign quick: 12 ok" in res.stdout
+    assert "campaign quick: 15 ok" in res.stdout
     assert "demo" not in list_labs()
     (folder,) = tmp_path.glob("*/quick")
     frames = load_campaign(folder)
     assert set(frames["runs"].cluster) == {"async", "semisync", "galera"} and (frames["runs"].status == "ok").all()
-    assert len(frames["intervals"]) >= 12 * 4 and not frames["lag"].empty  # sysbench may skip a last 1 s report
+    assert len(frames["intervals"]) >= 15 * 9 and not frames["lag"].empty  # sysbench may skip a last 1 s report
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1
+    lead = [line for line in res.stdout.splitlines() if " against async, 8 threads, oltp_read_write: throughput " in line]
+    assert len(lead) == 2 and all("95% interval" in line for line in lead)  # the headline ratios, in words
     report = Path(res.stdout.split("report: ")[-1].strip())  # the main job ends by saying where its report is
     assert report.name == "report.html" and report.exists() and report.parent.parent == folder / "report"
     assert (report.parent / "charts" / "ratio_vs_baseline.html").exists()

@@ -185,6 +185,11 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
         assert (merged["threads"].iloc[:-1] == 4).all()  # (sysbench's last second may count exiting threads)
         lag = pd.read_parquet(folder / "lag.parquet")
         assert set(lag["node"]) == nodes - {run.cluster + "-1"} and lag["lag_ms"].notna().mean() > 0.9
+        cl = pd.read_parquet(folder / "cluster.parquet")  # each client host's CPU, read over its SSH connection
+        for host in ("host:c1", "host:c2"):
+            cpu = cl[(cl.node == host) & (cl.metric == "cpu.all.user_s")].sort_values("t_s").value
+            assert len(cpu) >= 3 and cpu.iloc[-1] > cpu.iloc[0], host
+        assert {"Com_commit", "Innodb_data_fsyncs"} <= set(cl[cl.node == run.cluster + "-1"].metric)
 
     password = os.environ["BENCHLIB_TEST_DB_PASSWORD"]
     for f in far.path.rglob("*"):

@@ -74,3 +74,36 @@ def test_replication_backlog_and_galera_flow_control(lab):
         assert committed.iloc[-1] - committed.iloc[0] >= 40
     assert metric(df, "async-1", "rpl_semi_sync_master_status").value.iloc[-1] == 0
     assert (metric(df, "galera-2", "rss_mib").value > 50).all()
+
+
+def test_server_counters_process_and_host_metrics_every_second(lab):
+    """Every node's chosen SHOW GLOBAL STATUS counters, its process's CPU, context switches and I/O, and the host's
+    CPU, disks and network, in one run's frame; 40 commits on galera-1 show up in its counters."""
+    sampling = build_sampling(lab, ["galera"])
+    for hb in sampling.heartbeats.values():
+        hb.prepare(timeout=10)
+    sampling.sampler.start()
+    try:
+        time.sleep(1.2)
+        write_rows(lab, "galera-1", "ctr", [0])
+        with lab.connect("galera-1") as conn, conn.cursor() as cur:
+            for i in range(1, 41):
+                cur.execute("INSERT INTO sbtest.ctr VALUES (%s)", (i,))
+        time.sleep(2.2)
+    finally:
+        sampling.stop()
+    assert not sampling.sampler.errors
+    df = CLUSTER.validate(sampling.cluster_frame())
+    for node in ("galera-1", "galera-2", "galera-3"):
+        names = set(df[df.node == node].metric)
+        assert {"Com_insert", "Handler_write", "Innodb_data_fsyncs", "Innodb_os_log_written", "Bytes_received",
+                "Threads_running", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary", "io_write_bytes",
+                "threads"} <= names
+    inserted = metric(df, "galera-1", "Com_insert").value
+    assert inserted.iloc[-1] - inserted.iloc[0] >= 40
+    applied = metric(df, "galera-2", "Handler_write").value  # applied by replication, not a statement
+    assert applied.iloc[-1] - applied.iloc[0] >= 40
+    assert not metric(df, "galera-1", "Threads_running").counter.any() and metric(df, "galera-1", "Com_insert").counter.all()
+    host = df[df.node.str.startswith("host:")]
+    assert {"cpu.all.user_s", "cpu.cpu1.idle_s", "load.1m", "net.lo.tx_bytes"} <= set(host.metric)
+    assert host.node.nunique() == 1 and len(metric(host, host.node.iloc[0], "cpu.all.user_s")) >= 3
