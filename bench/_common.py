@@ -17,3 +17,23 @@ def enter() -> Path:
     os.environ.setdefault("BENCHLIB_LAB_ROOT", "/tmp/blbench")
     sys.path.insert(0, str(ROOT))
     return ROOT
+
+
+def demo_spec(name: str, **changes):
+    """The 6-node demo lab (examples/labs/demo.toml: async 1+2, Galera 3) under another name."""
+    import tomllib
+
+    from benchlib.lab.spec import LabSpec
+
+    data = tomllib.loads((ROOT / "examples/labs/demo.toml").read_text())
+    return LabSpec.model_validate({**data, "name": name, **changes})
+
+
+def processes_cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes ``pids`` have used so far."""
+    tck = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(f[11]) + int(f[12])) / tck
+    return total

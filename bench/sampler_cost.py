@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import statistics
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import enter  # noqa: E402
+from _common import demo_spec, enter, processes_cpu_s  # noqa: E402
 
 ROOT = enter()
 
@@ -34,12 +32,10 @@ from scipy import stats  # noqa: E402
 from benchlib.campaign.run import prepare_dataset  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.lab.lab import Lab  # noqa: E402
-from benchlib.lab.spec import LabSpec  # noqa: E402
 from benchlib.sampling.session import build_sampling  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
 
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def exact_cpu() -> float:
@@ -57,9 +53,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--seconds", type=int, default=10)
     args = ap.parse_args()
-    data = tomllib.loads((ROOT / "examples/labs/demo.toml").read_text())
-    data["name"] = "benchsamp"
-    lab = Lab.up(LabSpec.model_validate(data))
+    lab = Lab.up(demo_spec("benchsamp"))
     try:
         opts = SysbenchOptions(workload="oltp_read_write", tables=4, table_size=10000, threads=8, time_s=args.seconds)
         prepare_dataset(lab, "async-1", opts)
@@ -68,11 +62,7 @@ def main() -> None:
         pids = [lab.pid(n) for n in lab.layout.nodes]
 
         def servers_cpu() -> float:
-            total = 0.0
-            for pid in pids:
-                f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(f[11]) + int(f[12])) / CLK_TCK
-            return total
+            return processes_cpu_s(pids)
 
         server_idle = []
         for on in (False, True, False, True):  # the servers' own CPU with and without the probes' queries

@@ -81,10 +81,17 @@ def _ratio_words(r: pd.Series) -> str:
     interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if pd.notna(r.ci_low) else "no interval"
     words = f"{r.ratio:.2f}× ({interval}): {r.verdict}"
     if r.verdict == "INCONCLUSIVE":  # why, with the noise measured
-        noise = f"run-to-run noise {r.sigma_log:.1%} after rounds" if pd.notna(r.get("sigma_log")) else "the noise"
+        noise = (f"run-to-run noise {r.sigma_log:.1%} (round effects removed)" if pd.notna(r.get("sigma_log"))
+                 else "the noise")
         need = r.get("runs_needed_per_side")
-        words += (f"; at {noise}, about {int(need)} rounds would settle it" if pd.notna(need) and need else
-                  f"; {noise} is too large for {r.n} runs")
+        if pd.notna(need) and need and need < 100:
+            words += f"; at {noise}, about {int(need)} rounds in all would settle it"
+        elif pd.notna(need) and need:
+            words += f"; at {noise}, not even 100 rounds would settle it: the ratio sits close to the margin"
+        elif pd.notna(r.get("sigma_log")):
+            words += f"; the ratio sits on the margin: no number of rounds settles it at {noise}"
+        else:
+            words += f"; {r.n} runs are too few to measure the noise"
     return words
 
 
@@ -197,7 +204,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         parts.append("<h2>Resources</h2><p>Cost per transaction (a counter's rate over the load window divided by "
                      "the run's throughput), geometric mean over runs with a 95% interval; roles: writer (sysbench's "
                      f"node), replica, member (multi-writer), host (this machine).{html.escape(busy)}</p>"
-                     + _table(costs[costs.cost.isin(["cpu_ms", "ctx_switches", "write_kb", "disk_writes"])],
+                     + _table(costs[costs.cost.isin(["cpu_ms", "ctx_switches", "write_kb", "innodb_fsyncs", "disk_writes"])],
                               ["label", "role", "cost", "runs", "per_trx", "ci_low", "ci_high"]))
     for i, (name, fig) in enumerate(figs.items()):
         title = CATALOGUE[name][0]

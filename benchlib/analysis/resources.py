@@ -1,6 +1,7 @@
 """Cost per transaction by node and role, and whether a host or a node was CPU-bound.
 
-From the CLUSTER frame's process rows (``cpu_s``, ``ctx_voluntary``, ``io_write_bytes``... per node) and host rows
+From the CLUSTER frame's process rows (``cpu_s``, ``ctx_voluntary``, ``io_write_bytes``... per node), server counters
+(``Innodb_data_fsyncs``, ``Bytes_sent``... per node) and host rows
 (node ``host:<name>``: ``cpu.all.*_s``, ``disk.<dev>.*``, ``net.<iface>.*``), over each run's load window: the rate
 of every counter (difference of its first and last reading in the window over their time apart; a window with a
 counter reset gives no value) divided by the run's throughput (sysbench's summary TPS). Per configuration: the
@@ -13,11 +14,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["COSTS", "cost_per_trx", "cost_by_config", "cpu_bound", "role_of"]
+__all__ = ["COSTS", "cost_per_trx", "cost_by_config", "cpu_bound", "host_over_time", "role_of"]
 
-#: cost -> (metrics summed, scale to the cost's unit); process rows of server nodes
+#: cost -> (metrics summed, scale to the cost's unit); process rows of server nodes (from /proc) and their server
+#: counters (SHOW GLOBAL STATUS: Innodb_data_fsyncs is every fsync InnoDB made, Innodb_os_log_fsyncs the redo log's
+#: among them; the binary log's fsyncs are in neither)
 PROCESS_COSTS = {"cpu_ms": (("cpu_s",), 1000.0), "ctx_switches": (("ctx_voluntary", "ctx_involuntary"), 1.0),
-                 "read_kb": (("io_read_bytes",), 1 / 1024), "write_kb": (("io_write_bytes",), 1 / 1024)}
+                 "read_kb": (("io_read_bytes",), 1 / 1024), "write_kb": (("io_write_bytes",), 1 / 1024),
+                 "innodb_fsyncs": (("Innodb_data_fsyncs",), 1.0), "redo_fsyncs": (("Innodb_os_log_fsyncs",), 1.0),
+                 "net_kb": (("Bytes_sent", "Bytes_received"), 1 / 1024)}
 #: host rows: patterns of metrics summed (regular expressions), scale
 HOST_COSTS = {"cpu_ms": (r"cpu\.all\.(user|nice|system|irq|softirq)_s", 1000.0),
               "disk_writes": (r"disk\.[^.]+\.writes", 1.0), "disk_write_kb": (r"disk\.[^.]+\.write_bytes", 1 / 1024),
@@ -145,3 +150,56 @@ def cpu_bound(a) -> pd.DataFrame:
                                                (f"{top} CPU", top and share > BUSY)) if hit)
             rows.append((run.run_id, run.config, host, cpus, busy, iowait, top, share, bound))
     return pd.DataFrame(rows, columns=cols)
+
+
+_BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
+_HOST_SERIES = r"cpu\.all\.[a-z]+_s|disk\.[^.]+\.(read|write)_bytes"
+
+
+def host_over_time(a, run_ids: list[str] | None = None, *, busiest: bool = True) -> pd.DataFrame:
+    """Each run's host, second by second over its load: ``cpu_busy_pct`` (user, nice, system, irq, softirq and
+    steal over all CPU time: 100 is every CPU busy), ``iowait_pct``, ``disk_write_mib_s`` and ``disk_read_mib_s``
+    (whole disks summed), at ``t_s`` seconds since the run's load started (the clock of sysbench's intervals).
+    A sample after a counter reset gives no value. With ``busiest``, one host per run: the one with the highest
+    mean CPU busy (a remote lab's client hosts: the one that could have limited the run)."""
+    cl = a.frames.get("cluster", pd.DataFrame())
+    cols = ["run_id", "config", "host", "t_s", "cpu_busy_pct", "iowait_pct", "disk_write_mib_s", "disk_read_mib_s"]
+    if cl.empty:
+        return pd.DataFrame(columns=cols)
+    h = cl[cl.node.astype(str).str.startswith("host:")]
+    h = h[h.metric.astype(str).str.fullmatch(_HOST_SERIES)]
+    if run_ids is not None:
+        h = h[h.run_id.isin(run_ids)]
+    runs = a.runs.set_index("run_id")
+    parts = []
+    for (run_id, host), g in h.groupby(["run_id", "node"], observed=True, sort=True):
+        if run_id not in runs.index or pd.isna(runs.at[run_id, "load_start_s"]):
+            continue
+        start, end = float(runs.at[run_id, "load_start_s"]), runs.at[run_id, "load_end_s"]
+        wide = g.pivot_table(index="t_s", columns="metric", values="value", aggfunc="last").sort_index()
+        reset = g.groupby("t_s").reset.any().reindex(wide.index).fillna(False).to_numpy()
+        d = wide.diff()
+        dt = pd.Series(wide.index, index=wide.index).diff()
+        cpu = [c for c in d.columns if c.startswith("cpu.all.")]
+        total = d[cpu].sum(axis=1).replace(0, np.nan)
+        busy = d[[f"cpu.all.{f}_s" for f in _BUSY if f"cpu.all.{f}_s" in d.columns]].sum(axis=1)
+        frame = pd.DataFrame({
+            "t_s": wide.index - start,
+            "cpu_busy_pct": 100 * busy / total,
+            "iowait_pct": 100 * d.get("cpu.all.iowait_s", np.nan) / total,
+            "disk_write_mib_s": d[[c for c in d.columns if c.endswith(".write_bytes")]].sum(axis=1) / dt / 2 ** 20,
+            "disk_read_mib_s": d[[c for c in d.columns if c.endswith(".read_bytes")]].sum(axis=1) / dt / 2 ** 20,
+        })
+        frame.iloc[reset, 1:] = np.nan
+        frame = frame.iloc[1:]
+        last = (float(end) - start + 1) if pd.notna(end) else np.inf
+        frame = frame[(frame.t_s > 0) & (frame.t_s <= last)]
+        parts.append(frame.assign(run_id=run_id, config=runs.at[run_id, "config"], host=host))
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True)[cols]
+    if busiest:
+        mean = out.groupby(["run_id", "host"], observed=True).cpu_busy_pct.mean().reset_index()
+        top = mean.sort_values("cpu_busy_pct", ascending=False).drop_duplicates("run_id")
+        out = out.merge(top[["run_id", "host"]], on=["run_id", "host"])
+    return out.reset_index(drop=True)

@@ -136,6 +136,14 @@ def stability(a: CampaignAnalysis, run_ids: list[str] | None = None, *, per_conf
     return iv, chosen["trim_s"].astype(int).to_dict(), chosen["stability"].to_dict()
 
 
+def host_load(a: CampaignAnalysis, run_ids: list[str]) -> pd.DataFrame:
+    """The busiest host's CPU busy and disk writes over the load of each of ``run_ids`` (empty when the
+    campaign was recorded without host metrics): the rows under the stability chart."""
+    from benchlib.analysis.resources import host_over_time
+
+    return host_over_time(a, run_ids)
+
+
 def lag_of_run(a: CampaignAnalysis, run_id: str) -> tuple[pd.DataFrame, float | None, float | None]:
     """One run's heartbeat lag per node, seconds counted from the load start; the load's end and catch-up."""
     run = a.runs.set_index("run_id").loc[run_id]

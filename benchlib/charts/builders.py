@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from benchlib.charts.errors import ChartError
-from benchlib.charts.theme import TEMPLATE, lighter, topology_color
+from benchlib.charts.theme import HEIGHT, TEMPLATE, lighter, topology_color
 
 
 def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
@@ -34,12 +34,43 @@ def _colors(values: Iterable) -> dict:
     return {v: topology_color(v, i) for i, v in enumerate(dict.fromkeys(values))}
 
 
-def _whiskers(d: pd.DataFrame, y: str, low: str | None, high: str | None) -> dict | None:
+def _whiskers(d: pd.DataFrame, y: str, low: str | None, high: str | None, *, positive: bool = True) -> dict | None:
+    """Error bars from interval columns; for a ``positive`` quantity (throughput, latency, a ratio, a cost) the
+    lower end is never drawn below zero (an interval computed on the linear scale can reach past it)."""
     if not low or not high:
         return None
+    lower = d[low].astype(float)
+    if positive:  # an unbounded end (-inf) stays unbounded: no whisker rather than one down to zero
+        lower = lower.where(~np.isfinite(lower) | (lower >= 0), 0.0)
     up = (d[high] - d[y]).replace([np.inf, -np.inf], np.nan)
-    down = (d[y] - d[low]).replace([np.inf, -np.inf], np.nan)
+    down = (d[y] - lower).replace([np.inf, -np.inf], np.nan)
     return dict(type="data", array=up.tolist(), arrayminus=down.tolist(), visible=True, thickness=1.5, width=5)
+
+
+def log_ticks(values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5)) -> tuple[list[float], list[str]]:
+    """Tick values and their full labels for a log axis over ``values``: 1-2-5 steps per decade by default
+    ("20", "50", "100", never plotly's bare "2" next to a "10")."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x) and x > 0], dtype=float)
+    if not len(v):
+        return [], []
+    lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
+    ticks = [m * 10.0 ** e for e in range(int(lo), int(hi) + 1) for m in steps]
+    ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5] or [float(v.min())]
+    return ticks, [f"{t:g}" for t in ticks]
+
+
+def _log_axis(update, values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5), **kw) -> None:
+    vals, text = log_ticks(values, steps=steps)
+    update(type="log", tickvals=vals, ticktext=text, **kw)
+
+
+def _threads_axis(update, values: Iterable[float]) -> None:
+    """A log axis of client threads ticked at the thread counts measured (1, 8, 64: no unmeasured 10s)."""
+    vals = sorted({float(v) for v in values if pd.notna(v) and v > 0})
+    if len(vals) > 12:
+        _log_axis(update, vals)
+    else:
+        update(type="log", tickvals=vals, ticktext=[f"{v:g}" for v in vals])
 
 
 def _figure(title: str, **layout) -> go.Figure:
@@ -78,7 +109,7 @@ def throughput_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "tps
     """Throughput against client threads, one line per ``color`` (and ``dash``, e.g. durability)."""
     _need(df, [x, y, color, dash, error_low, error_high], "throughput_vs_threads")
     fig = _figure(title or "Throughput vs client threads", xaxis_title="client threads", yaxis_title="transactions/s")
-    fig.update_xaxes(type="log", dtick=np.log10(2))
+    _threads_axis(fig.update_xaxes, df[x])
     _lines(fig, df, x, y, color, dash, error_low, error_high)
     return fig
 
@@ -105,8 +136,8 @@ def latency_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "lat_pc
     logarithmic axes: latency that grows with load stays readable from 1 to 1000 ms."""
     _need(df, [x, y, color, y_mean], "latency_vs_threads")
     fig = _figure(title or "Latency vs client threads", xaxis_title="client threads", yaxis_title="latency, ms (log)")
-    fig.update_xaxes(type="log", dtick=np.log10(2))
-    fig.update_yaxes(type="log")
+    _threads_axis(fig.update_xaxes, df[x])
+    _log_axis(fig.update_yaxes, pd.concat([df[y], df[y_mean]]) if y_mean else df[y])
     _lines(fig, df, x, y, color, name_suffix=f" p{percentile}")
     if y_mean:
         _lines(fig, df, x, y_mean, color, name_suffix=" mean", line_dash="dash")
@@ -115,19 +146,31 @@ def latency_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "lat_pc
 
 def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tps", latency: str | None = "lat_pctl_ms",
                         group: str = "run_id", trim: dict | None = None, labels: dict | None = None,
-                        average_by: str | None = None, title: str | None = None) -> go.Figure:
+                        average_by: str | None = None, title: str | None = None,
+                        host: pd.DataFrame | None = None) -> go.Figure:
     """Per-second throughput (and latency below it) of chosen runs; the steady window after the warm-up
     trim shaded; each run's stability label annotated. With ``average_by`` (e.g. "config"), the runs of
-    each group are averaged second by second with their min-max band."""
+    each group are averaged second by second with their min-max band. With ``host`` (``host_over_time``: the
+    same ``group`` or ``average_by`` column, ``cpu_busy_pct``, ``disk_write_mib_s`` at ``x``), the host's CPU busy
+    and disk writes over the same seconds in two more panels."""
     _need(intervals, [x, y, latency, group, average_by], "stability_over_time")
-    rows = 2 if latency else 1
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        row_heights=[0.6, 0.4][:rows])
+    host = host if host is not None and not host.empty else None
+    if host is not None:
+        _need(host, [x, average_by or group, "cpu_busy_pct", "disk_write_mib_s"], "stability_over_time (host)")
+    panels = [(y, "transactions/s", 0.6)] + ([(latency, "latency, ms", 0.4)] if latency else [])
+    if host is not None:
+        panels += [("cpu_busy_pct", "host CPU %", 0.3), ("disk_write_mib_s", "disk MiB/s", 0.3)]
+    rows = len(panels)
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06 if host is not None else 0.08,
+                        row_heights=[p[2] for p in panels])
     fig.update_layout(template=TEMPLATE, title=title or "Stability over time", hovermode="x unified")
-    fig.update_yaxes(title_text="transactions/s", row=1, col=1)
-    if latency:
-        fig.update_yaxes(title_text="latency, ms", row=2, col=1)
+    if host is not None:
+        fig.update_layout(height=HEIGHT + 260)
+        fig.update_yaxes(range=[0, 105], row=rows - 1, col=1)
+    for row, (_, name, _) in enumerate(panels, start=1):
+        fig.update_yaxes(title_text=name, row=row, col=1)
     fig.update_xaxes(title_text="seconds since the load started", row=rows, col=1)
+    host_row = 3 if latency else 2
     key = average_by or group
     palette = _colors(intervals[key])
     for i, (k, d) in enumerate(intervals.groupby(key, sort=True)):
@@ -151,15 +194,24 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
             if latency:
                 fig.add_trace(go.Scatter(x=d[x], y=d[latency], mode="lines", name=str(k), legendgroup=str(k),
                                          showlegend=False, line=dict(color=color, width=1.5)), row=2, col=1)
+        if host is not None:
+            hk = host[host[key] == k]
+            if average_by:
+                hk = hk.assign(**{x: hk[x].round()}).groupby(x, as_index=False)[["cpu_busy_pct", "disk_write_mib_s"]].mean()
+            hk = hk.sort_values(x)
+            for offset, col_name in enumerate(("cpu_busy_pct", "disk_write_mib_s")):
+                fig.add_trace(go.Scatter(x=hk[x], y=hk[col_name], mode="lines", name=str(k), legendgroup=str(k),
+                                         showlegend=False, line=dict(color=color, width=1.5)),
+                              row=host_row + offset, col=1)
         if trim and k in trim:
             end = float(d[x].max())
             fig.add_vrect(x0=float(d[x].min()) - 1 + trim[k], x1=end, fillcolor=lighter(color, 0.85), opacity=0.5,
                           line_width=0, layer="below", row=1, col=1)
         if labels and k in labels:
-            fig.add_annotation(text=f"{k}: {labels[k]}", xref="paper", yref="paper", x=0, y=-0.16 - 0.06 * i,
-                               showarrow=False, font=dict(size=12, color=color), xanchor="left")
+            fig.add_annotation(text=f"{k}: {labels[k]}", xref="paper", yref="paper", x=0, y=0, yanchor="top",
+                               yshift=-68 - 22 * list(labels).index(k), showarrow=False, font=dict(size=12, color=color), xanchor="left")
     if labels:
-        fig.update_layout(margin=dict(b=60 + 24 * len(labels)), height=520 + 24 * len(labels))
+        fig.update_layout(margin=dict(b=80 + 22 * len(labels)), height=(fig.layout.height or HEIGHT) + 24 * len(labels))
     return fig
 
 
@@ -176,7 +228,7 @@ def flow_control_sweep(df: pd.DataFrame, *, x: str = "fc_limit", y: str = "tps_m
         fig.add_trace(go.Scatter(x=d[x], y=d[lag], name=f"{c} lag", mode="lines+markers",
                                  line=dict(color=colors[c], dash="dot", width=2), marker_symbol="diamond"),
                       secondary_y=True)
-    fig.update_xaxes(type="log", title_text=x)
+    _log_axis(fig.update_xaxes, df[x], title_text=x)
     fig.update_yaxes(title_text="transactions/s", secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text="replica lag, ms", secondary_y=True, rangemode="tozero", showgrid=False)
     return fig
@@ -197,7 +249,8 @@ def lag_over_time(lag: pd.DataFrame, *, x: str = "t_s", y: str = "lag_ms", color
                       annotation_position="top left")
         if catch_up_s is not None:
             fig.add_vrect(x0=load_end, x1=load_end + catch_up_s, fillcolor="#999", opacity=0.15, line_width=0,
-                          annotation_text=f"catch-up {catch_up_s:.2f} s", annotation_position="top right")
+                          annotation_text=f"catch-up {catch_up_s:.2f} s", annotation_position="top left",
+                          annotation_yshift=-22)  # right of the line, a line below "load ends" (left of it)
     return fig
 
 
@@ -281,7 +334,13 @@ def sustained_vs_peak(df: pd.DataFrame, *, x: str = "label", peak: str = "peak_t
 
 COST_TITLES = {"cpu_ms": "CPU ms", "ctx_switches": "context switches", "read_kb": "KB read", "write_kb": "KB written",
                "disk_writes": "disk writes", "disk_write_kb": "disk KB written", "disk_read_kb": "disk KB read",
-               "net_tx_kb": "network KB sent"}
+               "net_tx_kb": "network KB sent", "innodb_fsyncs": "InnoDB fsyncs", "redo_fsyncs": "redo log fsyncs",
+               "net_kb": "client-protocol KB"}
+
+
+#: the roles of cost_by_config, as a legend says them (nodes of one role are summed within a run)
+ROLE_NAMES = {"writer": "writer", "replica": "replicas, summed", "member": "other members, summed",
+              "host": "host (all processes)"}
 
 
 def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: str = "role", facet: str = "cost",
@@ -298,16 +357,21 @@ def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: 
                          hint=f"costs: {', '.join(sorted(set(df[facet])))}")
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[f"{COST_TITLES.get(c, c)} per transaction" for c in panels])
+    height = 260 * len(panels) + 150
+    plot_h = height - 100 - 60  # the legend sits above the first panel's title, under the chart's title
     fig.update_layout(template=TEMPLATE, title=title or "Cost per transaction by role", barmode="group",
-                      hovermode="closest", height=260 * len(panels) + 120)
-    roles = list(dict.fromkeys(df[color]))
+                      hovermode="closest", height=height, margin=dict(t=100),
+                      legend=dict(yanchor="bottom", y=1 + 30 / plot_h))
+    order = list(ROLE_NAMES)
+    roles = sorted(dict.fromkeys(df[color]), key=lambda r: order.index(r) if r in order else len(order))
     for row, cost in enumerate(panels, start=1):
         d = df[df[facet] == cost]
         for i, role in enumerate(roles):
             dr = d[d[color] == role]
             if dr.empty:
                 continue
-            fig.add_bar(x=dr[x].astype(str), y=dr[y], name=str(role), marker_color=_node_color(i),
+            fig.add_bar(x=dr[x].astype(str), y=dr[y], name=ROLE_NAMES.get(role, str(role)),
+                        marker_color=_node_color(order.index(role) if role in order else i),
                         error_y=_whiskers(dr, y, error_low, error_high), legendgroup=str(role), showlegend=row == 1,
                         hovertemplate=f"{role}: %{{y:.3g}}<extra></extra>", row=row, col=1)
     return fig

@@ -33,7 +33,7 @@ def _latency(a):
 
 def _stability(a):
     iv, trim, labels = views.stability(a)
-    return charts.stability_over_time(iv, trim=trim, labels=labels)
+    return charts.stability_over_time(iv, trim=trim, labels=labels, host=views.host_load(a, list(trim)))
 
 
 def _flow_control(a):

@@ -40,7 +40,7 @@ def _template() -> go.layout.Template:
     t = go.layout.Template()
     t.layout = go.Layout(
         font=dict(family="Inter, Helvetica, Arial, sans-serif", size=15, color="#222"),
-        title=dict(font=dict(size=19), x=0.0, xanchor="left"),
+        title=dict(font=dict(size=19), x=0.015, xanchor="left"),
         colorway=OKABE_ITO,
         paper_bgcolor="white",
         plot_bgcolor="white",

@@ -50,6 +50,9 @@ class RemoteLab:
         self._nodes = {n.name: (c, n) for c, cl in spec.clusters.items() for n in cl.nodes}
         self._settings: dict[str, dict[str, Any]] = {c: {} for c in spec.clusters}
         self._ssh = None
+        self._server_ssh = None  # connections to the server hosts with ssh access (host metrics only)
+        self._server_ssh_failed: dict[str, str] = {}  # host -> why it cannot be reached (tried once per lab)
+        self._server_ssh_lock = threading.Lock()
         self._client_facts: dict[str, dict[str, Any]] | None = None
         self._watch: dict[str, Any] = {}
         self._watch_lock = threading.Lock()
@@ -220,12 +223,39 @@ class RemoteLab:
 
     def extra_probes(self, nodes: list[str], log, clock: Callable[[], float]) -> list:
         """Every server's clock offset from the sampler (``benchlib.sampling.clock.ClockProbe``), and the metrics of
-        every host that runs the load: each client host over its SSH connection, or this host without clients."""
+        every host that runs the load (each client host over its SSH connection, or this host without clients) and
+        of the run's server hosts that the spec gives SSH access to (``ssh`` on a node)."""
         from benchlib.sampling.clock import ClockProbe
         from benchlib.sampling.host import HostProbe
 
         hosts = [HostProbe(log, clock, name=name, reader=self._host_reader(name)) for name in self.spec.clients]
-        return [ClockProbe(self.connect, nodes, log, clock), *(hosts or [HostProbe(log, clock)])]
+        addresses = {self._nodes[n][1].host for n in nodes if n in self._nodes}
+        servers = [HostProbe(log, clock, name=name, reader=self._server_host_reader(name))
+                   for name, h in self.spec.server_hosts().items() if h.host in addresses]
+        return [ClockProbe(self.connect, nodes, log, clock), *(hosts or [HostProbe(log, clock)]), *servers]
+
+    def _server_host_reader(self, name: str):
+        """/proc files of the server host first named by node ``name``, over an SSH connection opened on first use
+        (one that cannot be opened is not tried again by this lab: the probe warns once per run, at once)."""
+        from benchlib.sampling.host import shell_command, split_output
+
+        def read(paths: tuple[str, ...]) -> dict[str, str | None]:
+            with self._server_ssh_lock:
+                if name in self._server_ssh_failed:
+                    raise OSError(self._server_ssh_failed[name])
+                if self._server_ssh is None:
+                    from benchlib.remote.ssh import SSHClients
+
+                    self._server_ssh = SSHClients(self.spec.server_hosts(), kind="server host")
+                if name not in self._server_ssh.conns:
+                    try:
+                        self._server_ssh.open([name], keep=True)
+                    except Exception as exc:  # noqa: BLE001 - reported by the probe as a warning
+                        self._server_ssh_failed[name] = str(exc).splitlines()[0]
+                        raise
+            rc, out, err = self._server_ssh.run(name, shell_command(paths), timeout=5)
+            return split_output(out, paths)
+        return read
 
     def _host_reader(self, name: str):
         """/proc files of client host ``name``, read with one command over its SSH connection."""
@@ -274,9 +304,10 @@ class RemoteLab:
 
     def close(self) -> None:
         """Close the SSH connections and the watch connections; the servers are left as they are."""
-        if self._ssh is not None:
-            self._ssh.close()
-            self._ssh = None
+        for ssh in (self._ssh, self._server_ssh):
+            if ssh is not None:
+                ssh.close()
+        self._ssh = self._server_ssh = None
         with self._watch_lock:
             for conn in self._watch.values():
                 try:

@@ -13,7 +13,8 @@
     mode = "single-primary"               # group_replication: single-primary | multi-primary
     nodes = [
         { name = "gr1", host = "10.0.0.1", port = 3306, role = "primary" },
-        { name = "gr2", host = "10.0.0.2", role = "secondary" },
+        { name = "gr2", host = "10.0.0.2", role = "secondary",
+          ssh = { user = "bench", key_env = "BENCH_SSH_KEY" } },  # optional: sample this host's CPU and disks
     ]
 
     [clients.c1]                          # optional: without [clients], sysbench runs on this host
@@ -68,11 +69,27 @@ class Credentials(_Strict):
     password_env: str = Field(pattern=ENV_NAME)
 
 
+class SSHAccess(_Strict):
+    """How to log in to a host over SSH: the key by environment-variable name, or the agent."""
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str = Field(min_length=1, max_length=80)
+    key_env: str | None = Field(default=None, pattern=ENV_NAME)
+    agent: bool = False
+    known_hosts: str | None = None  # file of trusted host keys (default ~/.ssh/known_hosts)
+
+    @model_validator(mode="after")
+    def _one_way_in(self):
+        if (self.key_env is None) == (not self.agent):
+            raise ValueError("give exactly one of key_env (the variable holding the private key) or agent = true")
+        return self
+
+
 class RemoteNode(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
     host: str = Field(min_length=1, max_length=253)
     port: int = Field(default=3306, ge=1, le=65535)
     role: str
+    ssh: SSHAccess | None = None  # optional: the server host's CPU, disks and network are sampled over SSH
 
 
 #: the label analysis groups clusters by (async is the baseline ratios are taken against)
@@ -128,21 +145,10 @@ class RemoteCluster(_Strict):
         return self
 
 
-class ClientHost(_Strict):
+class ClientHost(SSHAccess):
     host: str = Field(min_length=1, max_length=253)
-    port: int = Field(default=22, ge=1, le=65535)
-    user: str = Field(min_length=1, max_length=80)
-    key_env: str | None = Field(default=None, pattern=ENV_NAME)
-    agent: bool = False
     share: float | None = Field(default=None, gt=0, le=1)
     sysbench: str = "sysbench"
-    known_hosts: str | None = None  # file of trusted host keys (default ~/.ssh/known_hosts)
-
-    @model_validator(mode="after")
-    def _one_way_in(self):
-        if (self.key_env is None) == (not self.agent):
-            raise ValueError("give exactly one of key_env (the variable holding the private key) or agent = true")
-        return self
 
 
 class RemoteLabSpec(_Strict):
@@ -178,6 +184,17 @@ class RemoteLabSpec(_Strict):
             if abs(sum(shares) - 1.0) > 1e-6:
                 raise ValueError(f"client shares add up to {sum(shares):g}, not 1")
         return self
+
+    def server_hosts(self) -> dict[str, "ClientHost"]:
+        """The server hosts reachable over SSH (nodes with ``ssh``), one per address, named by its first node."""
+        out: dict[str, ClientHost] = {}
+        seen: set[str] = set()
+        for c in self.clusters.values():
+            for n in c.nodes:
+                if n.ssh is not None and n.host not in seen:
+                    seen.add(n.host)
+                    out[n.name] = ClientHost(host=n.host, **n.ssh.model_dump())
+        return out
 
     def system_of(self, cluster: str) -> str:
         return self.clusters[cluster].system

@@ -43,9 +43,9 @@ def _import_asyncssh():
     return asyncssh
 
 
-def _explain(name: str, client: "ClientHost", exc: BaseException) -> SSHError:
+def _explain(name: str, client: "ClientHost", exc: BaseException, kind: str = "client host") -> SSHError:
     asyncssh = _import_asyncssh()
-    where = f"client host {name} ({client.user}@{client.host}:{client.port})"
+    where = f"{kind} {name} ({client.user}@{client.host}:{client.port})"
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         return SSHError(f"{where}: its host key is not in {client.known_hosts or '~/.ssh/known_hosts'}",
                         hint=f"check the key, then: ssh-keyscan -p {client.port} {client.host} >> "
@@ -93,8 +93,9 @@ class RemoteProcess:
 class SSHClients:
     """Connections to every client host of a remote lab; use as a context manager."""
 
-    def __init__(self, clients: dict[str, "ClientHost"], *, connect_timeout: float = 10.0):
+    def __init__(self, clients: dict[str, "ClientHost"], *, connect_timeout: float = 10.0, kind: str = "client host"):
         self.clients = clients
+        self.kind = kind  # what the hosts are, in messages: "client host", "server host"
         self.connect_timeout = connect_timeout
         self.conns: dict[str, object] = {}
         self.loop = asyncio.new_event_loop()
@@ -117,8 +118,9 @@ class SSHClients:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def open(self, names: list[str] | None = None) -> "SSHClients":
-        """Connect to every client host (or ``names``); one SSHError naming the first that fails."""
+    def open(self, names: list[str] | None = None, *, keep: bool = False) -> "SSHClients":
+        """Connect to every client host (or ``names``); one SSHError naming the first that fails (all connections
+        closed then, unless ``keep``: the others stay usable)."""
         asyncssh = _import_asyncssh()
 
         async def one(name: str):
@@ -131,7 +133,7 @@ class SSHClients:
                 return await asyncio.wait_for(
                     asyncssh.connect(c.host, port=c.port, username=c.user, **kwargs), self.connect_timeout)
             except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
-                raise _explain(name, c, exc) from None
+                raise _explain(name, c, exc, self.kind) from None
 
         async def all_of(names):
             return await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
@@ -143,7 +145,8 @@ class SSHClients:
             if not isinstance(r, BaseException):
                 self.conns[name] = r
         if errors:
-            self.close()
+            if not keep:
+                self.close()
             raise errors[0] if isinstance(errors[0], BenchlibError) else SSHError(str(errors[0]))
         return self
 
@@ -181,7 +184,7 @@ class SSHClients:
         try:
             return self._call(go(), timeout)
         except TimeoutError:
-            raise SSHError(f"client host {host}: {command.split()[0]} did not finish within {timeout:g} s") from None
+            raise SSHError(f"{self.kind} {host}: {command.split()[0]} did not finish within {timeout:g} s") from None
 
     def put_text(self, host: str, path: str, text: str, mode: int = 0o644) -> None:
         """Write ``text`` to ``path`` on ``host`` (over the SSH session's stdin: no SFTP subsystem needed)."""

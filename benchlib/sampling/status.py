@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pandas as pd
+import pymysql
 
 from benchlib.sampling.heartbeat import Connect
 from benchlib.sampling.probe import Probe
@@ -161,7 +162,8 @@ class GaleraProbe(ClusterProbe):
     from information_schema; Percona XtraDB Cluster's (``show_status``) with SHOW GLOBAL STATUS."""
 
     def __init__(self, connect: Connect, nodes: list[str], log: StatusLog, clock: Callable[[], float],
-                 interval_s: float = 0.25, show_status: bool = False):
+                 interval_s: float = 0.5, show_status: bool = False):
+        # 2 Hz: each read is a whole status read on the server (its cost grows with the rate; see probe_breakdown)
         super().__init__(connect, nodes, log, clock, interval_s)
         self.name = f"{'pxc' if show_status else 'galera'}:{nodes[0]}"
         self.show_status = show_status
@@ -235,10 +237,9 @@ class ServerCountersProbe(ClusterProbe):
 
     def sample(self, t: float) -> None:
         for node in self.nodes:
-            with self.conns[node].cursor() as cur:
+            with self.conns[node].cursor(pymysql.cursors.Cursor) as cur:  # tuples: no dict per row
                 cur.execute(self.query, self.counters)
                 rows = cur.fetchall()
             now = self.clock()
-            for r in rows:
-                name = r["Variable_name"]
-                self.log.add(now, node, name, as_number(r["Value"]), counter=name not in self.gauges)
+            for name, value in rows:
+                self.log.add(now, node, name, as_number(value), counter=name not in self.gauges)

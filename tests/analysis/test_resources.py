@@ -29,6 +29,9 @@ def test_costs_per_transaction_by_node_and_role(a):
     galera = per_run[(per_run.cluster == "galera") & (per_run.cost == "cpu_ms")]
     by_role = galera.groupby("role").per_trx.median()
     assert 0 < by_role["member"] < by_role["writer"]
+    # durable commits (innodb_flush_log_at_trx_commit=1): about one InnoDB fsync per transaction on the writer
+    fsyncs = per_run[(per_run.role == "writer") & (per_run.cost == "innodb_fsyncs")]
+    assert len(fsyncs) == len(a.runs) and fsyncs.per_trx.between(0.3, 3).all()
     host = per_run[(per_run.role == "host") & (per_run.cost == "cpu_ms")]
     assert (host.per_s > 0).all() and (host.per_s <= 2 * 1000 * 1.05).all()  # at most 2 CPUs' worth of ms per second
 
@@ -64,3 +67,20 @@ def test_a_campaign_recorded_before_the_new_probes_has_cpu_costs_only():
     costs = views.costs(old)
     assert set(costs.cost) == {"cpu_ms"} and "host" not in set(costs.role)
     assert resources.cpu_bound(old).empty and not old.problems.what.str.startswith("CPU-bound").any()
+
+
+def test_host_cpu_and_disk_over_time_under_the_stability_chart(a):
+    host = resources.host_over_time(a)
+    assert set(host.run_id) == set(a.runs.run_id) and set(host.host) == {host.host.iloc[0]}
+    per_run = host.groupby("run_id").size()
+    assert (per_run >= 6).all()  # 8 s loads: a value every second of the load
+    assert host.t_s.between(0, 10).all()
+    assert host.cpu_busy_pct.between(0, 100).all() and host.iowait_pct.between(0, 100).all()
+    assert (host.disk_write_mib_s >= 0).all() and host.disk_write_mib_s.median() > 0.1  # durable commits write
+    # 8 client threads keep a 2-core host busier than 1 does
+    t8 = host[host.run_id.str.contains("-t8-")].cpu_busy_pct.median()
+    t1 = host[host.run_id.str.contains("-t1-")].cpu_busy_pct.median()
+    assert t8 > t1
+    fig = figures(a)["stability"]
+    titles = [fig.layout[k].title.text for k in fig.layout if k.startswith("yaxis")]
+    assert "host CPU %" in titles and "disk MiB/s" in titles

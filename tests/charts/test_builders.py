@@ -121,3 +121,15 @@ def test_sustained_vs_peak_draws_the_bracket_and_marks_flow_control():
     assert sustained[1]["marker"]["color"] == TOPOLOGY_COLORS["galera"]
     assert sustained[1]["error_y"]["array"] == pytest.approx([180.0])
     assert [a["text"] for a in j["layout"]["annotations"]] == ["FC_LIMITED"]
+
+
+def test_log_axes_label_every_tick_in_full_and_whiskers_stop_at_zero():
+    vals, text = charts.builders.log_ticks([4.2, 37, 180])
+    assert text == ["5", "10", "20", "50", "100", "200"] and vals[0] == 5
+    j = fig_json(charts.latency_vs_threads(BY_THREADS, y_mean="lat_mean_ms"))
+    assert j["layout"]["yaxis"]["ticktext"][:3] == ["5", "10", "20"]  # never a bare "2" next to a "10"
+    assert j["layout"]["xaxis"]["tickvals"] == [1, 8, 64]  # the thread counts measured
+    wide = RATIOS.assign(ci_low=[-0.08, 0.9, 0.5, -np.inf])
+    bars = fig_json(charts.ratio_bars(wide))["data"]
+    durable = next(t for t in bars if t["name"] == "semisync durable")
+    assert durable["error_y"]["arrayminus"] == pytest.approx([0.8])  # drawn down to zero, not to -0.08

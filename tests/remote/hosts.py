@@ -71,22 +71,35 @@ class ClientHosts:
         _ip("-n", ns, "link", "set", "lo", "up")
         _ip("-n", ns, "addr", "add", address, "peer", SHARED, "dev", ns_end)
         _ip("-n", ns, "link", "set", ns_end, "up")
-        pid_file = self.dir / f"sshd-{k}.pid"
-        config = self.dir / f"sshd-{k}.conf"
+        self._sshd(str(k), address, 22, ns)
+        self.hosts[f"c{k}"] = address
+        return address
+
+    def server_sshd(self, port: int = 2222) -> int:
+        """An sshd in the root namespace on SHARED:``port``: the "server host" of the forwarded lab servers
+        (same key as the client hosts)."""
+        self._sshd("server", SHARED, port, None)
+        public = (self.dir / "host_key.pub").read_text().strip()
+        with open(self.known_hosts, "a") as f:
+            f.write(f"[{SHARED}]:{port} {public}\n")
+        return port
+
+    def _sshd(self, tag: str, address: str, port: int, ns: str | None) -> None:
+        pid_file = self.dir / f"sshd-{tag}.pid"
+        config = self.dir / f"sshd-{tag}.conf"
         config.write_text("\n".join([
-            f"ListenAddress {address}:22", f"HostKey {self.dir / 'host_key'}",
+            f"ListenAddress {address}:{port}", f"HostKey {self.dir / 'host_key'}",
             f"AuthorizedKeysFile {self.dir / 'authorized_keys'}", f"PidFile {pid_file}",
             "StrictModes no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
             "PermitRootLogin prohibit-password", "UsePAM no", "MaxSessions 50", "MaxStartups 50",
             "LogLevel ERROR", ""]))
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
-        proc = subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-                                stdout=subprocess.DEVNULL, stderr=open(self.dir / f"sshd-{k}.log", "w"),
+        prefix = ["ip", "netns", "exec", ns] if ns else []
+        proc = subprocess.Popen([*prefix, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+                                stdout=subprocess.DEVNULL, stderr=open(self.dir / f"sshd-{tag}.log", "w"),
                                 start_new_session=True)
         self.procs.append(proc)
-        _wait_port(address, 22, netns=ns)
-        self.hosts[f"c{k}"] = address
-        return address
+        _wait_port(address, port, netns=ns)
 
     def forward(self, port: int) -> None:
         """socat in the root namespace: SHARED:port -> 127.0.0.1:port (a lab server), TCP_NODELAY on both sides
@@ -170,6 +183,7 @@ def namespace_client_hosts(count: int = 2):
         for k in range(1, count + 1):
             hosts.add(k)
         public = host_key.export_public_key().decode().strip()
+        (d / "host_key.pub").write_text(public + "\n")
         hosts.known_hosts = d / "known_hosts"
         hosts.known_hosts.write_text("".join(f"{a} {public}\n" for a in hosts.hosts.values()))
         yield hosts
@@ -194,7 +208,7 @@ def create_account(lab, writer: str, user: str, password: str, global_privileges
 
 
 def remote_lab_toml(lab, hosts: ClientHosts | None, *, name: str, systems: dict[str, str], roles: dict[str, str],
-                    user: str, password_env: str) -> str:
+                    user: str, password_env: str, node_extra: dict[str, str] | None = None) -> str:
     """A remote lab spec for ``lab``'s clusters (``systems``: cluster -> system) reached through the
     forwarders on SHARED, with ``hosts`` as its client hosts (the key in BENCHLIB_TEST_SSH_KEY; None: no
     [clients], sysbench runs on this host)."""
@@ -202,7 +216,8 @@ def remote_lab_toml(lab, hosts: ClientHosts | None, *, name: str, systems: dict[
     for cluster, system in systems.items():
         out += [f"[clusters.{cluster}]", f'system = "{system}"', "nodes = ["]
         for n in lab.layout.cluster_nodes(cluster):
-            out.append(f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{roles[n.name]}" }},')
+            extra = (node_extra or {}).get(n.name, "")
+            out.append(f'  {{ name = "{n.name}", host = "{SHARED}", port = {n.port}, role = "{roles[n.name]}"{extra} }},')
         out.append("]")
     for client, address in (hosts.hosts.items() if hosts else []):
         out += [f"[clients.{client}]", f'host = "{address}"', 'user = "root"', 'key_env = "BENCHLIB_TEST_SSH_KEY"',

@@ -36,9 +36,10 @@ nodes = 3
 ROLES = {"async-1": "primary", "async-2": "replica", "galera-1": "writer", "galera-2": "node", "galera-3": "node"}
 
 
-def remote_toml(lab, hosts, *, user: str = "rbench", password_env: str = "BENCHLIB_TEST_DB_PASSWORD") -> str:
+def remote_toml(lab, hosts, *, user: str = "rbench", password_env: str = "BENCHLIB_TEST_DB_PASSWORD",
+                node_extra: dict[str, str] | None = None) -> str:
     return remote_lab_toml(lab, hosts, name=f"r{lab.name}", systems={"async": "mariadb", "galera": "galera"},
-                           roles=ROLES, user=user, password_env=password_env)
+                           roles=ROLES, user=user, password_env=password_env, node_extra=node_extra)
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +205,47 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
     r_far = publish(far.path, out=tmp_path / "report-remote", notebooks=False, static=False)
     assert _sections(r_local.page) == _sections(r_far.page)
     assert sorted(p.name for p in r_local.files) == sorted(p.name for p in r_far.files)
+
+
+def test_server_hosts_with_ssh_report_their_metrics_and_an_unreachable_one_warns(remote, client_hosts):
+    import time
+
+    from benchlib.sampling.host import HostProbe
+    from benchlib.sampling.status import StatusLog
+    from tests.remote.hosts import SHARED
+
+    lab, d = remote
+    port = client_hosts.server_sshd()
+    reach = (f', ssh = {{ user = "root", port = {port}, key_env = "BENCHLIB_TEST_SSH_KEY", '
+             f'known_hosts = "{client_hosts.known_hosts}" }}')
+    text = remote_toml(lab, client_hosts, node_extra={"async-1": reach, "async-2": reach,
+                                                      "galera-1": reach.replace(f"port = {port}", "port = 1")})
+    text = text.replace(f'name = "galera-1", host = "{SHARED}"', 'name = "galera-1", host = "127.0.0.1"')
+    (d / "server-ssh.toml").write_text(text)
+    rl = RemoteLab(load_remote_spec(d / "server-ssh.toml"))
+    assert set(rl.spec.server_hosts()) == {"async-1", "galera-1"}  # one per address, named by its first node
+    log = StatusLog()
+    try:
+        probes = {p.host: p for p in rl.extra_probes(list(ROLES), log, time.monotonic) if isinstance(p, HostProbe)}
+        assert set(probes) == {"c1", "c2", "async-1", "galera-1"}
+        for p in probes.values():
+            p.setup()
+        for _ in range(3):
+            for p in probes.values():
+                p.sample(time.monotonic())
+            time.sleep(0.3)
+        # only the async cluster's server host for a run on that cluster
+        assert {p.host for p in rl.extra_probes(["async-1", "async-2"], log, time.monotonic)
+                if isinstance(p, HostProbe)} == {"c1", "c2", "async-1"}
+    finally:
+        rl.close()
+    cl = log.frame()
+    cpu = cl[(cl.node == "host:async-1") & (cl.metric == "cpu.all.user_s")].value
+    assert len(cpu) == 3 and cpu.is_monotonic_increasing
+    assert cl[cl.node == "host:async-1"].metric.str.startswith("disk.").any()
+    gone = probes["galera-1"]
+    assert gone.off and "server host galera-1" in gone.warnings[0] and "cannot connect" in gone.warnings[0]
+    assert cl[cl.node == "host:galera-1"].empty
 
 
 def test_a_remote_lab_without_client_hosts_runs_sysbench_here(remote, tmp_path):

@@ -75,3 +75,15 @@ def test_the_example_campaign_plans_on_the_remote_lab_with_its_systems_settings(
     with pytest.raises(SettingError, match="not a setting benchlib can sweep on aurora clusters"):
         spec(clusters={"au": {"system": "aurora", "nodes": [{"name": "w", "host": "h", "role": "writer"}]}}
              ).setting_rules("au").parse("durability", "relaxed")
+
+
+def test_server_hosts_are_the_nodes_with_ssh_one_per_address():
+    ssh = {"user": "u", "key_env": "BENCH_SSH_KEY", "port": 2200}
+    nodes = [{"name": "a", "host": "h1", "role": "primary", "ssh": ssh},
+             {"name": "b", "host": "h1", "port": 3307, "role": "secondary", "ssh": ssh},
+             {"name": "c", "host": "h2", "role": "secondary"}]
+    hosts = spec(clusters={"gr": {**BASE["clusters"]["gr"], "nodes": nodes}}).server_hosts()
+    assert list(hosts) == ["a"] and hosts["a"].host == "h1" and hosts["a"].port == 2200
+    assert spec().server_hosts() == {}
+    with pytest.raises(ValueError, match="key_env .* or agent"):
+        spec(clusters={"gr": {**BASE["clusters"]["gr"], "nodes": [{**nodes[0], "ssh": {"user": "u"}}, nodes[2]]}})

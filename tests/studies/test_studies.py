@@ -180,7 +180,10 @@ def test_003_parallel_apply_cuts_replica_lag(study_run):
     p = views.parallel_apply(analyze(result.path)).set_index("parallel_threads")
     assert list(p.index) == [0, 4, 8]
     assert p.loc[4, "lag_p95_ms"] < p.loc[0, "lag_p95_ms"]
-    assert p.replica_cpu_pct.notna().all()
+    assert (p.runs == 3).all() and p.replica_cpu_pct.notna().all()
+    # replica CPU per applier setting with a 95% interval over the rounds (study 003's own chart)
+    assert ((p.replica_cpu_pct_low <= p.replica_cpu_pct) & (p.replica_cpu_pct <= p.replica_cpu_pct_high)).all()
+    assert (p.replica_cpu_pct_high - p.replica_cpu_pct_low > 0).all()
 
 
 @needs_root
