@@ -40,9 +40,12 @@ def _table(df: pd.DataFrame, columns: list[str]) -> str:
     return df[cols].to_html(index=False, border=0, classes="t", float_format=lambda v: f"{v:.4g}", na_rep="")
 
 
-CSS = """body{font-family:Inter,Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;color:#222}
-table.t{border-collapse:collapse;font-size:13px;margin:1em 0}table.t td,table.t th{padding:3px 8px;border-bottom:1px solid #ddd}
-.error{background:#fde0dc}.warning{background:#fff4d6}.chart{margin:2em 0}.files{font-size:13px;color:#555}"""
+CSS = """body{font-family:Inter,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table.t{border-collapse:collapse;font-size:12px;margin:1em 0;display:block;max-width:100%;overflow-x:auto}
+table.t td,table.t th{padding:3px 6px;border-bottom:1px solid #ddd}
+details{margin:.4em 0}summary{cursor:pointer}summary h2{display:inline}
+details.error>summary{background:#fde0dc;padding:4px}details.warning>summary{background:#fff4d6;padding:4px}
+.how{font-size:14px;color:#444}.chart{margin:2em 0;max-width:100%;overflow-x:auto}.files{font-size:13px;color:#555}"""
 
 
 def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "async", notebooks: bool = True,
@@ -77,22 +80,29 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
     return report
 
 
-def _ratio_words(r: pd.Series) -> str:
-    interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if pd.notna(r.ci_low) else "no interval"
-    words = f"{r.ratio:.2f}× ({interval}): {r.verdict}"
-    if r.verdict == "INCONCLUSIVE":  # why, with the noise measured
-        noise = (f"run-to-run noise {r.sigma_log:.1%} (round effects removed)" if pd.notna(r.get("sigma_log"))
-                 else "the noise")
-        need = r.get("runs_needed_per_side")
-        if pd.notna(need) and need and need < 100:
-            words += f"; at {noise}, about {int(need)} rounds in all would settle it"
-        elif pd.notna(need) and need:
-            words += f"; at {noise}, not even 100 rounds would settle it: the ratio sits close to the margin"
-        elif pd.notna(r.get("sigma_log")):
-            words += f"; the ratio sits on the margin: no number of rounds settles it at {noise}"
-        else:
-            words += f"; {r.n} runs are too few to measure the noise"
-    return words
+def _verdict_words(r: pd.Series) -> str:
+    """The verdict of one ratio in plain words, with why an INCONCLUSIVE one is not settled."""
+    margin = f"{r.margin:.0%}" if pd.notna(r.get("margin")) else "the"
+    if r.verdict == "FASTER":
+        return f"faster by more than the {margin} margin: the difference is real"
+    if r.verdict == "SLOWER":
+        return f"slower by more than the {margin} margin: the difference is real"
+    if r.verdict == "EQUIVALENT":
+        return f"equivalent within ±{margin}"
+    if r.verdict == "SIGNIFICANT_BUT_SMALL":
+        side = "faster" if r.ratio > 1 else "slower"
+        return (f"{side}: the interval excludes 1, but not yet the {margin} margin, so the difference may be "
+                "smaller than that")
+    noise = (f"run-to-run noise {r.sigma_log:.1%} (round effects removed)" if pd.notna(r.get("sigma_log"))
+             else "the noise")
+    need = r.get("runs_needed_per_side")
+    if pd.notna(need) and need and need < 100:
+        return f"not settled yet: at {noise}, about {int(need)} rounds in all would settle it"
+    if pd.notna(need) and need:
+        return f"not settled: at {noise}, not even 100 rounds would settle it (the ratio sits close to the margin)"
+    if pd.notna(r.get("sigma_log")):
+        return f"not settled: the ratio sits on the margin, no number of rounds settles it at {noise}"
+    return f"not settled: {int(r.n)} runs are too few to measure the noise"
 
 
 def _stopped_on(campaign: Path) -> str:
@@ -107,8 +117,8 @@ def _stopped_on(campaign: Path) -> str:
 
 
 def headline(a: CampaignAnalysis) -> list[str]:
-    """Every throughput ratio against the baseline in words, with its interval and verdict (the report's lead and
-    the main job's last lines)."""
+    """Every throughput ratio against the baseline as one plain sentence: how much, its interval, how many runs,
+    and whether the difference is real (the report's findings and the main job's last lines)."""
     c = a.comparisons
     if c.empty:
         return []
@@ -118,42 +128,89 @@ def headline(a: CampaignAnalysis) -> list[str]:
     sizes = views.cluster_sizes(a)
     lines = []
     for _, r in t.iterrows():
-        where = ", ".join(f"{r[k]:g} thread{'s' if r[k] != 1 else ''}" if k == "threads" else
-                          str(r[k]) if k == "workload" else f"{k} {r[k]}" for k in varying if pd.notna(r[k]))
+        at = [f"{r[k]:g} client thread{'s' if r[k] != 1 else ''}" for k in varying if k == "threads" and pd.notna(r[k])]
+        on = [str(r[k]) for k in varying if k == "workload" and pd.notna(r[k])]
+        other = [str(r[k]) if k == "durability" else f"{k} {r[k]}"
+                 for k in varying if k not in ("threads", "workload") and pd.notna(r[k])]
+        where = " ".join(filter(None, [f"at {at[0]}" if at else "", f"on {on[0]}" if on else ""]))
+        where += "".join(f", {o}" for o in other)
         kind = "" if r.cluster == r.topology else f"{r.topology}, "
-        lines.append(f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) against {r.baseline}, {where}: "
-                     f"throughput {_ratio_words(r)}")
+        interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if pd.notna(r.ci_low) else "no interval"
+        runs = f"{int(r.n)} runs against {int(r.n_baseline)}" if pd.notna(r.get("n_baseline")) else f"{int(r.n)} runs"
+        lines.append(f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) delivers {r.ratio:.2f}× {r.baseline}'s "
+                     f"throughput {where} ({interval}; {runs}): {_verdict_words(r)}.")
     return lines
 
 
-def _headline(a: CampaignAnalysis, campaign: Path) -> list[str]:
+def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
     lines = headline(a)
     if not lines:
         return []
     items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    lead = [f"<h2>Headline</h2><p>Throughput against the baseline (ratio of mean TPS, margin δ = "
-            f"{a.comparisons.margin.iloc[0]:.0%}).</p><ul>{items}</ul>"]
+    lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline (ratio of mean TPS; margin δ = '
+            f"{a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is not called real).</p>"
+            f"<ul>{items}</ul>"]
     stopped = _stopped_on(campaign)
     if stopped:
         lead.append(f"<p>Adaptive mode stopped: {html.escape(stopped)}.</p>")
     return lead
 
 
+def _warnings(problems: pd.DataFrame) -> str:
+    """Warnings grouped by kind (the same fix), each group with its count, one example and every place in a fold."""
+    if problems.empty:
+        return "<p>No errors or warnings.</p>"
+    out = []
+    order = {"error": 0, "warning": 1}
+    groups = sorted(problems.fillna({"fix": ""}).groupby(["severity", "fix"], sort=False, dropna=False),
+                    key=lambda g: (order.get(g[0][0], 2), -len(g[1])))
+    for (severity, fix), g in groups:
+        first = g.iloc[0]
+        more = f" (and {len(g) - 1} more like it)" if len(g) > 1 else ""
+        rows = "".join(f"<tr><td>{html.escape(str(p.where))}</td><td>{html.escape(str(p.what))}</td></tr>"
+                       for p in g.itertuples(index=False))
+        out.append(f'<details class="{html.escape(severity)}"><summary><b>{len(g)} {html.escape(severity)}'
+                   f"{'s' if len(g) > 1 else ''}</b>: {html.escape(str(first.what))}{more}"
+                   f"{' — fix: ' + html.escape(str(fix)) if fix else ''}</summary>"
+                   f'<table class="t"><tr><th>where</th><th>what</th></tr>{rows}</table></details>')
+    return "".join(out)
+
+
+def _fold(title: str, body: str, *, open_: bool = False) -> str:
+    """A collapsible section (a table the reader opens when the findings and charts raise a question)."""
+    return f"<details{' open' if open_ else ''}><summary><h2>{html.escape(title)}</h2></summary>{body}</details>"
+
+
+def _method(a: CampaignAnalysis) -> str:
+    """How the ratios were computed, in one paragraph (under the findings)."""
+    c = a.comparisons
+    blocked = c[c.method == "blocks"] if "method" in c else c.iloc[:0]
+    noise = "; ".join(
+        f"{metric}: residual SD {m.sigma_log.median():.1%} of a run on {int(m.df.median())} df"
+        + (f", round effect p = {m.round_p.iloc[0]:.3f}" if pd.notna(m.round_p.iloc[0]) else "")
+        for metric, m in blocked.groupby("metric", sort=False))
+    how = (f"Ratios and 95% intervals from a two-way model (repetition round + configuration) on log run "
+           f"means ({noise}); Fieller's interval is the cross-check. " if not blocked.empty else
+           "Ratios of run means with Fieller's 95% interval (one repetition round: no blocks to model). ")
+    return how + (f"Margin δ = {c.margin.iloc[0]:.0%}: FASTER/SLOWER when the interval clears 1 ± δ, EQUIVALENT "
+                  "when the 90% interval lies inside it; rounds needed: how many would settle an INCONCLUSIVE verdict "
+                  "if the ratio stayed where it is.")
+
+
 def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], report: Report) -> str:
+    """Findings first, then warnings grouped by kind, the study's claims, the charts, the tables (folded), the
+    runs and the notebooks."""
     problems = a.problems[a.problems.severity != "info"]
-    rows = "".join(f'<tr class="{html.escape(p.severity)}"><td>{html.escape(p.severity)}</td>'
-                   f"<td>{html.escape(str(p.where))}</td><td>{html.escape(str(p.what))}</td>"
-                   f"<td>{html.escape(str(p.fix))}</td></tr>" for p in problems.itertuples(index=False))
-    warn = (f'<table class="t"><tr><th>severity</th><th>where</th><th>what</th><th>fix</th></tr>{rows}</table>'
-            if rows else "<p>No errors or warnings.</p>")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(campaign.name)} report</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>Campaign {html.escape(campaign.name)}</h1>",
              f"<p>{len(a.runs)} runs, {int((a.runs.status == 'ok').sum())} ok; baseline for ratios: "
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}.</p>",
-             *_headline(a, campaign),
-             f"<h2>Warnings</h2>{warn}"]
+             *_findings(a, campaign)]
+    if not a.comparisons.empty:
+        parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
+    parts.append(f"<h2>Warnings</h2>{_warnings(problems)}")
     from benchlib import studies
 
     study = studies.study_of(a)
@@ -162,33 +219,28 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         parts.append(f"<h2>Study {study.id} against the published figures</h2><p>{html.escape(study.title)}. "
                      f"Needs a remote lab: {html.escape(study.remote)}.</p>"
                      + _table(ref.claims, ["claim", "published", "measured", "holds", "how"]))
+    for i, (name, fig) in enumerate(figs.items()):
+        title = CATALOGUE[name][0]
+        div = pio.to_html(fig, full_html=False, include_plotlyjs=i == 0,  # plotly.js inlined once: works offline
+                          div_id=f"chart-{name}")
+        links = " · ".join(f'<a href="charts/{name}.{ext}">{ext.upper()}</a>'
+                           for ext in ("png", "svg", "html") if (report.folder / "charts" / f"{name}.{ext}").exists())
+        parts.append(f'<div class="chart"><h2>{html.escape(title)}</h2>{div}<p class="files">{links}</p></div>')
     if not a.comparisons.empty:
-        c = a.comparisons
-        blocked = c[c.method == "blocks"] if "method" in c else c.iloc[:0]
-        noise = "; ".join(
-            f"{metric}: residual SD {m.sigma_log.median():.1%} of a run on {int(m.df.median())} df"
-            + (f", round effect p = {m.round_p.iloc[0]:.3f}" if pd.notna(m.round_p.iloc[0]) else "")
-            for metric, m in blocked.groupby("metric", sort=False))
-        how = (f"Ratios and 95% intervals from a two-way model (repetition round + configuration) on log run "
-               f"means ({noise}); Fieller's interval is the cross-check. " if not blocked.empty else
-               "Ratios of run means with Fieller's 95% interval (one repetition round: no blocks to model). ")
-        how += (f"Margin δ = {c.margin.iloc[0]:.0%}: FASTER/SLOWER when the interval clears 1 ± δ, EQUIVALENT when "
-                "the 90% interval lies inside it; rounds needed: how many would settle an INCONCLUSIVE verdict if "
-                "the ratio stayed where it is.")
-        parts.append(f"<h2>Against the baseline</h2><p>{html.escape(how)}</p>" + _table(c, [
+        parts.append(_fold("Against the baseline", _table(a.comparisons, [
             "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",
-            "q", "verdict", "runs_needed_per_side", "mde", "fieller_low", "fieller_high"]))
+            "q", "verdict", "runs_needed_per_side", "mde", "fieller_low", "fieller_high"])))
     try:
         searches = views.sustained(a)
     except AnalysisError:
         searches = pd.DataFrame()
     if not searches.empty:
-        parts.append("<h2>Maximum sustained throughput</h2>" + _table(searches, [
+        parts.append(_fold("Maximum sustained throughput", _table(searches, [
             "label", "workload", "threads", "peak_tps", "sustained_tps", "first_failing_tps", "bracket_rel",
-            "sustained_vs_peak", "fc_limited", "failing_because", "runs", "status"]))
-    parts.append("<h2>Configurations</h2>" + _table(a.configs, [
+            "sustained_vs_peak", "fc_limited", "failing_because", "runs", "status"])))
+    parts.append(_fold("Configurations", _table(a.configs, [
         "cluster", "durability", "workload", "threads", "fc_limit", "parallel_threads", "runs", "tps_mean", "ci_low",
-        "ci_high", "half_width_rel", "cov_runs", "i2", "agreement", "lat_pctl_ms", "lag_p95_ms", "catch_up_s"]))
+        "ci_high", "half_width_rel", "cov_runs", "i2", "agreement", "lat_pctl_ms", "lag_p95_ms", "catch_up_s"])))
     try:
         costs = views.costs(a)
     except AnalysisError:
@@ -201,21 +253,17 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         if not bound.empty:
             busy = (f" Host CPU busy over the load windows: median {bound.busy.median():.0%} of {int(bound.cpus.max())} "
                     f"CPUs (iowait {bound.iowait.median():.0%}); runs over 90% busy are flagged in the warnings.")
-        parts.append("<h2>Resources</h2><p>Cost per transaction (a counter's rate over the load window divided by "
-                     "the run's throughput), geometric mean over runs with a 95% interval; roles: writer (sysbench's "
-                     f"node), replica, member (multi-writer), host (this machine).{html.escape(busy)}</p>"
-                     + _table(costs[costs.cost.isin(["cpu_ms", "ctx_switches", "write_kb", "innodb_fsyncs", "disk_writes"])],
-                              ["label", "role", "cost", "runs", "per_trx", "ci_low", "ci_high"]))
-    for i, (name, fig) in enumerate(figs.items()):
-        title = CATALOGUE[name][0]
-        div = pio.to_html(fig, full_html=False, include_plotlyjs=i == 0,  # plotly.js inlined once: works offline
-                          div_id=f"chart-{name}")
-        links = " · ".join(f'<a href="charts/{name}.{ext}">{ext.upper()}</a>'
-                           for ext in ("png", "svg", "html") if (report.folder / "charts" / f"{name}.{ext}").exists())
-        parts.append(f'<div class="chart"><h2>{html.escape(title)}</h2>{div}<p class="files">{links}</p></div>')
-    parts.append("<h2>Runs</h2>" + _table(a.runs, [
+        shown = costs[costs.cost.isin(["cpu_ms", "ctx_switches", "write_kb", "innodb_fsyncs", "disk_writes"])]
+        wide = shown.pivot_table(index=["label", "role"], columns="cost", values="per_trx", aggfunc="first",
+                                 observed=True).reset_index()
+        wide.columns = [str(c) for c in wide.columns]
+        parts.append(_fold("Resources", "<p>Cost per transaction (a counter's rate over the load window divided by "
+                           "the run's throughput), geometric mean over runs (intervals: the resources notebook); "
+                           "roles: writer (sysbench's node), replicas and other members summed, host (every process "
+                           f"on it).{html.escape(busy)}</p>" + _table(wide, list(wide.columns))))
+    parts.append(_fold("Runs", _table(a.runs, [
         "run_id", "status", "rate", "trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms",
-        "lag_p95_ms", "lag_verdict", "catch_up_s"]))
+        "lag_p95_ms", "lag_verdict", "catch_up_s"])))
     if report.notebooks:
         parts.append("<h2>Notebooks</h2><ul>" + "".join(
             f'<li><a href="notebooks/{p.name}">{html.escape(p.name)}</a></li>' for p in report.notebooks) + "</ul>")

@@ -58,10 +58,15 @@ def test_every_chart_in_three_formats(report):
 @needs_browser
 def test_report_page_headline_then_warnings_then_verdicts_and_notebooks(report):
     page = report.page.read_text()
-    assert (page.index("<h2>Headline</h2>") < page.index("<h2>Warnings</h2>") < page.index("<h2>Against the baseline</h2>")
-            < page.index('class="chart"'))
-    lead = page[page.index("<h2>Headline</h2>"):page.index("<h2>Warnings</h2>")]
+    assert (page.index('<h2 id="findings">Findings</h2>') < page.index("<h2>Warnings</h2>") < page.index('class="chart"')
+            < page.index("<h2>Against the baseline</h2>") < page.index("<h2>Runs</h2>"))
+    lead = page[page.index("Findings</h2>"):page.index("<h2>Warnings</h2>")]
     assert "throughput" in lead and "95% interval" in lead and "margin δ = 2%" in lead
+    # one plain sentence per comparison: how much, its interval, how many runs, whether it is real
+    assert lead.count("<li>") == 4 and lead.count("× async&#x27;s throughput at ") == 4
+    assert "2 runs against 2" in lead and "the difference is real" in lead
+    warnings = page[page.index("<h2>Warnings</h2>"):page.index('class="chart"')]
+    assert warnings.count("<summary>") < 5  # grouped by kind with a count, not a row per configuration
     assert page.count("<script") >= 1 and 'src="http' not in page  # plotly.js inlined: opens offline
     assert {p.stem.split("-")[0] for p in report.notebooks} >= {"wan", "stability", "lag", "compare"}
     for nb in report.notebooks:

@@ -198,6 +198,32 @@ def servers(a: CampaignAnalysis) -> str:
     return " · ".join(f"{', '.join(cs)}: {name}" for name, cs in seen.items())
 
 
+def context(a: CampaignAnalysis) -> str:
+    """What a chart pasted alone must say about its campaign, in one line: workloads, client threads,
+    durability, runs per configuration and the host's cores (when host metrics were recorded), e.g.
+    "oltp_read_write · 1-32 client threads · durable and relaxed · 3 runs per configuration · 2-core host"."""
+    runs = a.runs[a.runs.status == "ok"] if "status" in a.runs else a.runs
+    parts = []
+    if "workload" in runs and runs.workload.notna().any():
+        parts.append(", ".join(sorted(map(str, runs.workload.dropna().unique()))))
+    if "threads" in runs and runs.threads.notna().any():
+        lo, hi = int(runs.threads.min()), int(runs.threads.max())
+        parts.append(f"{lo} client thread{'s' if hi != 1 else ''}" if lo == hi else f"{lo}-{hi} client threads")
+    if "durability" in a.configs and a.configs.durability.notna().any():
+        parts.append(" and ".join(sorted(map(str, a.configs.durability.dropna().unique()))))
+    if "runs" in a.configs and len(a.configs):
+        lo, hi = int(a.configs.runs.min()), int(a.configs.runs.max())
+        parts.append(f"{lo} run{'s' if lo != 1 else ''} per configuration" if lo == hi
+                     else f"{lo}-{hi} runs per configuration")
+    cl = a.frames.get("cluster")
+    if cl is not None and len(cl):
+        hosts = cl[cl.node.astype(str).str.startswith("host:") & cl.metric.astype(str).str.match(r"cpu\.cpu\d+\.idle_s$")]
+        if len(hosts):
+            cores = hosts.groupby("node", observed=True).metric.nunique().max()
+            parts.append(f"{int(cores)}-core host")
+    return " · ".join(parts)
+
+
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:
     """Catch-up time per configuration (mean over runs, min-max as the interval)."""
     runs = measured(a).dropna(subset=["catch_up_s"])

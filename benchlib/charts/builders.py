@@ -210,8 +210,9 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
         if labels and k in labels:
             fig.add_annotation(text=f"{k}: {labels[k]}", xref="paper", yref="paper", x=0, y=0, yanchor="top",
                                yshift=-68 - 22 * list(labels).index(k), showarrow=False, font=dict(size=12, color=color), xanchor="left")
-    if labels:
-        fig.update_layout(margin=dict(b=80 + 22 * len(labels)), height=(fig.layout.height or HEIGHT) + 24 * len(labels))
+    if labels:  # the coloured label lines under the chart name every run: no legend on top of the titles
+        fig.update_layout(margin=dict(b=80 + 22 * len(labels)), height=(fig.layout.height or HEIGHT) + 24 * len(labels),
+                          showlegend=False)
     return fig
 
 
@@ -300,6 +301,8 @@ def parallel_apply(df: pd.DataFrame, *, x: str = "parallel_threads", y: str = "t
         low, high = (f"{col}_low", f"{col}_high") if f"{col}_low" in df and f"{col}_high" in df else (None, None)
         _lines(fig, df, x, col, color, low=low, high=high, row=i, col=1, showlegend=i == 1)
         fig.update_yaxes(title_text=label, row=i, col=1, rangemode="tozero")
+    settings = sorted({float(v) for v in df[x].dropna()})
+    fig.update_xaxes(tickvals=settings, ticktext=[f"{v:g}" for v in settings])  # the settings measured, no 0.5s
     fig.update_xaxes(title_text="replica applier threads", row=len(panels), col=1)
     return fig
 

@@ -6,6 +6,7 @@ campaign has data for. ``benchlib.report`` publishes them; ``benchlib.studies`` 
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import plotly.graph_objects as go
@@ -13,6 +14,7 @@ import plotly.graph_objects as go
 from benchlib import charts
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.charts.theme import HEIGHT
 
 __all__ = ["CATALOGUE", "figures"]
 
@@ -89,17 +91,30 @@ def figures(a: CampaignAnalysis) -> dict[str, go.Figure]:
     """Every chart of the catalogue that this campaign has data for, each saying which server every cluster ran."""
     out = {}
     servers = views.servers(a)
+    context = views.context(a)
     for name, (_, build) in CATALOGUE.items():
         try:
-            out[name] = with_servers(build(a), servers)
+            out[name] = with_servers(build(a), servers, context)
         except (AnalysisError, charts.ChartError):  # no data for it; any other error is a bug, raised
             continue
     return out
 
 
-def with_servers(fig: go.Figure, servers: str) -> go.Figure:
-    """The servers line under the figure's title (the system and version of each cluster)."""
-    if servers:
-        title = fig.layout.title.text or ""
-        fig.update_layout(title_text=f"{title}<br><sup>{servers}</sup>" if title else f"<sup>{servers}</sup>")
+def with_servers(fig: go.Figure, servers: str, context: str = "") -> go.Figure:
+    """The subtitle under the figure's title: the campaign's context (workload, threads, durability, runs, host)
+    and the servers line (the system and version of each cluster), so a PNG pasted alone can be understood."""
+    lines = [line for line in (context, servers) if line]
+    if not lines:
+        return fig
+    title = fig.layout.title.text or ""
+    sub = "<br>".join(f"<sup>{line}</sup>" for line in lines)
+    # the title block is pinned to the top; the legend (above the plot, right) starts below it: rows of about
+    # three entries at the template's width, so a wide legend never prints over the subtitle
+    entries = len({t.name for t in fig.data if t.name and t.showlegend is not False})
+    rows = 0 if fig.layout.showlegend is False or not entries else math.ceil(entries / 3)
+    extra = max(0, (fig.layout.margin.t or 70) - 70)  # room a chart keeps between legend and plot (panel titles)
+    block = 16 + 22 + 20 * len(lines)  # top gap, title line, subtitle lines (px)
+    height = fig.layout.height or HEIGHT
+    fig.update_layout(title=dict(text=f"{title}<br>{sub}" if title else sub, y=1 - 30 / height, yanchor="top"),
+                      margin=dict(t=block + 8 + 26 * rows + extra))
     return fig

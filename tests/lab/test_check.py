@@ -62,8 +62,8 @@ def test_demo_command_is_the_main_job(tmp_path):
     assert set(frames["runs"].cluster) == {"async", "semisync", "galera"} and (frames["runs"].status == "ok").all()
     assert len(frames["intervals"]) >= 15 * 9 and not frames["lag"].empty  # sysbench may skip a last 1 s report
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1
-    lead = [line for line in res.stdout.splitlines() if " against async, 8 threads, oltp_read_write: throughput " in line]
-    assert len(lead) == 2 and all("95% interval" in line for line in lead)  # the headline ratios, in words
+    lead = [line for line in res.stdout.splitlines() if "× async's throughput at 8 client threads" in line]
+    assert len(lead) == 2 and all("95% interval" in line for line in lead)  # the findings, one sentence each
     report = Path(res.stdout.split("report: ")[-1].strip())  # the main job ends by saying where its report is
     assert report.name == "report.html" and report.exists() and report.parent.parent == folder / "report"
     assert (report.parent / "charts" / "ratio_vs_baseline.html").exists()

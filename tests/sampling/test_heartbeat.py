@@ -18,8 +18,9 @@ def async_lab(labs):
 
 
 def test_lag_truth_with_a_blocked_applier(async_lab):
-    """async-3's SQL thread is stopped for 1.5 s: every heartbeat written meanwhile must show a lag of
-    (restart time - its commit time), to within 20 ms; async-2 keeps a small lag throughout."""
+    """async-3's SQL thread is stopped for 1.5 s: every heartbeat written meanwhile must show a lag of (restart time
+    - its commit time) plus the time the replica then took to apply its backlog (its trigger's own apply time),
+    to within 20 ms; async-2 keeps a small lag throughout."""
     hb = Heartbeat(async_lab.connect, "async-1", ["async-2", "async-3"], trigger_on={"async-2", "async-3"})
     hb.prepare()
     assert hb.triggers == {"async-2", "async-3"} and not hb.warnings
@@ -47,11 +48,14 @@ def test_lag_truth_with_a_blocked_applier(async_lab):
     far["truth_ms"] = (released_at - sampler.t0 - far.t_commit_s) * 1000
     blocked = far[(far.t_commit_s > blocked_at - sampler.t0) & (far.t_commit_s < released_at - sampler.t0)]
     assert len(blocked) >= 12  # 1.5 s of heartbeats every 100 ms
+    # the replica's own apply time, recorded by its trigger: nothing before the release, and the backlog of
+    # about 15 durable commits applied right after it (each waits for its fsync: tens of ms on a busy machine)
+    applied = blocked.apply_lag_ms - blocked.truth_ms
+    assert (applied >= -20).all() and (applied <= 100).all(), applied.describe()
+    # what the readers saw agrees with when the replica applied each heartbeat, to within the poll bracket
     midpoint = (blocked.lag_ms + blocked.lag_low_ms) / 2
-    assert (midpoint - blocked.truth_ms).abs().max() <= 20, (midpoint - blocked.truth_ms).describe()
-    assert (blocked.lag_low_ms <= blocked.truth_ms + 20).all() and (blocked.lag_ms >= blocked.truth_ms - 20).all()
-    # the replica's own apply time, recorded by its trigger
-    assert ((blocked.apply_lag_ms - blocked.truth_ms).abs() <= 20).all()
+    assert (midpoint - blocked.apply_lag_ms).abs().max() <= 20, (midpoint - blocked.apply_lag_ms).describe()
+    assert (blocked.lag_low_ms <= blocked.truth_ms + 100).all() and (blocked.lag_ms >= blocked.truth_ms - 20).all()
     assert blocked.lag_ms.max() > 1300
 
     near = df[df.node == "async-2"]
