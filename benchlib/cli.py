@@ -337,6 +337,22 @@ def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. run
     typer.echo(f"report: {r.page}")
 
 
+@app.command("check-report")
+def check_report(page: Path = typer.Argument(..., help="a published report.html (or any page of plotly charts)"),
+                 width: int = typer.Option(1280, help="browser window width, px")) -> None:
+    """Open a published page in headless Chromium at WIDTH px and say what a reader would stumble on: a page
+    wider than the window, overlapping or cut-off text in a chart, a chart without title or subtitle."""
+    from benchlib.charts.layout import check_page
+
+    lay = check_page(page, width=width)
+    for problem in lay.problems:
+        typer.echo(problem)
+    typer.echo(f"{len(lay.charts)} charts, {len(lay.finding_items)} findings, page {lay.page_width} px in a "
+               f"{lay.viewport} px window: {'ok' if lay.ok else f'{len(lay.problems)} problems'}")
+    if not lay.ok:
+        raise typer.Exit(1)
+
+
 @app.command()
 def rerun(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g. runs/quick data/campaigns/*"),
           notebook: list[str] = typer.Option([], "--notebook", "-n",

@@ -31,6 +31,7 @@ class Report:
     notebooks: list[Path] = field(default_factory=list)
     image_seconds: list[float] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)  # the throughput ratios in words
+    left_out: dict[str, str] = field(default_factory=dict)  # chart -> why it is not drawn
 
 
 def _table(df: pd.DataFrame, columns: list[str]) -> str:
@@ -40,7 +41,7 @@ def _table(df: pd.DataFrame, columns: list[str]) -> str:
     return df[cols].to_html(index=False, border=0, classes="t", float_format=lambda v: f"{v:.4g}", na_rep="")
 
 
-CSS = """body{font-family:Inter,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+CSS = """body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width:1220px;margin:2em auto;padding:0 16px;color:#222}
 table.t{border-collapse:collapse;font-size:12px;margin:1em 0;display:block;max-width:100%;overflow-x:auto}
 table.t td,table.t th{padding:3px 6px;border-bottom:1px solid #ddd}
 details{margin:.4em 0}summary{cursor:pointer}summary h2{display:inline}
@@ -60,7 +61,7 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
         folder = folder.with_name(f"{stamp}-{n}") if not out else Path(f"{out}-{n}")
     folder.mkdir(parents=True, exist_ok=True)
     report = Report(folder, folder / "report.html")
-    figs = figures(a)
+    figs = figures(a, left_out=report.left_out)
     from benchlib.charts.export import Exporter
 
     formats = ("png", "svg", "html") if static else ("html",)
@@ -226,6 +227,9 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         links = " · ".join(f'<a href="charts/{name}.{ext}">{ext.upper()}</a>'
                            for ext in ("png", "svg", "html") if (report.folder / "charts" / f"{name}.{ext}").exists())
         parts.append(f'<div class="chart"><h2>{html.escape(title)}</h2>{div}<p class="files">{links}</p></div>')
+    for name, why in report.left_out.items():
+        parts.append(f'<div class="chart"><h2>{html.escape(CATALOGUE[name][0])}</h2><p class="how">Not drawn: '
+                     f"{html.escape(why)}.</p></div>")
     if not a.comparisons.empty:
         parts.append(_fold("Against the baseline", _table(a.comparisons, [
             "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",

@@ -44,13 +44,16 @@ def report(tmp_path_factory):
 def test_every_chart_in_three_formats(report):
     charts = report.folder / "charts"
     names = {p.stem for p in charts.iterdir()}
-    assert {"ratio_vs_baseline", "throughput_vs_threads", "wan_latency", "stability", "lag"} <= names
+    assert {"ratio_vs_baseline", "throughput_vs_threads", "wan_latency", "lag"} <= names
+    assert "stability" not in names and "stability" in report.left_out  # 10 s runs: left out, with a note
     for name in names:
         for ext in ("png", "svg", "html"):
             assert (charts / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
     w, h, colours = png_size_and_colours(charts / "wan_latency.png")
-    assert (w, h) == (1800, 1040) and colours > 20  # 2x the 900x520 template, not blank
-    assert (charts / "wan_latency.svg").read_text().startswith("<svg")
+    assert (w, h) == (2400, 1350) and colours > 20  # 2x a 1200x675 slot, not blank
+    svg = (charts / "wan_latency.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("@font-face") == 1 and "data:font/woff;base64," in svg
+    assert 'font-family:"Liberation Sans"' in svg and len(svg) < 150_000  # the font embedded, subset to the text
     assert 'src="http' not in (charts / "wan_latency.html").read_text()  # self-contained
     assert report.image_seconds and max(report.image_seconds) < 30
 
@@ -74,10 +77,20 @@ def test_report_page_headline_then_warnings_then_verdicts_and_notebooks(report):
 
 
 @needs_browser
+def test_report_layout_in_a_real_browser_at_1280_px(report):
+    from benchlib.charts.layout import check_page
+
+    lay = check_page(report.page)
+    assert lay.ok, "\n".join(lay.problems)
+    assert len(lay.charts) == len([p for p in report.files if p.suffix == ".html"])
+    assert len(lay.finding_items) == len(report.headline) == 4
+
+
+@needs_browser
 def test_report_renders_in_headless_chromium(report, tmp_path):
     browser = find_browser()
     flags = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--window-size=1100,2400", "--virtual-time-budget=15000"]
+             "--window-size=1280,2400", "--virtual-time-budget=15000"]
     url = report.page.as_uri()
     dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     assert dom.count('class="main-svg"') >= 2 * 4  # plotly drew its SVG layers for the charts
@@ -85,4 +98,4 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     shot = tmp_path / "shot.png"
     subprocess.run([*flags, f"--screenshot={shot}", url], capture_output=True, timeout=120)
     w, h, colours = png_size_and_colours(shot)
-    assert (w, h) == (1100, 2400) and colours > 50  # not a blank page
+    assert (w, h) == (1280, 2400) and colours > 50  # not a blank page

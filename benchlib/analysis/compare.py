@@ -115,7 +115,7 @@ def agreement(means, ses=None, classes=None, batches=None, *, target: float = TA
     if r < 3:
         reasons.append("fewer than 3 runs")
     if h > target:
-        reasons.append(f"95% interval +-{h:.1%} wider than +-{target:.0%}")
+        reasons.append(f"95% interval ±{h:.1%} wider than ±{target:.0%}")
     if outliers:
         reasons.append(f"outlier run {', '.join(str(i + 1) for i in outliers)}")
     if not consistent:

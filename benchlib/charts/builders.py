@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from benchlib.charts.errors import ChartError
-from benchlib.charts.theme import HEIGHT, TEMPLATE, lighter, topology_color
+from benchlib.charts.theme import HEIGHT, TEMPLATE, lighter
 
 
 def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
@@ -31,7 +31,16 @@ def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
 
 
 def _colors(values: Iterable) -> dict:
-    return {v: topology_color(v, i) for i, v in enumerate(dict.fromkeys(values))}
+    """One colour per value: a topology's house colour, else the next Okabe-Ito colour no other value has."""
+    from benchlib.charts.theme import OKABE_ITO, TOPOLOGY_COLORS
+
+    values = list(dict.fromkeys(values))
+    out = {v: TOPOLOGY_COLORS[str(v)] for v in values if str(v) in TOPOLOGY_COLORS}
+    free = [c for c in OKABE_ITO if c not in out.values()] or OKABE_ITO
+    for v in values:
+        if v not in out:
+            out[v] = free[len([k for k in out if str(k) not in TOPOLOGY_COLORS]) % len(free)]
+    return out
 
 
 def _whiskers(d: pd.DataFrame, y: str, low: str | None, high: str | None, *, positive: bool = True) -> dict | None:
@@ -73,6 +82,52 @@ def _threads_axis(update, values: Iterable[float]) -> None:
         update(type="log", tickvals=vals, ticktext=[f"{v:g}" for v in vals])
 
 
+def tick_text(label: str) -> str:
+    """A configuration label as a short tick of a few lines ("galera t32 durability=relaxed" ->
+    "galera<br>32 thr<br>relaxed"): many categories side by side stay level and never overlap."""
+    words = []
+    for w in str(label).split():
+        key, _, value = w.partition("=")
+        if not value:
+            words.append(f"{w[1:]} thr" if w[:1] == "t" and w[1:].replace(".", "").isdigit() else w)
+        elif key == "durability":
+            words.append(value)
+        else:
+            words.append(f"{SETTING_TICKS.get(key, key)} {value}")
+    return "<br>".join(words)
+
+
+#: how a setting reads in a tick (tick_text)
+SETTING_TICKS = {"fc_limit": "fc limit", "parallel_threads": "appliers", "workload": "", "gr_consistency": ""}
+
+
+def _natural(label: str) -> tuple:
+    """Sort key of a configuration label: cluster, then thread counts and settings by number (t8 before t32)."""
+    out = []
+    for w in str(label).split():
+        num = w[1:] if w[:1] == "t" else w.partition("=")[2]
+        try:
+            out.append((1, w.partition("=")[0] if "=" in w else "", float(num), ""))
+        except ValueError:
+            out.append((0, "", 0.0, w))
+    return tuple(out)
+
+
+DASHES = ("solid", "dash", "dot", "dashdot")
+
+
+def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
+    """Ticks of a categorical x axis as short lines (tick_text), upright, smaller when there are many, and the
+    bottom margin grown to hold them."""
+    labels = sorted({str(v) for v in labels}, key=_natural)
+    texts = [tick_text(v) for v in labels]
+    lines = max((t.count("<br>") + 1 for t in texts), default=1)
+    size = 15 if len(labels) <= 8 else 13 if len(labels) <= 14 else 11
+    fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=texts, tickangle=0, tickfont=dict(size=size),
+                     categoryorder="array", categoryarray=labels, **where)
+    fig.update_layout(margin=dict(b=(fig.layout.margin.b or 60) + (lines - 1) * (size + 4)))
+
+
 def _figure(title: str, **layout) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(template=TEMPLATE, title=title, **layout)
@@ -82,24 +137,39 @@ def _figure(title: str, **layout) -> go.Figure:
 def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color: str | None = None,
                error_low: str | None = "ci_low", error_high: str | None = "ci_high", shade: str | None = "durability",
                light: str = "relaxed", baseline: str = "async", title: str | None = None) -> go.Figure:
-    """Ratio against the baseline per topology (and cluster size: put it in ``x``), the ``light`` value of
-    ``shade`` (relaxed durability) drawn as a wider bar in a lighter shade of the same colour behind
-    the other (durable), each with its interval."""
+    """Ratio against the baseline per topology (and cluster size: put it in ``x``). With ``shade``, both levels
+    on one bar: the ``light`` level (relaxed durability) as the wide bar in a lighter shade of the colour, the
+    other (durable) in front of it over its left half; each has one interval, drawn in its own half of the bar
+    (durable left, relaxed right), so two whiskers never sit on each other."""
     color = color or x
     _need(df, [x, y, color, error_low, error_high, shade], "ratio_bars")
     colors = _colors(df[color])
     fig = _figure(title or f"Throughput relative to {baseline}", barmode="overlay", hovermode="closest",
-                  yaxis_title=f"{y} vs {baseline}", xaxis_title=x, bargap=0.25)
+                  yaxis_title=f"throughput, × {baseline}", xaxis_title="", bargap=0.25)
     groups = [(None, df)] if shade is None else sorted(df.groupby(shade, dropna=False), key=lambda g: g[0] != light)
+    both = len(groups) > 1
     for level, d in groups:
         is_light = level == light
         for c, dc in d.groupby(color, sort=False):
             base = colors[c]
-            fig.add_bar(x=dc[x].astype(str), y=dc[y], name=f"{c}" + (f" {level}" if level is not None else ""),
-                        marker_color=lighter(base) if is_light else base, width=0.8 if is_light else 0.45,
-                        error_y=_whiskers(dc, y, error_low, error_high), legendgroup=str(c),
-                        hovertemplate=f"{c} {level or ''}: %{{y:.3f}}<extra></extra>")
+            xs, name = dc[x].astype(str), f"{c}" + (f" {level}" if level is not None else "")
+            whiskers = _whiskers(dc, y, error_low, error_high)
+            hover = f"{name}: %{{y:.3f}}<extra></extra>"
+            if not both:
+                fig.add_bar(x=xs, y=dc[y], name=name, marker_color=base, width=0.6, error_y=whiskers,
+                            legendgroup=str(c), hovertemplate=hover)
+            elif is_light:  # the wide light bar, and its whisker on an invisible bar over its right half
+                fig.add_bar(x=xs, y=dc[y], name=name, marker_color=lighter(base), width=0.8, offset=-0.4,
+                            legendgroup=str(c), hovertemplate=hover)
+                fig.add_bar(x=xs, y=dc[y], width=0.4, offset=0.0, marker_color="rgba(0,0,0,0)", error_y=whiskers,
+                            showlegend=False, legendgroup=str(c), hoverinfo="skip")
+            else:
+                fig.add_bar(x=xs, y=dc[y], name=name, marker_color=base, width=0.4, offset=-0.4, error_y=whiskers,
+                            legendgroup=str(c), hovertemplate=hover)
     fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left")
+    labels = list(dict.fromkeys(df[x].astype(str)))
+    fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=[v.replace(" · ", "<br>") for v in labels],
+                     tickangle=0)
     return fig
 
 
@@ -147,7 +217,7 @@ def latency_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "lat_pc
 def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tps", latency: str | None = "lat_pctl_ms",
                         group: str = "run_id", trim: dict | None = None, labels: dict | None = None,
                         average_by: str | None = None, title: str | None = None,
-                        host: pd.DataFrame | None = None) -> go.Figure:
+                        host: pd.DataFrame | None = None, color_by: dict | None = None) -> go.Figure:
     """Per-second throughput (and latency below it) of chosen runs; the steady window after the warm-up
     trim shaded; each run's stability label annotated. With ``average_by`` (e.g. "config"), the runs of
     each group are averaged second by second with their min-max band. With ``host`` (``host_over_time``: the
@@ -172,9 +242,19 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
     fig.update_xaxes(title_text="seconds since the load started", row=rows, col=1)
     host_row = 3 if latency else 2
     key = average_by or group
-    palette = _colors(intervals[key])
+    keys = sorted(intervals[key].unique())
+    if color_by:  # each run in its topology's colour, the runs of one topology told apart by dash
+        by_topology = _colors(color_by.get(k, k) for k in keys)
+        seen: dict = {}
+        palette, dashes = {}, {}
+        for k in keys:
+            t = color_by.get(k, k)
+            palette[k], dashes[k] = by_topology[t], DASHES[seen.setdefault(t, [0])[0] % len(DASHES)]
+            seen[t][0] += 1
+    else:
+        palette, dashes = _colors(keys), {}
     for i, (k, d) in enumerate(intervals.groupby(key, sort=True)):
-        color = palette[k]
+        color, dash = palette[k], dashes.get(k, "solid")
         if average_by:
             agg = d.groupby(x)[[y] + ([latency] if latency else [])].agg(["mean", "min", "max"]).reset_index()
             series = [(y, 1)] + ([(latency, 2)] if latency else [])
@@ -190,10 +270,10 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
         else:
             d = d.sort_values(x)
             fig.add_trace(go.Scatter(x=d[x], y=d[y], mode="lines", name=str(k), legendgroup=str(k),
-                                     line=dict(color=color, width=2)), row=1, col=1)
+                                     line=dict(color=color, width=2, dash=dash)), row=1, col=1)
             if latency:
                 fig.add_trace(go.Scatter(x=d[x], y=d[latency], mode="lines", name=str(k), legendgroup=str(k),
-                                         showlegend=False, line=dict(color=color, width=1.5)), row=2, col=1)
+                                         showlegend=False, line=dict(color=color, width=1.5, dash=dash)), row=2, col=1)
         if host is not None:
             hk = host[host[key] == k]
             if average_by:
@@ -203,13 +283,18 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
                 fig.add_trace(go.Scatter(x=hk[x], y=hk[col_name], mode="lines", name=str(k), legendgroup=str(k),
                                          showlegend=False, line=dict(color=color, width=1.5)),
                               row=host_row + offset, col=1)
-        if trim and k in trim:
-            end = float(d[x].max())
-            fig.add_vrect(x0=float(d[x].min()) - 1 + trim[k], x1=end, fillcolor=lighter(color, 0.85), opacity=0.5,
-                          line_width=0, layer="below", row=1, col=1)
         if labels and k in labels:
-            fig.add_annotation(text=f"{k}: {labels[k]}", xref="paper", yref="paper", x=0, y=0, yanchor="top",
+            style = {"dash": " - -", "dot": " · · ·", "dashdot": " -·-"}.get(dash, "")
+            fig.add_annotation(text=f"{k}{style}: {labels[k]}", xref="paper", yref="paper", x=0, y=0, yanchor="top",
                                yshift=-68 - 22 * list(labels).index(k), showarrow=False, font=dict(size=12, color=color), xanchor="left")
+    if trim:  # one shaded steady window, after the latest warm-up cut of the runs shown (not one mixed per run)
+        shown = [k for k in trim if k in set(keys)]
+        if shown:
+            start = float(intervals[x].min()) - 1 + max(trim[k] for k in shown)
+            fig.add_vrect(x0=start, x1=float(intervals[x].max()), fillcolor="#e8e8e8", opacity=0.6, line_width=0,
+                          layer="below", row=1, col=1)
+            fig.add_annotation(text="steady window", x=start, xref="x", y=1, yref="y domain", xanchor="left",
+                               yanchor="top", xshift=4, showarrow=False, font=dict(size=12, color="#555"))
     if labels:  # the coloured label lines under the chart name every run: no legend on top of the titles
         fig.update_layout(margin=dict(b=80 + 22 * len(labels)), height=(fig.layout.height or HEIGHT) + 24 * len(labels),
                           showlegend=False)
@@ -271,6 +356,7 @@ def catch_up(df: pd.DataFrame, *, x: str = "label", y: str = "catch_up_s", color
     for c, d in df.groupby(color, sort=False):
         fig.add_bar(x=d[x].astype(str), y=d[y], name=str(c), marker_color=colors[c],
                     error_y=_whiskers(d, y, error_low, error_high))
+    _category_axis(fig, df[x])
     return fig
 
 
@@ -332,6 +418,7 @@ def sustained_vs_peak(df: pd.DataFrame, *, x: str = "label", peak: str = "peak_t
             for _, row in d[d[flag].fillna(False).astype(bool)].iterrows():
                 fig.add_annotation(x=str(row[x]), y=float(max(row[peak], row[failing] if failing else 0) or 0),
                                    text="FC_LIMITED", showarrow=False, yshift=12, font=dict(size=11))
+    _category_axis(fig, df[x])
     return fig
 
 
@@ -376,5 +463,7 @@ def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: 
             fig.add_bar(x=dr[x].astype(str), y=dr[y], name=ROLE_NAMES.get(role, str(role)),
                         marker_color=_node_color(order.index(role) if role in order else i),
                         error_y=_whiskers(dr, y, error_low, error_high), legendgroup=str(role), showlegend=row == 1,
+                        offsetgroup="others" if role in ("replica", "member") else str(role),  # never both in a cluster
                         hovertemplate=f"{role}: %{{y:.3g}}<extra></extra>", row=row, col=1)
+    _category_axis(fig, df[x], row=len(panels), col=1)
     return fig

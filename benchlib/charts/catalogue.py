@@ -19,23 +19,49 @@ from benchlib.charts.theme import HEIGHT
 __all__ = ["CATALOGUE", "figures"]
 
 
+#: a stability chart needs runs at least this long: shorter ones plot a handful of points, not a trend
+MIN_STABILITY_S = 30
+
+
+class LeftOut(AnalysisError):
+    """The campaign has the data but the chart would say nothing (the report says why instead of drawing it)."""
+
+
 def _ratio(a):
     return charts.ratio_bars(views.ratios(a, "tps"), x="label", color="topology")
 
 
+def _one_thread_count(a, chart: str) -> None:
+    """A chart over client threads needs two thread counts or more: one is a point per cluster, not a curve."""
+    threads = views.configs(a).get("threads")
+    if threads is not None and threads.nunique() == 1:
+        raise LeftOut(f"{chart} needs two thread counts or more; this campaign ran {threads.iloc[0]:g} only (the "
+                      "throughput ratio above and the configurations table give the values)",
+                      hint="sweep threads in the campaign's matrix")
+
+
 def _throughput(a):
+    _one_thread_count(a, "a curve over client threads")
     c = views.configs(a)
     dash = "durability" if "durability" in c and c.durability.nunique() > 1 else None
     return charts.throughput_vs_threads(c, color="cluster", dash=dash, error_low="ci_low", error_high="ci_high")
 
 
 def _latency(a):
+    _one_thread_count(a, "a curve over client threads")
     return charts.latency_vs_threads(views.one_durability(views.configs(a)), color="cluster")
 
 
 def _stability(a):
     iv, trim, labels = views.stability(a)
-    return charts.stability_over_time(iv, trim=trim, labels=labels, host=views.host_load(a, list(trim)))
+    longest = iv.groupby("run_id", observed=True).t_s.max().max() if len(iv) else 0
+    if longest < MIN_STABILITY_S:
+        raise LeftOut(f"runs of {longest:.0f} s are too short to show stability over time (it takes "
+                      f"{MIN_STABILITY_S} s or more: a warm-up, then a steady window)",
+                      hint="run longer loads (campaign duration) to see it")
+    topology = views.measured(a).set_index("run_id").topology.to_dict()
+    return charts.stability_over_time(iv, trim=trim, labels=labels, host=views.host_load(a, list(trim)),
+                                      color_by={r: topology.get(r) for r in trim})
 
 
 def _flow_control(a):
@@ -87,20 +113,78 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
 }
 
 
-def figures(a: CampaignAnalysis) -> dict[str, go.Figure]:
-    """Every chart of the catalogue that this campaign has data for, each saying which server every cluster ran."""
+def _runs(a) -> str:
+    lo, hi = (int(a.configs.runs.min()), int(a.configs.runs.max())) if "runs" in a.configs and len(a.configs) else (0, 0)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def _durabilities(a) -> int:
+    return int(views.ratios(a, "tps").durability.nunique()) if not a.comparisons.empty else 0
+
+
+def _ratio_method(a) -> str:
+    c = a.comparisons
+    if "method" in c and (c.method == "blocks").any():
+        return f"two-way model (round + configuration) on log run means over {_runs(a)} rounds"
+    return f"Fieller's interval on {_runs(a)} runs a side"
+
+
+#: the one-line method under each chart: what a bar, a line and a whisker are
+CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
+    "ratio_vs_baseline": lambda a: (f"Bar: ratio of mean throughput to the baseline's; whisker: 95% interval, "
+                                    f"{_ratio_method(a)}." + (" Relaxed durability lighter, its interval on the right."
+                                                              if _durabilities(a) > 1 else "")),
+    "throughput_vs_threads": lambda a: (f"Mean throughput of {_runs(a)} runs per point; whisker: 95% interval of "
+                                        "that mean, run-to-run spread included."),
+    "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_runs(a)} runs; log scale.",
+    "stability": lambda a: ("Per-second throughput and latency, one line per run in its topology's colour; grey: the steady "
+                            "window after the warm-up cut (change-point test); under the chart: each run's verdict."),
+    "flow_control": lambda a: f"Mean throughput and p95 replica lag per flow-control limit, {_runs(a)} runs each.",
+    "lag": lambda a: ("Heartbeat lag per node (a write every 100 ms, read on every node), in ms; catch-up: until "
+                      "every node has applied the last write."),
+    "catch_up": lambda a: f"Bar: mean catch-up over {_runs(a)} runs; whisker: fastest to slowest run.",
+    "wan_latency": lambda a: ("Commit latency percentile against the largest round trip between sites; dashed: one "
+                              "and two round trips."),
+    "parallel_apply": lambda a: f"Means of {_runs(a)} runs per setting; whisker: 95% interval over the runs.",
+    "sustained": lambda a: ("Light: closed-loop peak; solid: highest fixed rate held with bounded lag; whisker: up "
+                            "to the first rate that failed."),
+    "cost_per_trx": lambda a: ("A counter's rate over the load window divided by throughput; geometric mean over "
+                               "runs; whisker: 95% interval (computed on the log scale)."),
+}
+
+
+def figures(a: CampaignAnalysis, *, left_out: dict[str, str] | None = None) -> dict[str, go.Figure]:
+    """Every chart of the catalogue that this campaign has data for, each saying which server every cluster ran
+    and, under it, its method. A chart that the campaign cannot support is left out; with ``left_out``, why
+    (chart name -> reason) for the ones that have data but cannot say anything (a stability chart of 5 s runs)."""
     out = {}
     servers = views.servers(a)
     context = views.context(a)
     for name, (_, build) in CATALOGUE.items():
         try:
-            out[name] = with_servers(build(a), servers, context)
+            fig = build(a)
+        except LeftOut as exc:
+            if left_out is not None:
+                left_out[name] = exc.message
+            continue
         except (AnalysisError, charts.ChartError):  # no data for it; any other error is a bug, raised
             continue
+        caption = CAPTIONS[name](a) if name in CAPTIONS else ""
+        out[name] = with_servers(fig, servers, context, caption=caption)
     return out
 
 
-def with_servers(fig: go.Figure, servers: str, context: str = "") -> go.Figure:
+def with_caption(fig: go.Figure, caption: str) -> go.Figure:
+    """One line of method under the plot (below the x-axis title), the bottom margin grown to hold it."""
+    bottom = fig.layout.margin.b if fig.layout.margin.b is not None else 60
+    below = max(bottom, 66) + 6  # plotly sets an x-axis title about 45-65 px under the plot: the caption goes under it
+    fig.add_annotation(text=caption, xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
+                       yshift=-below, showarrow=False, align="left", font=dict(size=12, color="#555"))
+    fig.update_layout(margin=dict(b=below + 24))  # the same height: a 16:9 chart stays 16:9 for its slot
+    return fig
+
+
+def with_servers(fig: go.Figure, servers: str, context: str = "", *, caption: str = "") -> go.Figure:
     """The subtitle under the figure's title: the campaign's context (workload, threads, durability, runs, host)
     and the servers line (the system and version of each cluster), so a PNG pasted alone can be understood."""
     lines = [line for line in (context, servers) if line]
@@ -117,4 +201,4 @@ def with_servers(fig: go.Figure, servers: str, context: str = "") -> go.Figure:
     height = fig.layout.height or HEIGHT
     fig.update_layout(title=dict(text=f"{title}<br>{sub}" if title else sub, y=1 - 30 / height, yanchor="top"),
                       margin=dict(t=block + 8 + 26 * rows + extra))
-    return fig
+    return with_caption(fig, caption) if caption else fig

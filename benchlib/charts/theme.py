@@ -19,9 +19,11 @@ TOPOLOGY_COLORS = {
     "single": "#000000",
     "mysql": "#999999",
 }
-WIDTH, HEIGHT = 900, 520  # blog width; exported at 2x for PNG
-
-
+WIDTH, HEIGHT = 1200, 675  # a blog's 16:9 slot; PNG exported at 2x (2400x1350)
+#: the one typeface of charts and report: metric-compatible with Arial, installed with Chromium (fonts-liberation),
+#: embedded in every SVG (benchlib.charts.fonts) so a chart looks the same wherever it is opened
+FONT_FAMILY = "Liberation Sans"
+FONT = f"{FONT_FAMILY}, Arial, Helvetica, sans-serif"
 
 
 def topology_color(name: str, i: int = 0) -> str:
@@ -39,7 +41,7 @@ def lighter(hex_color: str, amount: float = 0.55) -> str:
 def _template() -> go.layout.Template:
     t = go.layout.Template()
     t.layout = go.Layout(
-        font=dict(family="Inter, Helvetica, Arial, sans-serif", size=15, color="#222"),
+        font=dict(family=FONT, size=15, color="#222"),
         title=dict(font=dict(size=19), x=0.015, xanchor="left"),
         colorway=OKABE_ITO,
         paper_bgcolor="white",

@@ -28,17 +28,45 @@ BY_THREADS = pd.DataFrame({
 })
 
 
-def test_ratio_bars_relaxed_is_a_lighter_wider_bar_behind_durable_with_whiskers():
+def test_ratio_bars_relaxed_is_a_lighter_wider_bar_behind_durable_each_whisker_in_its_own_half():
     j = fig_json(charts.ratio_bars(RATIOS))
-    names = [t["name"] for t in j["data"]]
-    assert names == ["semisync relaxed", "galera relaxed", "semisync durable", "galera durable"]  # relaxed first
-    relaxed, durable = j["data"][0], j["data"][2]
+    named = [t for t in j["data"] if t.get("showlegend") is not False]
+    assert [t["name"] for t in named] == ["semisync relaxed", "galera relaxed", "semisync durable", "galera durable"]
+    relaxed, durable = named[0], named[2]
     assert durable["marker"]["color"] == TOPOLOGY_COLORS["semisync"]
     assert relaxed["marker"]["color"] == lighter(TOPOLOGY_COLORS["semisync"])
     assert relaxed["width"] > durable["width"] and j["layout"]["barmode"] == "overlay"
     assert durable["error_y"]["array"] == pytest.approx([0.05]) and durable["error_y"]["arrayminus"] == pytest.approx([0.05])
-    assert j["data"][1]["error_y"]["array"] == [None]  # an unbounded interval draws no whisker
+    # one interval per bar: durable's centred on its left half, relaxed's on an invisible bar over the right half
+    carriers = [t for t in j["data"] if t.get("showlegend") is False]
+    assert "error_y" not in relaxed and len(carriers) == 2
+    assert durable["offset"] + durable["width"] / 2 < 0 < carriers[0]["offset"] + carriers[0]["width"] / 2
+    assert carriers[0]["error_y"]["array"] == pytest.approx([0.05]) and carriers[0]["marker"]["color"].endswith(",0)")
+    assert carriers[1]["error_y"]["array"] == [None]  # an unbounded interval draws no whisker
     assert any(s.get("y0") == 1.0 for s in j["layout"]["shapes"])  # the baseline line
+
+
+def test_one_durability_draws_plain_centred_bars():
+    j = fig_json(charts.ratio_bars(RATIOS[RATIOS.durability == "durable"]))
+    assert [t["name"] for t in j["data"]] == ["semisync durable", "galera durable"]
+    assert all("offset" not in t and t["error_y"]["visible"] for t in j["data"])
+
+
+def test_category_ticks_are_short_upright_lines_in_natural_order():
+    df = pd.DataFrame({"label": ["galera t32 durability=relaxed", "galera t8 durability=durable",
+                                 "async t8 fc_limit=16", "async t1 fc_limit=16"],
+                       "topology": ["galera", "galera", "async", "async"], "catch_up_s": [0.1, 0.2, 0.3, 0.4]})
+    ax = fig_json(charts.catch_up(df))["layout"]["xaxis"]
+    assert ax["categoryarray"] == ["async t1 fc_limit=16", "async t8 fc_limit=16", "galera t8 durability=durable",
+                                   "galera t32 durability=relaxed"]  # t8 before t32
+    assert ax["ticktext"][-1] == "galera<br>32 thr<br>relaxed" and ax["ticktext"][0] == "async<br>1 thr<br>fc limit 16"
+    assert ax["tickangle"] == 0
+
+
+def test_a_named_cluster_never_takes_a_topology_colour_in_use():
+    colours = charts.builders._colors(["semi", "local", "galera"])
+    assert colours["galera"] == TOPOLOGY_COLORS["galera"]
+    assert len(set(colours.values())) == 3
 
 
 def test_same_topology_same_colour_in_every_chart():
@@ -46,7 +74,7 @@ def test_same_topology_same_colour_in_every_chart():
         j = fig_json(fig)
         colors = {t["name"].split()[0]: t["line"]["color"] for t in j["data"]}
         assert colors == {"async": TOPOLOGY_COLORS["async"], "galera": TOPOLOGY_COLORS["galera"]}
-        assert j["layout"]["template"]["layout"]["width"] == 900
+        assert j["layout"]["template"]["layout"]["width"] == 1200  # a 1200x675 slot
 
 
 def test_latency_axes_are_logarithmic_and_mean_is_dashed():
@@ -63,9 +91,14 @@ def test_stability_shades_the_steady_window_and_annotates_flags():
                        "config": "c1"})
     j = fig_json(charts.stability_over_time(iv, trim={"a": 10, "b": 0}, labels={"a": "WARMUP", "b": "FLAT"}))
     rects = [s for s in j["layout"]["shapes"] if s["type"] == "rect"]
-    assert sorted((r["x0"], r["x1"]) for r in rects) == [(0.0, 30.0), (10.0, 30.0)]
-    assert [a["text"] for a in j["layout"]["annotations"]] == ["a: WARMUP", "b: FLAT"]
+    assert [(r["x0"], r["x1"]) for r in rects] == [(10.0, 30.0)]  # one steady window: after the latest warm-up cut
+    assert [a["text"] for a in j["layout"]["annotations"]] == ["a: WARMUP", "b: FLAT", "steady window"]
     assert len(j["data"]) == 4  # throughput and latency per run
+    both = fig_json(charts.stability_over_time(iv, trim={"a": 10, "b": 0}, labels={"a": "W", "b": "F"},
+                                               color_by={"a": "semisync", "b": "semisync"}))
+    lines = [t["line"] for t in both["data"][::2]]
+    assert {x["color"] for x in lines} == {TOPOLOGY_COLORS["semisync"]}  # a semi-sync run in semi-sync's colour
+    assert [x["dash"] for x in lines] == ["solid", "dash"]  # its two runs told apart by dash
     avg = fig_json(charts.stability_over_time(iv, average_by="config"))
     assert [t["name"] for t in avg["data"] if t.get("showlegend", True)] == ["c1"]
 
@@ -131,5 +164,5 @@ def test_log_axes_label_every_tick_in_full_and_whiskers_stop_at_zero():
     assert j["layout"]["xaxis"]["tickvals"] == [1, 8, 64]  # the thread counts measured
     wide = RATIOS.assign(ci_low=[-0.08, 0.9, 0.5, -np.inf])
     bars = fig_json(charts.ratio_bars(wide))["data"]
-    durable = next(t for t in bars if t["name"] == "semisync durable")
+    durable = next(t for t in bars if t.get("name") == "semisync durable")
     assert durable["error_y"]["arrayminus"] == pytest.approx([0.8])  # drawn down to zero, not to -0.08

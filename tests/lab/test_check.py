@@ -67,3 +67,8 @@ def test_demo_command_is_the_main_job(tmp_path):
     report = Path(res.stdout.split("report: ")[-1].strip())  # the main job ends by saying where its report is
     assert report.name == "report.html" and report.exists() and report.parent.parent == folder / "report"
     assert (report.parent / "charts" / "ratio_vs_baseline.html").exists()
+    from benchlib.charts.layout import check_page
+
+    lay = check_page(report)  # what a reader sees at 1280 px: nothing overlaps, nothing runs off the page
+    assert lay.ok, "\n".join(lay.problems)
+    assert len(lay.finding_items) == 2 and all("× async's throughput" in f for f in lay.finding_items)

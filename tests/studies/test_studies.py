@@ -108,6 +108,14 @@ def test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_judg
         assert (group.holds != NOT_MEASURED).any(), group
     if sid in ("003", "004"):  # Aurora, PXC
         assert (ref.claims.how.str.contains("remote lab")).any()
+    # the study's report, as a reader sees it in a real browser at 1280 px
+    from benchlib.charts.layout import check_page
+    from benchlib.report import publish
+
+    report = publish(result.path, notebooks=False, static=False)
+    lay = check_page(report.page)
+    assert lay.ok, "\n".join(lay.problems)
+    assert lay.charts and len(lay.finding_items) == len(report.headline)
 
 
 @needs_root
