@@ -8,6 +8,7 @@ the chart builders' defaults.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -221,13 +222,30 @@ def context(a: CampaignAnalysis) -> str:
         lo, hi = int(a.configs.runs.min()), int(a.configs.runs.max())
         parts.append(f"{lo} run{'s' if lo != 1 else ''} per configuration" if lo == hi
                      else f"{lo}-{hi} runs per configuration")
+    where = []
+    if "placement" in runs and runs.placement.notna().any():
+        where.append(" and ".join(f"{p} lab" for p in sorted(map(str, runs.placement.dropna().unique()))))
+    cores = None
     cl = a.frames.get("cluster")
     if cl is not None and len(cl):
         hosts = cl[cl.node.astype(str).str.startswith("host:") & cl.metric.astype(str).str.match(r"cpu\.cpu\d+\.idle_s$")]
         if len(hosts):
-            cores = hosts.groupby("node", observed=True).metric.nunique().max()
-            parts.append(f"{int(cores)}-core host")
+            cores = int(hosts.groupby("node", observed=True).metric.nunique().max())
+    if cores is None:  # the machine the campaign ran on (campaign.json), when it recorded no host metrics
+        cores = _campaign_host(a).get("cpus")
+    if cores:
+        where.append(f"{int(cores)}-core host")
+    if where:
+        parts.append(", ".join(where))
     return " · ".join(parts)
+
+
+def _campaign_host(a: CampaignAnalysis) -> dict:
+    """The facts of the machine benchlib ran on (cpus, cpu_model, kernel), as the campaign recorded them."""
+    try:
+        return json.loads((Path(a.path) / "campaign.json").read_text()).get("host") or {}
+    except (OSError, TypeError, ValueError):
+        return {}
 
 
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:

@@ -10,6 +10,7 @@ Frames are tidy: one row per observation, as ``benchlib.analysis`` and ``load_ca
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import numpy as np
@@ -82,50 +83,75 @@ def _threads_axis(update, values: Iterable[float]) -> None:
         update(type="log", tickvals=vals, ticktext=[f"{v:g}" for v in vals])
 
 
+def _short(word: str) -> str:
+    """One part of a label as a tick reads it: a topology or workload by its short name, a setting by its own."""
+    if word in NAME_TICKS:
+        return NAME_TICKS[word]
+    if word.startswith("oltp_"):
+        return word[5:].replace("_", " ")
+    return word
+
+
 def tick_text(label: str) -> str:
-    """A configuration label as a short tick of a few lines ("galera t32 durability=relaxed" ->
-    "galera<br>32 thr<br>relaxed"): many categories side by side stay level and never overlap."""
+    """A configuration label as a short tick of a few lines, so that many categories side by side stay level
+    and never overlap: "galera t32 durability=relaxed" -> "galera<br>32 thr<br>relaxed", "galera (3 nodes) ·
+    oltp_update_index · fc_limit 16" -> "galera<br>3 nodes<br>update index<br>fc limit 16"."""
     words = []
+    if " · " in str(label) or re.search(r" \(\d+ nodes\)", str(label)):  # views.ratios' labels
+        head, *rest = str(label).split(" · ")
+        m = re.match(r"(.+) \((\d+) nodes\)$", head)
+        words += [_short(m.group(1)), f"{m.group(2)} nodes"] if m else [_short(head)]
+        for part in rest:
+            key, _, value = part.partition(" ")
+            if value.startswith("thread"):
+                words.append(f"{key} thr")
+            elif key in SETTING_TICKS and value:
+                words.append(f"{SETTING_TICKS[key]} {value}".strip())
+            else:
+                words.append(_short(part))
+        return "<br>".join(words)
     for w in str(label).split():
         key, _, value = w.partition("=")
         if not value:
-            words.append(f"{w[1:]} thr" if w[:1] == "t" and w[1:].replace(".", "").isdigit() else w)
+            words.append(f"{w[1:]} thr" if w[:1] == "t" and w[1:].replace(".", "").isdigit() else _short(w))
         elif key == "durability":
             words.append(value)
         else:
-            words.append(f"{SETTING_TICKS.get(key, key)} {value}")
+            words.append(f"{SETTING_TICKS.get(key, key)} {_short(value)}".strip())
     return "<br>".join(words)
 
 
 #: how a setting reads in a tick (tick_text)
 SETTING_TICKS = {"fc_limit": "fc limit", "parallel_threads": "appliers", "workload": "", "gr_consistency": ""}
+#: topologies and workloads whose names are too long for a tick
+NAME_TICKS = {"group_replication": "GR", "semisync": "semisync", "insert_single": "insert"}
 
 
 def _natural(label: str) -> tuple:
-    """Sort key of a configuration label: cluster, then thread counts and settings by number (t8 before t32)."""
-    out = []
-    for w in str(label).split():
-        num = w[1:] if w[:1] == "t" else w.partition("=")[2]
-        try:
-            out.append((1, w.partition("=")[0] if "=" in w else "", float(num), ""))
-        except ValueError:
-            out.append((0, "", 0.0, w))
-    return tuple(out)
+    """Sort key of a label with numbers in it: numbers compare as numbers (t8 before t32, 5 nodes after 3)."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", str(label))
+    return tuple(float(p) if i % 2 else p for i, p in enumerate(parts))
 
 
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
-def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
-    """Ticks of a categorical x axis as short lines (tick_text), upright, smaller when there are many, and the
-    bottom margin grown to hold them."""
-    labels = sorted({str(v) for v in labels}, key=_natural)
+def _category_axis(fig: go.Figure, labels: Iterable, *, order: bool = True, **where) -> None:
+    """Ticks of a categorical x axis as short lines (tick_text), in natural order, upright and smaller when
+    there are many, turned on end past 16 (a block of lines is narrower than one category then); the bottom
+    margin grown to hold them."""
+    labels = list(dict.fromkeys(str(v) for v in labels))
+    if order:
+        labels = sorted(labels, key=_natural)
     texts = [tick_text(v) for v in labels]
     lines = max((t.count("<br>") + 1 for t in texts), default=1)
-    size = 15 if len(labels) <= 8 else 13 if len(labels) <= 14 else 11
-    fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=texts, tickangle=0, tickfont=dict(size=size),
-                     categoryorder="array", categoryarray=labels, **where)
-    fig.update_layout(margin=dict(b=(fig.layout.margin.b or 60) + (lines - 1) * (size + 4)))
+    longest = max((len(line) for t in texts for line in t.split("<br>")), default=1)
+    size = 15 if len(labels) <= 8 else 13 if len(labels) <= 12 else 11
+    on_end = len(labels) > 16
+    fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=texts, tickangle=-90 if on_end else 0,
+                     tickfont=dict(size=size), categoryorder="array", categoryarray=labels, **where)
+    grow = longest * size * 0.6 if on_end else (lines - 1) * (size + 4)
+    fig.update_layout(margin=dict(b=(fig.layout.margin.b or 60) + int(grow)))
 
 
 def _figure(title: str, **layout) -> go.Figure:
@@ -167,9 +193,7 @@ def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color
                 fig.add_bar(x=xs, y=dc[y], name=name, marker_color=base, width=0.4, offset=-0.4, error_y=whiskers,
                             legendgroup=str(c), hovertemplate=hover)
     fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left")
-    labels = list(dict.fromkeys(df[x].astype(str)))
-    fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=[v.replace(" · ", "<br>") for v in labels],
-                     tickangle=0)
+    _category_axis(fig, df[x])
     return fig
 
 

@@ -118,6 +118,11 @@ def _runs(a) -> str:
     return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
+def _n_runs(a) -> str:
+    n = _runs(a)
+    return f"{n} run{'' if n == '1' else 's'}"
+
+
 def _durabilities(a) -> int:
     return int(views.ratios(a, "tps").durability.nunique()) if not a.comparisons.empty else 0
 
@@ -126,7 +131,7 @@ def _ratio_method(a) -> str:
     c = a.comparisons
     if "method" in c and (c.method == "blocks").any():
         return f"two-way model (round + configuration) on log run means over {_runs(a)} rounds"
-    return f"Fieller's interval on {_runs(a)} runs a side"
+    return f"Fieller's interval on {_n_runs(a)} a side"
 
 
 #: the one-line method under each chart: what a bar, a line and a whisker are
@@ -134,18 +139,18 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
     "ratio_vs_baseline": lambda a: (f"Bar: ratio of mean throughput to the baseline's; whisker: 95% interval, "
                                     f"{_ratio_method(a)}." + (" Relaxed durability lighter, its interval on the right."
                                                               if _durabilities(a) > 1 else "")),
-    "throughput_vs_threads": lambda a: (f"Mean throughput of {_runs(a)} runs per point; whisker: 95% interval of "
+    "throughput_vs_threads": lambda a: (f"Mean throughput of {_n_runs(a)} per point; whisker: 95% interval of "
                                         "that mean, run-to-run spread included."),
-    "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_runs(a)} runs; log scale.",
+    "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_n_runs(a)}; log scale.",
     "stability": lambda a: ("Per-second throughput and latency, one line per run in its topology's colour; grey: the steady "
                             "window after the warm-up cut (change-point test); under the chart: each run's verdict."),
-    "flow_control": lambda a: f"Mean throughput and p95 replica lag per flow-control limit, {_runs(a)} runs each.",
+    "flow_control": lambda a: f"Mean throughput and p95 replica lag per flow-control limit, {_n_runs(a)} each.",
     "lag": lambda a: ("Heartbeat lag per node (a write every 100 ms, read on every node), in ms; catch-up: until "
                       "every node has applied the last write."),
-    "catch_up": lambda a: f"Bar: mean catch-up over {_runs(a)} runs; whisker: fastest to slowest run.",
+    "catch_up": lambda a: f"Bar: mean catch-up over {_n_runs(a)}; whisker: fastest to slowest run.",
     "wan_latency": lambda a: ("Commit latency percentile against the largest round trip between sites; dashed: one "
                               "and two round trips."),
-    "parallel_apply": lambda a: f"Means of {_runs(a)} runs per setting; whisker: 95% interval over the runs.",
+    "parallel_apply": lambda a: f"Means of {_n_runs(a)} per setting; whisker: 95% interval over the runs.",
     "sustained": lambda a: ("Light: closed-loop peak; solid: highest fixed rate held with bounded lag; whisker: up "
                             "to the first rate that failed."),
     "cost_per_trx": lambda a: ("A counter's rate over the load window divided by throughput; geometric mean over "
@@ -172,6 +177,13 @@ def figures(a: CampaignAnalysis, *, left_out: dict[str, str] | None = None) -> d
         caption = CAPTIONS[name](a) if name in CAPTIONS else ""
         out[name] = with_servers(fig, servers, context, caption=caption)
     return out
+
+
+def dress(fig: go.Figure, a: CampaignAnalysis, name: str | None = None) -> go.Figure:
+    """A chart as the report shows it: the campaign's context and servers under the title and, for a chart of
+    the catalogue (``name``), its method under the plot; notebooks call it so JupyterLab shows the same look."""
+    caption = CAPTIONS[name](a) if name in CAPTIONS else ""
+    return with_servers(fig, views.servers(a), views.context(a), caption=caption)
 
 
 def with_caption(fig: go.Figure, caption: str) -> go.Figure:

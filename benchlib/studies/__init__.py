@@ -73,7 +73,7 @@ def figures(a: CampaignAnalysis, study: str | Study | None = None) -> dict[str, 
     """The study's charts that this campaign has data for, by title (a chart it has no data for is left out;
     any other error is a bug and is raised)."""
     from benchlib.charts import ChartError
-    from benchlib.charts.catalogue import CATALOGUE
+    from benchlib.charts.catalogue import CATALOGUE, dress
 
     s = study if isinstance(study, Study) else get(study) if study else study_of(a)
     if s is None:
@@ -82,7 +82,7 @@ def figures(a: CampaignAnalysis, study: str | Study | None = None) -> dict[str, 
     for title, entry in s.figures:
         build = CATALOGUE[entry][1] if isinstance(entry, str) else entry
         try:
-            out[title] = build(a)
+            out[title] = dress(build(a), a, entry if isinstance(entry, str) else None)
         except (AnalysisError, ChartError):
             continue
     return out

@@ -89,7 +89,8 @@ def test_host_cpu_and_disk_over_time_under_the_stability_chart(a):
 
 
 def test_every_chart_says_its_context_under_the_title(a):
-    assert views.context(a) == "oltp_read_write · 1-8 client threads · 2 runs per configuration · 2-core host"
+    assert views.context(a) == ("oltp_read_write · 1-8 client threads · 2 runs per configuration · local lab, "
+                                "2-core host")
     for name, fig in figures(a).items():
         title = fig.layout.title.text
         assert "2-core host" in title and "MariaDB 10.11" in title, name  # a PNG pasted alone still says it
