@@ -143,6 +143,30 @@ def stability(a: CampaignAnalysis, run_ids: list[str] | None = None, *, per_conf
     return iv, chosen["trim_s"].astype(int).to_dict(), chosen["stability"].to_dict()
 
 
+def stability_by_config(a: CampaignAnalysis, *, limit: int = 6) -> dict[str, Any]:
+    """Every run of up to ``limit`` configurations (flagged ones first), for a stability chart that averages the
+    repetitions of each configuration second by second: intervals and host load with a readable ``config`` name,
+    and per name the latest warm-up cut, the runs' verdicts counted ("FLAT ×2, WARMUP ×1") and the topology."""
+    runs = measured(a).dropna(subset=["stability"])
+    _, first, _ = stability(a, limit=limit)  # one run per configuration, flagged ones first: which configurations
+    chosen = runs[runs.config.isin(set(runs.set_index("run_id").loc[list(first)].config))]
+    keys = [k for k in ["cluster", "threads", "durability", "fc_limit", "parallel_threads"] if k in chosen]
+    name = {cfg: label(row, keys) for cfg, row in chosen.drop_duplicates("config").set_index("config").iterrows()}
+    by_run = chosen.set_index("run_id").config.map(name)
+    iv = a.frames["intervals"]
+    iv = iv[iv.run_id.isin(by_run.index)]
+    iv = iv.assign(config=iv.run_id.astype(str).map(by_run))
+    host = host_load(a, list(by_run.index))
+    if not host.empty:
+        host = host.assign(config=host.run_id.astype(str).map(by_run))
+    named = chosen.assign(config=chosen.config.map(name))
+    verdicts = named.groupby("config").stability.agg(
+        lambda v: ", ".join(f"{k} ×{n}" if n > 1 else str(k) for k, n in v.value_counts().items()))
+    return {"intervals": iv, "host": host, "trim": named.groupby("config").trim_s.max().astype(int).to_dict(),
+            "labels": verdicts.to_dict(), "topology": named.groupby("config").topology.first().to_dict(),
+            "runs": named.groupby("config").size().to_dict()}
+
+
 def host_load(a: CampaignAnalysis, run_ids: list[str]) -> pd.DataFrame:
     """The busiest host's CPU busy and disk writes over the load of each of ``run_ids`` (empty when the
     campaign was recorded without host metrics): the rows under the stability chart."""

@@ -277,6 +277,7 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
             seen[t][0] += 1
     else:
         palette, dashes = _colors(keys), {}
+    on_top: list = []  # the mean lines, drawn after every band so that no band hides a line
     for i, (k, d) in enumerate(intervals.groupby(key, sort=True)):
         color, dash = palette[k], dashes.get(k, "solid")
         if average_by:
@@ -286,11 +287,11 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
                 xs = agg[x]
                 fig.add_trace(go.Scatter(x=pd.concat([xs, xs[::-1]]), y=pd.concat([agg[(col_name, "max")],
                                                                                     agg[(col_name, "min")][::-1]]),
-                                         fill="toself", fillcolor=lighter(color, 0.75), line=dict(width=0),
+                                         fill="toself", fillcolor=lighter(color, 0.75), opacity=0.6, line=dict(width=0),
                                          showlegend=False, hoverinfo="skip"), row=row, col=1)
-                fig.add_trace(go.Scatter(x=xs, y=agg[(col_name, "mean")], mode="lines", name=str(k),
-                                         legendgroup=str(k), showlegend=row == 1, line=dict(color=color, width=2)),
-                              row=row, col=1)
+                on_top.append((go.Scatter(x=xs, y=agg[(col_name, "mean")], mode="lines", name=str(k),
+                                          legendgroup=str(k), showlegend=row == 1,
+                                          line=dict(color=color, width=2, dash=dash)), row))
         else:
             d = d.sort_values(x)
             fig.add_trace(go.Scatter(x=d[x], y=d[y], mode="lines", name=str(k), legendgroup=str(k),
@@ -311,6 +312,8 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
             style = {"dash": " - -", "dot": " · · ·", "dashdot": " -·-"}.get(dash, "")
             fig.add_annotation(text=f"{k}{style}: {labels[k]}", xref="paper", yref="paper", x=0, y=0, yanchor="top",
                                yshift=-68 - 22 * list(labels).index(k), showarrow=False, font=dict(size=12, color=color), xanchor="left")
+    for trace, row in on_top:
+        fig.add_trace(trace, row=row, col=1)
     if trim:  # one shaded steady window, after the latest warm-up cut of the runs shown (not one mixed per run)
         shown = [k for k in trim if k in set(keys)]
         if shown:

@@ -59,6 +59,10 @@ def _stability(a):
         raise LeftOut(f"runs of {longest:.0f} s are too short to show stability over time (it takes "
                       f"{MIN_STABILITY_S} s or more: a warm-up, then a steady window)",
                       hint="run longer loads (campaign duration) to see it")
+    s = views.stability_by_config(a)
+    if min(s["runs"].values(), default=0) >= 2:  # repetitions: each configuration's mean second by second, min-max band
+        return charts.stability_over_time(s["intervals"], average_by="config", trim=s["trim"], labels=s["labels"],
+                                          host=s["host"], color_by=s["topology"])
     topology = views.measured(a).set_index("run_id").topology.to_dict()
     return charts.stability_over_time(iv, trim=trim, labels=labels, host=views.host_load(a, list(trim)),
                                       color_by={r: topology.get(r) for r in trim})
@@ -142,8 +146,9 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
     "throughput_vs_threads": lambda a: (f"Mean throughput of {_n_runs(a)} per point; whisker: 95% interval of "
                                         "that mean, run-to-run spread included."),
     "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_n_runs(a)}; log scale.",
-    "stability": lambda a: ("Per-second throughput and latency, one line per run in its topology's colour; grey: the steady "
-                            "window after the warm-up cut (change-point test); under the chart: each run's verdict."),
+    "stability": lambda a: ("Per-second throughput and latency: each configuration's mean over its runs (band: slowest to "
+                            "fastest run), in its topology's colour; grey: the steady window after the warm-up cut; "
+                            "under the chart: the runs' verdicts."),
     "flow_control": lambda a: f"Mean throughput and p95 replica lag per flow-control limit, {_n_runs(a)} each.",
     "lag": lambda a: ("Heartbeat lag per node (a write every 100 ms, read on every node), in ms; catch-up: until "
                       "every node has applied the last write."),

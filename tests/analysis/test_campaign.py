@@ -66,6 +66,10 @@ def test_views_feed_the_charts(topologies, apply):
     assert not r.duplicated(["label", "durability"]).any()
     iv, trim, labels = views.stability(topologies)
     assert set(iv.run_id) == set(trim) == set(labels) and 1 <= len(trim) <= 6
+    by_config = views.stability_by_config(apply)  # repetitions averaged: every run of each configuration
+    assert set(by_config["runs"].values()) == {2} and set(by_config["intervals"].config) == set(by_config["trim"])
+    assert "galera t16 fc_limit=16" in by_config["labels"] and any("×2" in v for v in by_config["labels"].values())
+    assert by_config["topology"]["galera t16 fc_limit=16"] == "galera"
     fc = views.flow_control(apply)
     assert list(fc.fc_limit) == [16, 256, 4096]
     par = views.parallel_apply(apply)
