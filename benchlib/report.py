@@ -131,8 +131,8 @@ def headline(a: CampaignAnalysis) -> list[str]:
     for _, r in t.iterrows():
         at = [f"{r[k]:g} client thread{'s' if r[k] != 1 else ''}" for k in varying if k == "threads" and pd.notna(r[k])]
         on = [str(r[k]) for k in varying if k == "workload" and pd.notna(r[k])]
-        other = [str(r[k]) if k == "durability" else f"{k} {r[k]}"
-                 for k in varying if k not in ("threads", "workload") and pd.notna(r[k])]
+        other = [str(r[k]) if k == "durability" else f"{k} {r[k]:g}" if isinstance(r[k], (int, float)) else
+                 f"{k} {r[k]}" for k in varying if k not in ("threads", "workload") and pd.notna(r[k])]
         where = " ".join(filter(None, [f"at {at[0]}" if at else "", f"on {on[0]}" if on else ""]))
         where += "".join(f", {o}" for o in other)
         kind = "" if r.cluster == r.topology else f"{r.topology}, "
