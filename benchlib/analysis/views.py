@@ -79,12 +79,12 @@ def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
     sizes = cluster_sizes(a)
     c["size"] = c["cluster"].map(sizes)
     c["label"] = c["topology"] + " (" + c["size"].astype(str) + " nodes)"
-    # one bar per configuration: what else varies (threads, workload, settings) goes into the label, after " · "
-    for key in ("workload", "threads", "fc_limit", "parallel_threads", "gr_consistency"):
-        if key in c and c[key].nunique(dropna=True) > 1:
-            c["label"] += c[key].map(lambda v, k=key: "" if pd.isna(v) else " · " + (
-                f"{v:g} thread{'s' if v != 1 else ''}" if k == "threads" else f"{k} {v:g}"
-                if isinstance(v, float) else str(v) if k == "workload" else f"{k} {v}"))
+    # one bar per configuration: what else varies (workload, threads, settings) follows " · " as a configuration label
+    varying = [k for k in ("threads", "fc_limit", "parallel_threads", "gr_consistency")
+               if k in c and c[k].nunique(dropna=True) > 1]
+    workload = "workload" in c and c.workload.nunique(dropna=True) > 1
+    rest = [" ".join(filter(None, [str(r["workload"]) if workload else "", label(r, varying)])) for _, r in c.iterrows()]
+    c["label"] += [f" · {x}" if x else "" for x in rest]
     return _with_durability(a, c)
 
 

@@ -11,6 +11,8 @@ Frames are tidy: one row per observation, as ``benchlib.analysis`` and ``load_ca
 from __future__ import annotations
 
 import re
+from collections import Counter
+from itertools import cycle
 from typing import Iterable
 
 import numpy as np
@@ -19,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from benchlib.charts.errors import ChartError
-from benchlib.charts.theme import HEIGHT, TEMPLATE, lighter
+from benchlib.charts.theme import HEIGHT, OKABE_ITO, TEMPLATE, TOPOLOGY_COLORS, lighter
 
 
 def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
@@ -33,15 +35,10 @@ def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
 
 def _colors(values: Iterable) -> dict:
     """One colour per value: a topology's house colour, else the next Okabe-Ito colour no other value has."""
-    from benchlib.charts.theme import OKABE_ITO, TOPOLOGY_COLORS
-
     values = list(dict.fromkeys(values))
     out = {v: TOPOLOGY_COLORS[str(v)] for v in values if str(v) in TOPOLOGY_COLORS}
-    free = [c for c in OKABE_ITO if c not in out.values()] or OKABE_ITO
-    for v in values:
-        if v not in out:
-            out[v] = free[len([k for k in out if str(k) not in TOPOLOGY_COLORS]) % len(free)]
-    return out
+    spare = cycle([c for c in OKABE_ITO if c not in out.values()] or OKABE_ITO)
+    return {v: out[v] if v in out else next(spare) for v in values}
 
 
 def _whiskers(d: pd.DataFrame, y: str, low: str | None, high: str | None, *, positive: bool = True) -> dict | None:
@@ -95,22 +92,11 @@ def _short(word: str) -> str:
 def tick_text(label: str) -> str:
     """A configuration label as a short tick of a few lines, so that many categories side by side stay level
     and never overlap: "galera t32 durability=relaxed" -> "galera<br>32 thr<br>relaxed", "galera (3 nodes) ·
-    oltp_update_index · fc_limit 16" -> "galera<br>3 nodes<br>update index<br>fc limit 16"."""
-    words = []
-    if " · " in str(label) or re.search(r" \(\d+ nodes\)", str(label)):  # views.ratios' labels
-        head, *rest = str(label).split(" · ")
-        m = re.match(r"(.+) \((\d+) nodes\)$", head)
-        words += [_short(m.group(1)), f"{m.group(2)} nodes"] if m else [_short(head)]
-        for part in rest:
-            key, _, value = part.partition(" ")
-            if value.startswith("thread"):
-                words.append(f"{key} thr")
-            elif key in SETTING_TICKS and value:
-                words.append(f"{SETTING_TICKS[key]} {value}".strip())
-            else:
-                words.append(_short(part))
-        return "<br>".join(words)
-    for w in str(label).split():
+    oltp_update_index fc_limit=16" -> "galera<br>3 nodes<br>update index<br>fc limit 16"."""
+    head, _, rest = str(label).partition(" · ")
+    m = re.match(r"(.+) \((\d+) nodes\)$", head)  # views.ratios: "topology (N nodes)", then a configuration label
+    words = [_short(m.group(1)), f"{m.group(2)} nodes"] if m else []
+    for w in (rest if m else str(label)).split():
         key, _, value = w.partition("=")
         if not value:
             words.append(f"{w[1:]} thr" if w[:1] == "t" and w[1:].replace(".", "").isdigit() else _short(w))
@@ -122,9 +108,9 @@ def tick_text(label: str) -> str:
 
 
 #: how a setting reads in a tick (tick_text)
-SETTING_TICKS = {"fc_limit": "fc limit", "parallel_threads": "appliers", "workload": "", "gr_consistency": ""}
+SETTING_TICKS = {"fc_limit": "fc limit", "parallel_threads": "appliers", "gr_consistency": ""}
 #: topologies and workloads whose names are too long for a tick
-NAME_TICKS = {"group_replication": "GR", "semisync": "semisync", "insert_single": "insert"}
+NAME_TICKS = {"group_replication": "GR", "insert_single": "insert"}
 
 
 def _natural(label: str) -> tuple:
@@ -136,13 +122,11 @@ def _natural(label: str) -> tuple:
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
-def _category_axis(fig: go.Figure, labels: Iterable, *, order: bool = True, **where) -> None:
+def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
     """Ticks of a categorical x axis as short lines (tick_text), in natural order, upright and smaller when
     there are many, turned on end past 16 (a block of lines is narrower than one category then); the bottom
     margin grown to hold them."""
-    labels = list(dict.fromkeys(str(v) for v in labels))
-    if order:
-        labels = sorted(labels, key=_natural)
+    labels = sorted({str(v) for v in labels}, key=_natural)
     texts = [tick_text(v) for v in labels]
     lines = max((t.count("<br>") + 1 for t in texts), default=1)
     longest = max((len(line) for t in texts for line in t.split("<br>")), default=1)
@@ -267,14 +251,13 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
     host_row = 3 if latency else 2
     key = average_by or group
     keys = sorted(intervals[key].unique())
-    if color_by:  # each run in its topology's colour, the runs of one topology told apart by dash
-        by_topology = _colors(color_by.get(k, k) for k in keys)
-        seen: dict = {}
+    if color_by:  # each group in its topology's colour, the groups of one topology told apart by dash
+        topology = {k: color_by.get(k, k) for k in keys}
+        by_topology, count = _colors(topology.values()), Counter()
         palette, dashes = {}, {}
         for k in keys:
-            t = color_by.get(k, k)
-            palette[k], dashes[k] = by_topology[t], DASHES[seen.setdefault(t, [0])[0] % len(DASHES)]
-            seen[t][0] += 1
+            palette[k], dashes[k] = by_topology[topology[k]], DASHES[count[topology[k]] % len(DASHES)]
+            count[topology[k]] += 1
     else:
         palette, dashes = _colors(keys), {}
     on_top: list = []  # the mean lines, drawn after every band so that no band hides a line

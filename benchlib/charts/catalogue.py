@@ -53,19 +53,16 @@ def _latency(a):
 
 
 def _stability(a):
-    iv, trim, labels = views.stability(a)
+    """Each configuration's runs averaged second by second (one run: its own line), min-max band."""
+    s = views.stability_by_config(a)
+    iv = s["intervals"]
     longest = iv.groupby("run_id", observed=True).t_s.max().max() if len(iv) else 0
     if longest < MIN_STABILITY_S:
         raise LeftOut(f"runs of {longest:.0f} s are too short to show stability over time (it takes "
                       f"{MIN_STABILITY_S} s or more: a warm-up, then a steady window)",
                       hint="run longer loads (campaign duration) to see it")
-    s = views.stability_by_config(a)
-    if min(s["runs"].values(), default=0) >= 2:  # repetitions: each configuration's mean second by second, min-max band
-        return charts.stability_over_time(s["intervals"], average_by="config", trim=s["trim"], labels=s["labels"],
-                                          host=s["host"], color_by=s["topology"])
-    topology = views.measured(a).set_index("run_id").topology.to_dict()
-    return charts.stability_over_time(iv, trim=trim, labels=labels, host=views.host_load(a, list(trim)),
-                                      color_by={r: topology.get(r) for r in trim})
+    return charts.stability_over_time(iv, average_by="config", trim=s["trim"], labels=s["labels"], host=s["host"],
+                                      color_by=s["topology"])
 
 
 def _flow_control(a):

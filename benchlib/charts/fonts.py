@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import logging
 import re
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from benchlib.charts.errors import ChartError
 from benchlib.charts.theme import FONT_FAMILY
 
 __all__ = ["embed", "font_file"]
+
+logging.getLogger("fontTools.subset").setLevel(logging.ERROR)  # "FFTM NOT subset; dropped": harmless
 
 _KNOWN = {"normal": "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
           "bold": "/usr/share/fonts/truetype/liberation/LiberationSans-Bold.ttf"}
@@ -44,11 +47,7 @@ def font_file(weight: str = "normal") -> Path:
 
 
 def _subset_woff(path: Path, text: str) -> str:
-    import logging
-
     from fontTools import subset
-
-    logging.getLogger("fontTools.subset").setLevel(logging.ERROR)  # "FFTM NOT subset; dropped": harmless
     from fontTools.ttLib import TTFont
 
     font = TTFont(str(path))

@@ -61,8 +61,7 @@ def test_validation_lists_failed_runs_as_errors_first(topologies):
 def test_views_feed_the_charts(topologies, apply):
     r = views.ratios(topologies)
     # one bar per configuration: the thread counts swept are in the label, so no two bars sit on each other
-    assert set(r.label) == {f"{t} · {n} thread{'s' if n > 1 else ''}" for t in ("semisync (2 nodes)", "galera (3 nodes)")
-                            for n in (1, 8, 32)}
+    assert set(r.label) == {f"{t} · t{n}" for t in ("semisync (2 nodes)", "galera (3 nodes)") for n in (1, 8, 32)}
     assert not r.duplicated(["label", "durability"]).any()
     iv, trim, labels = views.stability(topologies)
     assert set(iv.run_id) == set(trim) == set(labels) and 1 <= len(trim) <= 6

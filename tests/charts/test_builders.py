@@ -61,6 +61,8 @@ def test_category_ticks_are_short_upright_lines_in_natural_order():
                                    "galera t32 durability=relaxed"]  # t8 before t32
     assert ax["ticktext"][-1] == "galera<br>32 thr<br>relaxed" and ax["ticktext"][0] == "async<br>1 thr<br>fc limit 16"
     assert ax["tickangle"] == 0
+    ratio = "group_replication (3 nodes) · oltp_update_index t8 fc_limit=1000"  # views.ratios' label
+    assert charts.builders.tick_text(ratio) == "GR<br>3 nodes<br>update index<br>8 thr<br>fc limit 1000"
 
 
 def test_a_named_cluster_never_takes_a_topology_colour_in_use():
