@@ -17,11 +17,10 @@ import shutil
 import statistics
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import enter  # noqa: E402
+from _common import demo_spec, enter  # noqa: E402
 
 ROOT = enter()
 
@@ -63,11 +62,10 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--cold", type=int, default=3)
     args = ap.parse_args()
-    base = tomllib.loads((ROOT / "examples/labs/demo.toml").read_text())
-    base["name"] = "bench6"
-    specs = {"buffer_pool=128M (demo.toml)": LabSpec.model_validate(base)}
-    small = {**base, "defaults": {**base.get("defaults", {}), "buffer_pool": "64M"}}
-    specs["buffer_pool=64M"] = LabSpec.model_validate(small)
+    base = demo_spec("bench6")
+    small = base.model_dump()
+    small["defaults"]["buffer_pool"] = "64M"
+    specs = {"buffer_pool=128M (demo.toml)": base, "buffer_pool=64M": LabSpec.model_validate(small)}
     cleanup(all_labs=True)
     print(f"6-node lab (async 1 primary + 2 replicas, Galera 3), {os.cpu_count()} cores, root {lab_root()}")
     spec = specs["buffer_pool=128M (demo.toml)"]
