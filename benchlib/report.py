@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -103,7 +104,8 @@ def _verdict_words(r: pd.Series) -> str:
         return f"not settled: at {noise}, not even 100 rounds would settle it (the ratio sits close to the margin)"
     if pd.notna(r.get("sigma_log")):
         return f"not settled: the ratio sits on the margin, no number of rounds settles it at {noise}"
-    return f"not settled: {int(r.n)} runs are too few to measure the noise"
+    return (f"not settled: {int(r.n)} run{'s are' if r.n != 1 else ' is'} too few to measure the noise "
+            "(repeat the campaign in rounds)")
 
 
 def _stopped_on(campaign: Path) -> str:
@@ -136,8 +138,10 @@ def headline(a: CampaignAnalysis) -> list[str]:
         where = " ".join(filter(None, [f"at {at[0]}" if at else "", f"on {on[0]}" if on else ""]))
         where += "".join(f", {o}" for o in other)
         kind = "" if r.cluster == r.topology else f"{r.topology}, "
-        interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if pd.notna(r.ci_low) else "no interval"
-        runs = f"{int(r.n)} runs against {int(r.n_baseline)}" if pd.notna(r.get("n_baseline")) else f"{int(r.n)} runs"
+        bounded = np.isfinite(float(r.ci_low)) and np.isfinite(float(r.ci_high))
+        interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if bounded else "no interval"
+        runs = f"{int(r.n)} run{'s' if r.n != 1 else ''}" + (f" against {int(r.n_baseline)}"
+                                                            if pd.notna(r.get("n_baseline")) else "")
         lines.append(f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) delivers {r.ratio:.2f}× {r.baseline}'s "
                      f"throughput {where} ({interval}; {runs}): {_verdict_words(r)}.")
     return lines

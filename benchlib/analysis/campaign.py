@@ -59,7 +59,7 @@ def _param_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in RUN_FACTS and not c.startswith("summary_")]
 
 
-def _config_columns(params: list[str]) -> list[str]:
+def config_columns(params: list[str]) -> list[str]:
     return [c for c in params if c not in NOT_CONFIG]
 
 
@@ -222,7 +222,7 @@ def _key(row: pd.Series | dict, cols: list[str]) -> tuple:
 
 
 def _configs(table: pd.DataFrame, params: list[str], batches: dict, target: float) -> pd.DataFrame:
-    cols = _config_columns(params)
+    cols = config_columns(params)
     ok = table[table.status == "ok"]
     if ok.empty or "tps_mean" not in ok:
         return pd.DataFrame(columns=[*cols, "runs", "verdict"])
@@ -266,7 +266,7 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
     if not is_base.any():
         return pd.DataFrame()
     load = [c for c in LOAD_KEYS if c in params]
-    cols = _config_columns(params)
+    cols = config_columns(params)
     rows, results = [], []
     blocks = _blocks(ok)
     base_runs = ok[is_base]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, config_columns
 from benchlib.analysis.campaign import config_label as label
 
 
@@ -80,8 +80,8 @@ def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
     c["size"] = c["cluster"].map(sizes)
     c["label"] = c["topology"] + " (" + c["size"].astype(str) + " nodes)"
     # one bar per configuration: what else varies (workload, threads, settings) follows " · " as a configuration label
-    varying = [k for k in ("threads", "fc_limit", "parallel_threads", "gr_consistency")
-               if k in c and c[k].nunique(dropna=True) > 1]
+    varying = [k for k in config_columns(a.param_columns)
+               if k not in ("cluster", "topology", "workload", "durability") and k in c and c[k].nunique(dropna=True) > 1]
     workload = "workload" in c and c.workload.nunique(dropna=True) > 1
     rest = [" ".join(filter(None, [str(r["workload"]) if workload else "", label(r, varying)])) for _, r in c.iterrows()]
     c["label"] += [f" · {x}" if x else "" for x in rest]

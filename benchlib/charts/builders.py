@@ -108,7 +108,8 @@ def tick_text(label: str) -> str:
 
 
 #: how a setting reads in a tick (tick_text)
-SETTING_TICKS = {"fc_limit": "fc limit", "parallel_threads": "appliers", "gr_consistency": ""}
+SETTING_TICKS = {"fc_limit": "fc limit", "gr_applier_threshold": "fc limit", "parallel_threads": "appliers",
+                 "gr_consistency": ""}
 #: topologies and workloads whose names are too long for a tick
 NAME_TICKS = {"group_replication": "GR", "insert_single": "insert"}
 
@@ -163,20 +164,22 @@ def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color
         for c, dc in d.groupby(color, sort=False):
             base = colors[c]
             xs, name = dc[x].astype(str), f"{c}" + (f" {level}" if level is not None else "")
-            whiskers = _whiskers(dc, y, error_low, error_high)
             hover = f"{name}: %{{y:.3f}}<extra></extra>"
-            if not both:
-                fig.add_bar(x=xs, y=dc[y], name=name, marker_color=base, width=0.6, error_y=whiskers,
-                            legendgroup=str(c), hovertemplate=hover)
-            elif is_light:  # the wide light bar, and its whisker on an invisible bar over its right half
-                fig.add_bar(x=xs, y=dc[y], name=name, marker_color=lighter(base), width=0.8, offset=-0.4,
-                            legendgroup=str(c), hovertemplate=hover)
-                fig.add_bar(x=xs, y=dc[y], width=0.4, offset=0.0, marker_color="rgba(0,0,0,0)", error_y=whiskers,
-                            showlegend=False, legendgroup=str(c), hoverinfo="skip")
-            else:
-                fig.add_bar(x=xs, y=dc[y], name=name, marker_color=base, width=0.4, offset=-0.4, error_y=whiskers,
-                            legendgroup=str(c), hovertemplate=hover)
-    fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left")
+            # bar, and where its interval is: the wide light bar has its whisker over its right half
+            width, offset, fill = ((0.6, None, base) if not both else (0.8, -0.4, lighter(base)) if is_light
+                                   else (0.4, -0.4, base))
+            fig.add_bar(x=xs, y=dc[y], name=name, marker_color=fill, width=width, offset=offset,
+                        legendgroup=str(c), hovertemplate=hover)
+            if error_low and error_high:  # whiskers on an invisible bar, only where the interval is finite (plotly
+                # would draw an unbounded one as a bar-top cap, which reads as a tiny interval)
+                bounded = dc[np.isfinite(dc[error_low].astype(float)) & np.isfinite(dc[error_high].astype(float))]
+                if not bounded.empty:
+                    w_width, w_offset = (0.4, 0.0) if both and is_light else (width, offset)
+                    fig.add_bar(x=bounded[x].astype(str), y=bounded[y], width=w_width, offset=w_offset,
+                                marker_color="rgba(0,0,0,0)", error_y=_whiskers(bounded, y, error_low, error_high),
+                                showlegend=False, legendgroup=str(c), hoverinfo="skip")
+    fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left",
+                  annotation_bgcolor="rgba(255,255,255,0.85)")  # legible where it sits over the first bar
     _category_axis(fig, df[x])
     return fig
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from benchlib import charts
@@ -128,6 +130,21 @@ def _durabilities(a) -> int:
     return int(views.ratios(a, "tps").durability.nunique()) if not a.comparisons.empty else 0
 
 
+def _bounded(a) -> int:
+    """How many throughput ratios have a finite interval (none with one run a side and no rounds)."""
+    c = views.ratios(a, "tps") if not a.comparisons.empty else pd.DataFrame(columns=["ci_low", "ci_high"])
+    return int((np.isfinite(c.ci_low.astype(float)) & np.isfinite(c.ci_high.astype(float))).sum())
+
+
+def _ratio_whiskers(a) -> str:
+    if not _bounded(a):
+        return (f"no whisker: with {_n_runs(a)} a side and no repetition rounds there is no interval "
+                "(a campaign with repetitions of 2 or more gives one).")
+    unbounded = len(views.ratios(a, "tps")) - _bounded(a)
+    return (f"whisker: 95% interval, {_ratio_method(a)}" +
+            (f"; none where a side has a single run ({unbounded})." if unbounded else "."))
+
+
 def _ratio_method(a) -> str:
     c = a.comparisons
     if "method" in c and (c.method == "blocks").any():
@@ -137,9 +154,10 @@ def _ratio_method(a) -> str:
 
 #: the one-line method under each chart: what a bar, a line and a whisker are
 CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
-    "ratio_vs_baseline": lambda a: (f"Bar: ratio of mean throughput to the baseline's; whisker: 95% interval, "
-                                    f"{_ratio_method(a)}." + (" Relaxed durability lighter, its interval on the right."
-                                                              if _durabilities(a) > 1 else "")),
+    "ratio_vs_baseline": lambda a: (f"Bar: ratio of mean throughput to the baseline's; {_ratio_whiskers(a)}"
+                                    + (" Relaxed durability lighter" + (", its interval on the right."
+                                                                        if _bounded(a) else ".")
+                                       if _durabilities(a) > 1 else "")),
     "throughput_vs_threads": lambda a: (f"Mean throughput of {_n_runs(a)} per point; whisker: 95% interval of "
                                         "that mean, run-to-run spread included."),
     "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_n_runs(a)}; log scale.",

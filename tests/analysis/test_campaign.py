@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from benchlib.analysis import views
@@ -77,6 +79,19 @@ def test_views_feed_the_charts(topologies, apply):
     assert end and end > 25 and catch is not None and lag.t_s.min() > -1
     with pytest.raises(AnalysisError, match="no flow-control sweep"):
         views.flow_control(topologies)
+
+
+def test_every_setting_a_campaign_sweeps_gets_its_own_ratio_bar(topologies):
+    # a setting of one system only (Group Replication's flow-control threshold) is a configuration like any other:
+    # its two values are two bars, never two ratios drawn on one (study 000 drew them so before)
+    c = topologies.comparisons
+    swept = pd.concat([c.assign(gr_applier_threshold=1000.0), c.assign(gr_applier_threshold=25000.0)],
+                      ignore_index=True)
+    a = dataclasses.replace(topologies, comparisons=swept,
+                            param_columns=[*topologies.param_columns, "gr_applier_threshold"])
+    r = views.ratios(a)
+    assert not r.duplicated(["label", "durability"]).any() and len(r) == 2 * len(views.ratios(topologies))
+    assert "galera (3 nodes) · t8 gr_applier_threshold=25000" in set(r.label)
 
 
 def test_wan_rtt_comes_from_the_lab_spec():

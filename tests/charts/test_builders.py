@@ -36,20 +36,25 @@ def test_ratio_bars_relaxed_is_a_lighter_wider_bar_behind_durable_each_whisker_i
     assert durable["marker"]["color"] == TOPOLOGY_COLORS["semisync"]
     assert relaxed["marker"]["color"] == lighter(TOPOLOGY_COLORS["semisync"])
     assert relaxed["width"] > durable["width"] and j["layout"]["barmode"] == "overlay"
-    assert durable["error_y"]["array"] == pytest.approx([0.05]) and durable["error_y"]["arrayminus"] == pytest.approx([0.05])
-    # one interval per bar: durable's centred on its left half, relaxed's on an invisible bar over the right half
+    # one interval per bar, each on an invisible bar in its own half: durable's over the left half, relaxed's over
+    # the right; an unbounded interval (galera relaxed) gets none (plotly would draw it as a cap on the bar's top)
+    assert all("error_y" not in t for t in named)
     carriers = [t for t in j["data"] if t.get("showlegend") is False]
-    assert "error_y" not in relaxed and len(carriers) == 2
+    assert [(t["x"], t["offset"]) for t in carriers] == [(["semisync"], 0.0), (["semisync"], -0.4), (["galera"], -0.4)]
+    assert all(t["marker"]["color"].endswith(",0)") and t["width"] == 0.4 for t in carriers)
+    assert carriers[0]["error_y"]["array"] == pytest.approx([0.05]) and carriers[1]["error_y"]["arrayminus"] == pytest.approx([0.05])
     assert durable["offset"] + durable["width"] / 2 < 0 < carriers[0]["offset"] + carriers[0]["width"] / 2
-    assert carriers[0]["error_y"]["array"] == pytest.approx([0.05]) and carriers[0]["marker"]["color"].endswith(",0)")
-    assert carriers[1]["error_y"]["array"] == [None]  # an unbounded interval draws no whisker
     assert any(s.get("y0") == 1.0 for s in j["layout"]["shapes"])  # the baseline line
 
 
 def test_one_durability_draws_plain_centred_bars():
     j = fig_json(charts.ratio_bars(RATIOS[RATIOS.durability == "durable"]))
-    assert [t["name"] for t in j["data"]] == ["semisync durable", "galera durable"]
-    assert all("offset" not in t and t["error_y"]["visible"] for t in j["data"])
+    named = [t for t in j["data"] if t.get("showlegend") is not False]
+    carriers = [t for t in j["data"] if t.get("showlegend") is False]
+    assert [t["name"] for t in named] == ["semisync durable", "galera durable"]
+    assert all("offset" not in t and "error_y" not in t for t in named)
+    assert all("offset" not in t and t["error_y"]["visible"] and t["width"] == 0.6 for t in carriers)
+    assert [t["x"] for t in carriers] == [["semisync"], ["galera"]]
 
 
 def test_category_ticks_are_short_upright_lines_in_natural_order():
@@ -166,5 +171,5 @@ def test_log_axes_label_every_tick_in_full_and_whiskers_stop_at_zero():
     assert j["layout"]["xaxis"]["tickvals"] == [1, 8, 64]  # the thread counts measured
     wide = RATIOS.assign(ci_low=[-0.08, 0.9, 0.5, -np.inf])
     bars = fig_json(charts.ratio_bars(wide))["data"]
-    durable = next(t for t in bars if t.get("name") == "semisync durable")
+    durable = next(t for t in bars if t.get("showlegend") is False and t["offset"] == -0.4)  # semisync durable's whisker
     assert durable["error_y"]["arrayminus"] == pytest.approx([0.8])  # drawn down to zero, not to -0.08
