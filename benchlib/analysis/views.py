@@ -273,20 +273,50 @@ def _campaign_host(a: CampaignAnalysis) -> dict:
 
 
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:
-    """Catch-up time per configuration (mean over runs, min-max as the interval)."""
+    """Catch-up time per configuration (mean over its runs, min-max as the interval, ``runs``), labelled with the
+    cluster and what varies between configurations (the workload first when there are several)."""
     runs = measured(a).dropna(subset=["catch_up_s"])
-    keys = [c for c in ["cluster", "topology", "workload", "threads", "durability", "fc_limit", "parallel_threads"]
-            if c in runs]
-    g = runs.groupby(keys, dropna=False).catch_up_s.agg(["mean", "min", "max"]).reset_index()
-    g["label"] = [label(row, keys) for _, row in g.iterrows()]
-    return g.rename(columns={"mean": "catch_up_s", "min": "catch_up_min", "max": "catch_up_max"})
+    keys = [k for k in config_columns(a.param_columns) if k in runs and runs[k].notna().any()]
+    g = (runs.groupby(keys, dropna=False).catch_up_s.agg(["mean", "min", "max", "count"]).reset_index()
+         .rename(columns={"mean": "catch_up_s", "min": "catch_up_min", "max": "catch_up_max", "count": "runs"}))
+    g["label"] = config_labels(a, g)
+    return g
+
+
+def config_labels(a: CampaignAnalysis, df: pd.DataFrame) -> list[str]:
+    """A label per configuration row of ``df`` (x of the bar charts): the cluster, the workload when there are
+    several, then every other setting that differs between the rows ("galera3 oltp_update_index
+    durability=relaxed fc_limit=16"): two configurations never share a label, so never a bar."""
+    keys = [k for k in config_columns(a.param_columns)
+            if k in df and k not in ("cluster", "topology", "workload") and df[k].nunique(dropna=True) > 1]
+    workloads = "workload" in df and df.workload.nunique() > 1
+    return [" ".join(filter(None, [str(r["cluster"]), str(r["workload"]) if workloads else "", label(r, keys)]))
+            for _, r in df.iterrows()]
 
 
 def flow_control(a: CampaignAnalysis) -> pd.DataFrame:
+    """Configurations with a flow-control limit, one line per cluster and ``variant``: what else the campaign swept
+    ("relaxed", "32 threads", ...; '' when nothing), so that each line varies the limit alone (workloads apart)."""
     c = configs(a)
     if "fc_limit" not in c or c.fc_limit.isna().all():
         raise AnalysisError("no flow-control sweep in this campaign", hint="sweep fc_limit in the campaign's matrix")
-    return c.dropna(subset=["fc_limit"]).sort_values("fc_limit")
+    c = c.dropna(subset=["fc_limit"]).sort_values("fc_limit")
+    c["variant"] = _variants(a, c, "fc_limit")
+    return c
+
+
+def _variants(a: CampaignAnalysis, c: pd.DataFrame, swept: str, apart: tuple[str, ...] = ("workload",)) -> list[str]:
+    """Per row of ``c``, in words, what else than ``swept`` (and the cluster, and ``apart``: what the chart draws
+    in panels of their own) the campaign varied ("relaxed", "32 threads", "fc_limit 16"; '' when nothing): a line
+    per cluster and variant varies ``swept`` alone."""
+    keys = [k for k in config_columns(a.param_columns)
+            if k not in ("cluster", "topology", swept, *apart) and k in c and c[k].nunique(dropna=True) > 1]
+
+    def words(r) -> str:
+        return " ".join(str(r[k]) if k in ("durability", "workload") else f"{r[k]:g} threads" if k == "threads" else
+                        f"{k} {r[k]:g}" if isinstance(r[k], float) else f"{k} {r[k]}" for k in keys if pd.notna(r[k]))
+
+    return [words(r) for _, r in c.iterrows()]
 
 
 def replica_cpu(a: CampaignAnalysis) -> pd.DataFrame:
@@ -312,15 +342,16 @@ def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
         raise AnalysisError("no parallel-apply sweep in this campaign",
                             hint="sweep parallel_threads in the campaign's matrix")
     runs = runs.dropna(subset=["parallel_threads"]).merge(replica_cpu(a), on="run_id", how="left")
-    keys = ["cluster", "topology", "workload", "threads", "parallel_threads"]
-    out = (runs.groupby(keys).agg(tps_mean=("tps_mean", "mean"), lag_p95_ms=("lag_p95_ms", "mean"),
+    keys = [k for k in config_columns(a.param_columns) if k in runs and runs[k].notna().any()]
+    out = (runs.groupby(keys, dropna=False).agg(tps_mean=("tps_mean", "mean"), lag_p95_ms=("lag_p95_ms", "mean"),
                                   replica_cpu_pct=("replica_cpu_pct", "mean"), runs=("run_id", "count"))
            .reset_index().sort_values("parallel_threads"))
     for col in ("tps_mean", "replica_cpu_pct"):  # 95% t intervals over the runs of each setting
-        half = runs.groupby(keys)[col].agg(_t_half).rename(f"{col}_half").reset_index()
+        half = runs.groupby(keys, dropna=False)[col].agg(_t_half).rename(f"{col}_half").reset_index()
         out = out.merge(half, on=keys, how="left")
         out[f"{col}_low"], out[f"{col}_high"] = out[col] - out[f"{col}_half"], out[col] + out[f"{col}_half"]
         out = out.drop(columns=f"{col}_half")
+    out["variant"] = _variants(a, out, "parallel_threads", apart=())  # one panel: workloads are lines too
     return out
 
 
@@ -349,8 +380,7 @@ def costs(a: CampaignAnalysis) -> pd.DataFrame:
     if c.empty:
         raise AnalysisError("no process or host metrics in this campaign",
                             hint="campaigns recorded before benchlib sampled them have none: rerun it")
-    runs = measured(a).drop_duplicates("config").set_index("config")
-    keys = [k for k in ["cluster", "threads", "durability", "fc_limit", "parallel_threads"] if k in runs]
-    labels = {cfg: label(row, keys) for cfg, row in runs.iterrows()}
-    c["label"] = c.config.map(labels)
+    runs = measured(a).drop_duplicates("config")
+    c["label"] = c.config.map(dict(zip(runs.config, config_labels(a, runs))))
+    c = c.dropna(subset=["label"])  # the sustained searches' runs at a fixed rate: not a configuration's cost
     return c

@@ -54,6 +54,19 @@ def _whiskers(d: pd.DataFrame, y: str, low: str | None, high: str | None, *, pos
     return dict(type="data", array=up.tolist(), arrayminus=down.tolist(), visible=True, thickness=1.5, width=5)
 
 
+def _whisker_bars(fig: go.Figure, d: pd.DataFrame, x: str, y: str, low: str | None, high: str | None,
+                  **bar) -> None:
+    """Whiskers on an invisible bar (same ``width``/``offset`` as given), only where the interval is finite and has
+    a width: plotly draws an unbounded or empty one as a cap on the bar's top, which reads as a tiny interval."""
+    if not low or not high:
+        return
+    lo, hi = d[low].astype(float), d[high].astype(float)
+    shown = d[np.isfinite(lo) & np.isfinite(hi) & (hi > lo)]
+    if not shown.empty:
+        fig.add_bar(x=shown[x].astype(str), y=shown[y], marker_color="rgba(0,0,0,0)", showlegend=False,
+                    hoverinfo="skip", error_y=_whiskers(shown, y, low, high), **bar)
+
+
 def log_ticks(values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5)) -> tuple[list[float], list[str]]:
     """Tick values and their full labels for a log axis over ``values``: 1-2-5 steps per decade by default
     ("20", "50", "100", never plotly's bare "2" next to a "10")."""
@@ -125,17 +138,17 @@ DASHES = ("solid", "dash", "dot", "dashdot")
 
 def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
     """Ticks of a categorical x axis as short lines (tick_text), in natural order, upright and smaller when
-    there are many, turned on end past 16 (a block of lines is narrower than one category then); the bottom
-    margin grown to hold them."""
+    there are many; past 16, one line each (" · " between the parts) turned on end, since a block of lines
+    turned on end is wider than a category then; the bottom margin grown to hold them."""
     labels = sorted({str(v) for v in labels}, key=_natural)
-    texts = [tick_text(v) for v in labels]
+    on_end = len(labels) > 16
+    texts = [tick_text(v).replace("<br>", " · ") if on_end else tick_text(v) for v in labels]  # on end: one line
     lines = max((t.count("<br>") + 1 for t in texts), default=1)
     longest = max((len(line) for t in texts for line in t.split("<br>")), default=1)
     size = 15 if len(labels) <= 8 else 13 if len(labels) <= 12 else 11
-    on_end = len(labels) > 16
     fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=texts, tickangle=-90 if on_end else 0,
                      tickfont=dict(size=size), categoryorder="array", categoryarray=labels, **where)
-    grow = longest * size * 0.6 if on_end else (lines - 1) * (size + 4)
+    grow = longest * size * 0.52 if on_end else (lines - 1) * (size + 4)
     fig.update_layout(margin=dict(b=(fig.layout.margin.b or 60) + int(grow)))
 
 
@@ -170,14 +183,8 @@ def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color
                                    else (0.4, -0.4, base))
             fig.add_bar(x=xs, y=dc[y], name=name, marker_color=fill, width=width, offset=offset,
                         legendgroup=str(c), hovertemplate=hover)
-            if error_low and error_high:  # whiskers on an invisible bar, only where the interval is finite (plotly
-                # would draw an unbounded one as a bar-top cap, which reads as a tiny interval)
-                bounded = dc[np.isfinite(dc[error_low].astype(float)) & np.isfinite(dc[error_high].astype(float))]
-                if not bounded.empty:
-                    w_width, w_offset = (0.4, 0.0) if both and is_light else (width, offset)
-                    fig.add_bar(x=bounded[x].astype(str), y=bounded[y], width=w_width, offset=w_offset,
-                                marker_color="rgba(0,0,0,0)", error_y=_whiskers(bounded, y, error_low, error_high),
-                                showlegend=False, legendgroup=str(c), hoverinfo="skip")
+            w_width, w_offset = (0.4, 0.0) if both and is_light else (width, offset)
+            _whisker_bars(fig, dc, x, y, error_low, error_high, width=w_width, offset=w_offset, legendgroup=str(c))
     fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left",
                   annotation_bgcolor="rgba(255,255,255,0.85)")  # legible where it sits over the first bar
     _category_axis(fig, df[x])
@@ -196,12 +203,11 @@ def throughput_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "tps
 
 
 def _lines(fig, df, x, y, color, dash=None, low=None, high=None, *, row=None, col=None, name_suffix="",
-           line_dash=None, showlegend=True) -> None:
-    colors = _colors(df[color])
-    styles = ["solid", "dash", "dot", "dashdot"]
-    dashes = {v: styles[i % 4] for i, v in enumerate(dict.fromkeys(df[dash]))} if dash else {}
+           line_dash=None, showlegend=True, colors: dict | None = None, dashes: dict | None = None) -> None:
+    colors = colors or _colors(df[color])
+    dashes = dashes or ({v: DASHES[i % len(DASHES)] for i, v in enumerate(dict.fromkeys(df[dash]))} if dash else {})
     keys = [color] + ([dash] if dash else [])
-    for key, d in df.sort_values(x).groupby(keys, sort=False):
+    for key, d in df.sort_values(x, kind="stable").groupby(keys, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         c = key[0]
         name = " ".join(str(k) for k in key) + name_suffix
@@ -315,21 +321,35 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
 
 
 def flow_control_sweep(df: pd.DataFrame, *, x: str = "fc_limit", y: str = "tps_mean", lag: str = "lag_p95_ms",
-                       color: str = "cluster", title: str | None = None) -> go.Figure:
-    """Throughput (left axis, solid) and replica lag (right axis, dotted) against the flow-control limit."""
+                       color: str = "cluster", dash: str | None = "variant", panel: str | None = "workload",
+                       title: str | None = None) -> go.Figure:
+    """Throughput (top) and replica lag (below) against the flow-control limit: one line per ``color`` and
+    ``dash`` (what else was swept, e.g. durability), a column of panels per ``panel`` (workload) when there are
+    several, so that each line varies the limit alone."""
     _need(df, [x, y, lag, color], "flow_control_sweep")
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    dash = dash if dash and dash in df and df[dash].nunique() > 1 else None
+    panels = list(dict.fromkeys(df[panel])) if panel and panel in df and df[panel].nunique() > 1 else [None]
+    fig = make_subplots(rows=2, cols=len(panels), shared_xaxes=True, vertical_spacing=0.08, horizontal_spacing=0.07,
+                        subplot_titles=[_short(str(p)) for p in panels] if panels[0] is not None else None)
     fig.update_layout(template=TEMPLATE, title=title or "Flow control: throughput and replica lag")
-    colors = _colors(df[color])
-    for c, d in df.sort_values(x).groupby(color, sort=False):
-        fig.add_trace(go.Scatter(x=d[x], y=d[y], name=f"{c} throughput", mode="lines+markers",
-                                 line=dict(color=colors[c], width=2.5)), secondary_y=False)
-        fig.add_trace(go.Scatter(x=d[x], y=d[lag], name=f"{c} lag", mode="lines+markers",
-                                 line=dict(color=colors[c], dash="dot", width=2), marker_symbol="diamond"),
-                      secondary_y=True)
-    _log_axis(fig.update_xaxes, df[x], title_text=x)
-    fig.update_yaxes(title_text="transactions/s", secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="replica lag, ms", secondary_y=True, rangemode="tozero", showgrid=False)
+    if panels[0] is not None:  # the legend above the panels' titles, as in cost_bars
+        height = HEIGHT + 60
+        fig.update_layout(height=height, margin=dict(t=100), legend=dict(yanchor="bottom", y=1 + 30 / (height - 160)))
+    colors = _colors(df[color])  # every panel in the same colours and dashes
+    dashes = {v: DASHES[i % len(DASHES)] for i, v in enumerate(dict.fromkeys(df[dash]))} if dash else None
+    rank = {color: {c: i for i, c in enumerate(colors)}, dash: {v: i for i, v in enumerate(dashes or {})}}
+    df = df.sort_values([color, dash] if dash else [color], key=lambda s: s.map(rank[s.name]))  # legend order
+    for i, p in enumerate(panels, start=1):
+        d = df if p is None else df[df[panel] == p]
+        for row, col in ((1, y), (2, lag)):
+            _lines(fig, d, x, col, color, dash, row=row, col=i, showlegend=row == 1 and i == 1, colors=colors,
+                   dashes=dashes)
+    settings = sorted({float(v) for v in df[x].dropna() if v > 0})
+    fig.update_xaxes(type="log", tickvals=settings, ticktext=[f"{v:g}" for v in settings])  # the limits measured
+    fig.update_xaxes(title_text=x.replace("_", " "), row=2)
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="transactions/s", row=1, col=1)
+    fig.update_yaxes(title_text="replica lag p95, ms", row=2, col=1)
     return fig
 
 
@@ -364,11 +384,11 @@ def catch_up(df: pd.DataFrame, *, x: str = "label", y: str = "catch_up_s", color
     """Time for every node to catch up after the load ends, per configuration."""
     _need(df, [x, y, color, error_low, error_high], "catch_up")
     fig = _figure(title or "Catch-up time after the load", xaxis_title="", yaxis_title="seconds",
-                  hovermode="closest")
+                  hovermode="closest", barmode="overlay")  # one bar per category: never a slot per colour
     colors = _colors(df[color])
     for c, d in df.groupby(color, sort=False):
-        fig.add_bar(x=d[x].astype(str), y=d[y], name=str(c), marker_color=colors[c],
-                    error_y=_whiskers(d, y, error_low, error_high))
+        fig.add_bar(x=d[x].astype(str), y=d[y], name=str(c), marker_color=colors[c], width=0.6, legendgroup=str(c))
+        _whisker_bars(fig, d, x, y, error_low, error_high, width=0.6, legendgroup=str(c))
     _category_axis(fig, df[x])
     return fig
 
@@ -389,16 +409,19 @@ def latency_vs_rtt(df: pd.DataFrame, *, x: str = "rtt_ms", y: str = "lat_pctl_ms
 
 
 def parallel_apply(df: pd.DataFrame, *, x: str = "parallel_threads", y: str = "tps_mean", lag: str = "lag_p95_ms",
-                   cpu: str | None = "replica_cpu_pct", color: str = "cluster", title: str | None = None) -> go.Figure:
-    """Parallel replica apply: throughput, replica lag and replica CPU against the applier threads."""
+                   cpu: str | None = "replica_cpu_pct", color: str = "cluster", dash: str | None = "variant",
+                   title: str | None = None) -> go.Figure:
+    """Parallel replica apply: throughput, replica lag and replica CPU against the applier threads, one line per
+    ``color`` and ``dash`` (what else was swept)."""
     _need(df, [x, y, lag, cpu, color], "parallel_apply")
+    dash = dash if dash and dash in df and df[dash].nunique() > 1 else None
     panels = [(y, "transactions/s"), (lag, "replica lag, ms")] + ([(cpu, "replica CPU, %")] if cpu else [])
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06)
     fig.update_layout(template=TEMPLATE, title=title or "Parallel apply: throughput, lag and replica CPU",
                       height=220 * len(panels) + 120)
     for i, (col, label) in enumerate(panels, start=1):
         low, high = (f"{col}_low", f"{col}_high") if f"{col}_low" in df and f"{col}_high" in df else (None, None)
-        _lines(fig, df, x, col, color, low=low, high=high, row=i, col=1, showlegend=i == 1)
+        _lines(fig, df, x, col, color, dash, low=low, high=high, row=i, col=1, showlegend=i == 1)
         fig.update_yaxes(title_text=label, row=i, col=1, rangemode="tozero")
     settings = sorted({float(v) for v in df[x].dropna()})
     fig.update_xaxes(tickvals=settings, ticktext=[f"{v:g}" for v in settings])  # the settings measured, no 0.5s
@@ -461,10 +484,8 @@ def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: 
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[f"{COST_TITLES.get(c, c)} per transaction" for c in panels])
     height = 260 * len(panels) + 150
-    plot_h = height - 100 - 60  # the legend sits above the first panel's title, under the chart's title
     fig.update_layout(template=TEMPLATE, title=title or "Cost per transaction by role", barmode="group",
-                      hovermode="closest", height=height, margin=dict(t=100),
-                      legend=dict(yanchor="bottom", y=1 + 30 / plot_h))
+                      hovermode="closest", height=height, margin=dict(t=100))
     order = list(ROLE_NAMES)
     roles = sorted(dict.fromkeys(df[color]), key=lambda r: order.index(r) if r in order else len(order))
     for row, cost in enumerate(panels, start=1):
@@ -473,10 +494,14 @@ def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: 
             dr = d[d[color] == role]
             if dr.empty:
                 continue
+            slot = "others" if role in ("replica", "member") else str(role)  # never both in a cluster
             fig.add_bar(x=dr[x].astype(str), y=dr[y], name=ROLE_NAMES.get(role, str(role)),
                         marker_color=_node_color(order.index(role) if role in order else i),
-                        error_y=_whiskers(dr, y, error_low, error_high), legendgroup=str(role), showlegend=row == 1,
-                        offsetgroup="others" if role in ("replica", "member") else str(role),  # never both in a cluster
+                        legendgroup=str(role), showlegend=row == 1, offsetgroup=slot,
                         hovertemplate=f"{role}: %{{y:.3g}}<extra></extra>", row=row, col=1)
+            _whisker_bars(fig, dr, x, y, error_low, error_high, offsetgroup=slot, legendgroup=str(role), row=row, col=1)
     _category_axis(fig, df[x], row=len(panels), col=1)
+    ticks = fig.layout.margin.b - 60  # the panels keep their height: the chart grows by what the ticks take
+    plot_h = height - 100 - 60  # the legend above the first panel's title, under the chart's title
+    fig.update_layout(height=height + ticks, legend=dict(yanchor="bottom", y=1 + 30 / plot_h))
     return fig

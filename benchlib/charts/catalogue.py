@@ -164,7 +164,8 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
     "stability": lambda a: ("Per-second throughput and latency: each configuration's mean over its runs (band: slowest to "
                             "fastest run), in its topology's colour; grey: the steady window after the warm-up cut; "
                             "under the chart: the runs' verdicts."),
-    "flow_control": lambda a: f"Mean throughput and p95 replica lag per flow-control limit, {_n_runs(a)} each.",
+    "flow_control": lambda a: (f"Mean throughput (top) and p95 replica lag (below) per flow-control limit, "
+                               f"{_n_runs(a)} each; one line per cluster and what else the campaign swept."),
     "lag": lambda a: ("Heartbeat lag per node (a write every 100 ms, read on every node), in ms; catch-up: until "
                       "every node has applied the last write."),
     "catch_up": lambda a: f"Bar: mean catch-up over {_n_runs(a)}; whisker: fastest to slowest run.",

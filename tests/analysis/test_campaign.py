@@ -71,8 +71,11 @@ def test_views_feed_the_charts(topologies, apply):
     assert set(by_config["runs"].values()) == {2} and set(by_config["intervals"].config) == set(by_config["trim"])
     assert "galera t16 fc_limit=16" in by_config["labels"] and any("×2" in v for v in by_config["labels"].values())
     assert by_config["topology"]["galera t16 fc_limit=16"] == "galera"
+    cu = views.catch_up(topologies)  # a bar per configuration, never two configurations' runs pooled in one
+    assert len(cu) == 18 and not cu.label.duplicated().any() and set(cu.runs) == {3}
+    assert "galera durability=relaxed t32" in set(cu.label)
     fc = views.flow_control(apply)
-    assert list(fc.fc_limit) == [16, 256, 4096]
+    assert list(fc.fc_limit) == [16, 256, 4096] and set(fc.variant) == {""}  # nothing else swept: one line
     par = views.parallel_apply(apply)
     assert list(par.parallel_threads) == [0, 4] and par.replica_cpu_pct.notna().all()
     lag, end, catch = views.lag_of_run(apply, views.worst_lag_run(apply))

@@ -66,6 +66,10 @@ def test_category_ticks_are_short_upright_lines_in_natural_order():
                                    "galera t32 durability=relaxed"]  # t8 before t32
     assert ax["ticktext"][-1] == "galera<br>32 thr<br>relaxed" and ax["ticktext"][0] == "async<br>1 thr<br>fc limit 16"
     assert ax["tickangle"] == 0
+    many = pd.DataFrame({"label": [f"galera{i} oltp_update_index fc_limit=1000" for i in range(20)],
+                         "topology": "galera", "catch_up_s": 0.1})
+    ax = fig_json(charts.catch_up(many))["layout"]["xaxis"]
+    assert ax["tickangle"] == -90 and ax["ticktext"][0] == "galera0 · update index · fc limit 1000"  # on end: one line
     ratio = "group_replication (3 nodes) · oltp_update_index t8 fc_limit=1000"  # views.ratios' label
     assert charts.builders.tick_text(ratio) == "GR<br>3 nodes<br>update index<br>8 thr<br>fc limit 1000"
 
@@ -114,11 +118,25 @@ def test_flow_control_and_parallel_apply_and_wan():
     sweep = pd.DataFrame({"cluster": "galera", "fc_limit": [16, 256, 4096], "tps_mean": [500, 800, 900],
                           "lag_p95_ms": [5, 40, 400]})
     j = fig_json(charts.flow_control_sweep(sweep))
-    assert j["layout"]["xaxis"]["type"] == "log" and j["data"][1]["yaxis"] == "y2"
+    assert j["layout"]["xaxis"]["type"] == "log" and j["data"][1]["yaxis"] == "y2"  # throughput above, lag below
+    assert j["layout"]["xaxis2"]["tickvals"] == [16, 256, 4096]  # ticked at the limits measured
+    # two workloads, two durabilities: a column per workload, a dash per durability; each line varies the limit only
+    both = pd.concat([sweep.assign(workload=w, variant=v, tps_mean=sweep.tps_mean * k)
+                      for k, (w, v) in enumerate([(w, v) for w in ("oltp_read_write", "oltp_update_index")
+                                                  for v in ("durable", "relaxed")], start=1)])
+    fig = charts.flow_control_sweep(both)
+    assert all(len(t.x) == 3 for t in fig.data)
+    j = fig_json(fig)
+    assert {t["xaxis"] for t in j["data"]} == {"x", "x2", "x3", "x4"} and len(j["data"]) == 8
+    assert [t["name"] for t in j["data"] if t.get("showlegend") is not False] == ["galera durable", "galera relaxed"]
+    assert [a["text"] for a in j["layout"]["annotations"]] == ["read write", "update index"]
     par = pd.DataFrame({"cluster": "async", "parallel_threads": [0, 4, 8], "tps_mean": [900] * 3,
                         "lag_p95_ms": [900, 100, 50], "replica_cpu_pct": [30, 60, 80]})
     j = fig_json(charts.parallel_apply(par))
     assert {t["yaxis"] for t in j["data"]} == {"y", "y2", "y3"}
+    two = pd.concat([par.assign(variant="durable"), par.assign(variant="relaxed")])  # durability swept too
+    j = fig_json(charts.parallel_apply(two))
+    assert [(t["name"], t["line"]["dash"]) for t in j["data"][:2]] == [("async durable", "solid"), ("async relaxed", "dash")]
     wan = pd.DataFrame({"topology": ["async", "semisync", "galera"], "rtt_ms": [0, 20, 20],
                         "lat_pctl_ms": [0.4, 21, 22]})
     j = fig_json(charts.latency_vs_rtt(wan))
@@ -144,9 +162,14 @@ def test_catch_up_bars_with_min_max_whiskers():
     df = pd.DataFrame({"label": ["galera fc16", "galera fc4096"], "topology": "galera", "catch_up_s": [0.2, 3.0],
                        "catch_up_min": [0.1, 2.0], "catch_up_max": [0.4, 5.0]})
     j = fig_json(charts.catch_up(df, error_low="catch_up_min", error_high="catch_up_max"))
-    (bars,) = j["data"]
-    assert bars["type"] == "bar" and bars["marker"]["color"] == TOPOLOGY_COLORS["galera"]
-    assert bars["error_y"]["array"] == pytest.approx([0.2, 2.0]) and bars["error_y"]["arrayminus"] == pytest.approx([0.1, 1.0])
+    bars, whiskers = j["data"]
+    assert bars["type"] == "bar" and bars["marker"]["color"] == TOPOLOGY_COLORS["galera"] and "error_y" not in bars
+    assert whiskers["error_y"]["array"] == pytest.approx([0.2, 2.0])
+    assert whiskers["error_y"]["arrayminus"] == pytest.approx([0.1, 1.0]) and whiskers["showlegend"] is False
+    assert j["layout"]["barmode"] == "overlay"  # one bar per category, centred: no empty slot per other colour
+    one = df.assign(catch_up_min=[0.2, 2.0], catch_up_max=[0.2, 5.0])  # one run: no interval, no whisker
+    _, whiskers = fig_json(charts.catch_up(one, error_low="catch_up_min", error_high="catch_up_max"))["data"]
+    assert whiskers["x"] == ["galera fc4096"]
 
 
 def test_sustained_vs_peak_draws_the_bracket_and_marks_flow_control():
