@@ -122,6 +122,11 @@ def _stopped_on(campaign: Path) -> str:
 def headline(a: CampaignAnalysis) -> list[str]:
     """Every throughput ratio against the baseline as one plain sentence: how much, its interval, how many runs,
     and whether the difference is real (the report's findings and the main job's last lines)."""
+    return [f"{what}: {verdict}." for what, verdict in _ratio_findings(a)]
+
+
+def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
+    """Per throughput ratio: what was measured, and the verdict in words."""
     c = a.comparisons
     if c.empty:
         return []
@@ -142,16 +147,30 @@ def headline(a: CampaignAnalysis) -> list[str]:
         interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if bounded else "no interval"
         runs = f"{int(r.n)} run{'s' if r.n != 1 else ''}" + (f" against {int(r.n_baseline)}"
                                                             if pd.notna(r.get("n_baseline")) else "")
-        lines.append(f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) delivers {r.ratio:.2f}× {r.baseline}'s "
-                     f"throughput {where} ({interval}; {runs}): {_verdict_words(r)}.")
+        lines.append((f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) delivers {r.ratio:.2f}× "
+                      f"{r.baseline}'s throughput {where} ({interval}; {runs})", _verdict_words(r)))
     return lines
 
 
+#: a verdict shared by this many ratios or more is said once, over the list of them
+SAME_VERDICT = 6
+
+
 def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
-    lines = headline(a)
-    if not lines:
+    pairs = _ratio_findings(a)
+    if not pairs:
         return []
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    groups: dict[str, list[str]] = {}
+    for what, verdict in pairs:
+        groups.setdefault(verdict, []).append(what)
+    items = ""
+    for verdict, whats in groups.items():  # in the order the ratios come
+        if len(whats) < SAME_VERDICT:
+            items += "".join(f"<li>{html.escape(w)}: {html.escape(verdict)}.</li>" for w in whats)
+        else:
+            inner = "".join(f"<li>{html.escape(w)}.</li>" for w in whats)
+            items += (f"<li>{html.escape(verdict[:1].upper() + verdict[1:])}, for these {len(whats)} ratios:"
+                      f"<ul>{inner}</ul></li>")
     lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline (ratio of mean TPS; margin δ = '
             f"{a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is not called real).</p>"
             f"<ul>{items}</ul>"]

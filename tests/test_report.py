@@ -99,3 +99,22 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     subprocess.run([*flags, f"--screenshot={shot}", url], capture_output=True, timeout=120)
     w, h, colours = png_size_and_colours(shot)
     assert (w, h) == (1280, 2400) and colours > 50  # not a blank page
+
+
+def test_a_verdict_shared_by_many_ratios_is_said_once_over_their_list(tmp_path):
+    import dataclasses
+
+    import numpy as np
+
+    from benchlib.analysis.campaign import analyze
+    from benchlib.report import SAME_VERDICT, _findings, headline
+
+    a = analyze(DATA / "topologies")
+    one_run = a.comparisons.assign(n=1, n_baseline=1, ci_low=-np.inf, ci_high=np.inf, verdict="INCONCLUSIVE",
+                                   sigma_log=np.nan, runs_needed_per_side=np.nan)
+    single = dataclasses.replace(a, comparisons=one_run)  # as a campaign of one repetition: no interval anywhere
+    lines = headline(single)
+    assert len(lines) >= SAME_VERDICT and all("(no interval; 1 run against 1)" in line for line in lines)
+    lead = _findings(single, tmp_path)[0]
+    assert lead.count("1 run is too few to measure the noise") == 1  # said once, over the list
+    assert f"for these {len(lines)} ratios:<ul>" in lead and lead.count("<li>") == len(lines) + 1

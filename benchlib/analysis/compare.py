@@ -114,7 +114,7 @@ def agreement(means, ses=None, classes=None, batches=None, *, target: float = TA
     reasons = []
     if r < 3:
         reasons.append("fewer than 3 runs")
-    if h > target:
+    if h > target and np.isfinite(h):  # with one run there is no interval: "fewer than 3 runs" says it
         reasons.append(f"95% interval ±{h:.1%} wider than ±{target:.0%}")
     if outliers:
         reasons.append(f"outlier run {', '.join(str(i + 1) for i in outliers)}")

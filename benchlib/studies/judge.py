@@ -67,8 +67,18 @@ def ratio_claim(text: str, published: str, row: pd.Series | None, *, below: floa
                  above: float | None = None, how: str) -> dict[str, Any]:
     if row is None:
         return claim(text, published, None, NOT_MEASURED, how)
-    holds = judge(row.ratio, row.ci_low, row.ci_high, below=below, above=above)
-    return claim(text, published, f"{row.ratio:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]", holds, how)
+    if np.isfinite(row.ci_low) and np.isfinite(row.ci_high):
+        holds = judge(row.ratio, row.ci_low, row.ci_high, below=below, above=above)
+        return claim(text, published, f"{row.ratio:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]", holds, how)
+    # no interval (one run a side): as ``compare`` does, only a factor beyond run-to-run noise counts
+    f, r = SINGLE_RUN_FACTOR, row.ratio
+    if not np.isfinite(r):
+        holds = NOT_MEASURED
+    elif below is not None:
+        holds = YES if r < below / f else NO if r > below * f else NOT_SHOWN
+    else:
+        holds = YES if r > above * f else NO if r < above / f else NOT_SHOWN
+    return claim(text, published, f"{r:.2f} (no interval, one run a side: counts beyond x{f:g})", holds, how)
 
 
 SINGLE_RUN_FACTOR = 1.25  # with one run a side, a difference counts only beyond 25% (3x the ~8% run-to-run noise here)

@@ -22,6 +22,11 @@ def test_ratio_claims_carry_the_interval_and_say_not_measured_without_a_row():
     out = ratio_claim("galera is slower", "0.46", row, below=1.0, how="fieller")
     assert out["holds"] == YES and out["measured"] == "0.50 [0.45, 0.56]" and out["claim"] == "galera is slower"
     assert ratio_claim("x", "y", None, below=1.0, how="h")["holds"] == NOT_MEASURED
+    single = pd.Series({"ratio": 0.5, "ci_low": -np.inf, "ci_high": np.inf})  # one run a side: no interval
+    out = ratio_claim("galera is slower", "0.46", single, below=1.0, how="fieller")
+    assert out["holds"] == YES and out["measured"] == f"0.50 (no interval, one run a side: counts beyond x{SINGLE_RUN_FACTOR:g})"
+    assert ratio_claim("x", "y", single.replace(0.5, 0.9), below=1.0, how="h")["holds"] == NOT_SHOWN
+    assert ratio_claim("x", "y", single.replace(0.5, 1.5), below=1.0, how="h")["holds"] == NO
 
 
 def test_two_sides_with_runs_are_judged_by_fieller_at_fixed_seed():
