@@ -9,7 +9,8 @@ and measures the rendered page with the browser's own boxes:
   tick labels, axis titles, annotations: ``getBoundingClientRect`` of each SVG ``text``) and no text
   runs past the chart's own edges (it would be cut off in the PNG);
 - every chart has a title and a subtitle line under it;
-- the findings section (``#findings``) is there, with its sentences.
+- the findings section (``#findings``) is there, with its sentences (``finding_items``: one per ratio; a verdict said
+  once over a list of ratios is not an item).
 
 The copy gets one script that waits for plotly, measures, and writes its answer as JSON into the
 page; Chromium's ``--dump-dom`` returns it. Nothing is fetched: the page opens offline.
@@ -79,7 +80,7 @@ _SCRIPT = """<script>
     let items = [];
     if (findings) {
       let e = findings.nextElementSibling;
-      while (e && e.tagName !== 'H2') { e.querySelectorAll('li').forEach(li => items.push(li.textContent)); e = e.nextElementSibling; }
+      while (e && e.tagName !== 'H2') { e.querySelectorAll('li').forEach(li => { if (!li.querySelector('li')) items.push(li.textContent); }); e = e.nextElementSibling; }
     }
     return {viewport: window.innerWidth, page_width: document.documentElement.scrollWidth,
             wide: Array.from(document.body.querySelectorAll('*')).filter(e => e.getBoundingClientRect().right >
