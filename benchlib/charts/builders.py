@@ -122,7 +122,7 @@ def tick_text(label: str) -> str:
 
 #: how a setting reads in a tick (tick_text)
 SETTING_TICKS = {"fc_limit": "fc limit", "gr_applier_threshold": "fc limit", "parallel_threads": "appliers",
-                 "gr_consistency": ""}
+                 "applier_threads": "appliers", "gr_consistency": ""}
 #: topologies and workloads whose names are too long for a tick
 NAME_TICKS = {"group_replication": "GR", "insert_single": "insert"}
 
@@ -150,6 +150,8 @@ def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
                      tickfont=dict(size=size), categoryorder="array", categoryarray=labels, **where)
     grow = longest * size * 0.52 if on_end else (lines - 1) * (size + 4)
     fig.update_layout(margin=dict(b=(fig.layout.margin.b or 60) + int(grow)))
+    if on_end:  # the plot keeps its height: the chart grows by the ticks (taller than 16:9, never squashed)
+        fig.update_layout(height=(fig.layout.height or HEIGHT) + int(grow))
 
 
 def _figure(title: str, **layout) -> go.Figure:

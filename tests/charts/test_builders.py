@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from benchlib import charts
-from benchlib.charts.theme import TOPOLOGY_COLORS, lighter
+from benchlib.charts.theme import HEIGHT, TOPOLOGY_COLORS, lighter
 
 
 def fig_json(fig) -> dict:
@@ -68,8 +68,10 @@ def test_category_ticks_are_short_upright_lines_in_natural_order():
     assert ax["tickangle"] == 0
     many = pd.DataFrame({"label": [f"galera{i} oltp_update_index fc_limit=1000" for i in range(20)],
                          "topology": "galera", "catch_up_s": 0.1})
-    ax = fig_json(charts.catch_up(many))["layout"]["xaxis"]
+    lay = fig_json(charts.catch_up(many))["layout"]
+    ax = lay["xaxis"]
     assert ax["tickangle"] == -90 and ax["ticktext"][0] == "galera0 · update index · fc limit 1000"  # on end: one line
+    assert lay["height"] - lay["margin"]["b"] == HEIGHT - 60  # the plot keeps its height: the chart grows instead
     ratio = "group_replication (3 nodes) · oltp_update_index t8 fc_limit=1000"  # views.ratios' label
     assert charts.builders.tick_text(ratio) == "GR<br>3 nodes<br>update index<br>8 thr<br>fc limit 1000"
 
