@@ -79,12 +79,8 @@ def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
     sizes = cluster_sizes(a)
     c["size"] = c["cluster"].map(sizes)
     c["label"] = c["topology"] + " (" + c["size"].astype(str) + " nodes)"
-    # one bar per configuration: what else varies (workload, threads, settings) follows " · " as a configuration label
-    varying = [k for k in config_columns(a.param_columns)
-               if k not in ("cluster", "topology", "workload", "durability") and k in c and c[k].nunique(dropna=True) > 1]
-    workload = "workload" in c and c.workload.nunique(dropna=True) > 1
-    rest = [" ".join(filter(None, [str(r["workload"]) if workload else "", label(r, varying)])) for _, r in c.iterrows()]
-    c["label"] += [f" · {x}" if x else "" for x in rest]
+    # one bar per configuration: what else varies (workload, threads, settings) follows " · " (durability: the shade)
+    c["label"] += [f" · {x}" if x else "" for x in _settings(a, c, skip=("durability",))]
     return _with_durability(a, c)
 
 
@@ -287,11 +283,22 @@ def config_labels(a: CampaignAnalysis, df: pd.DataFrame) -> list[str]:
     """A label per configuration row of ``df`` (x of the bar charts): the cluster, the workload when there are
     several, then every other setting that differs between the rows ("galera3 oltp_update_index
     durability=relaxed fc_limit=16"): two configurations never share a label, so never a bar."""
-    keys = [k for k in config_columns(a.param_columns)
-            if k in df and k not in ("cluster", "topology", "workload") and df[k].nunique(dropna=True) > 1]
+    return [" ".join(filter(None, [str(cluster), rest])) for cluster, rest in zip(df["cluster"], _settings(a, df))]
+
+
+def _varying(a: CampaignAnalysis, df: pd.DataFrame, skip: tuple[str, ...] = ()) -> list[str]:
+    """The campaign's configuration columns (not the cluster, its topology nor ``skip``) that differ between
+    the rows of ``df``."""
+    return [k for k in config_columns(a.param_columns)
+            if k in df and k not in ("cluster", "topology", *skip) and df[k].nunique(dropna=True) > 1]
+
+
+def _settings(a: CampaignAnalysis, df: pd.DataFrame, skip: tuple[str, ...] = ()) -> list[str]:
+    """Per row of ``df``: the workload when there are several, then ``config_label`` of the other settings that
+    differ ("oltp_update_index durability=relaxed fc_limit=16"; '' when nothing differs)."""
+    keys = _varying(a, df, ("workload", *skip))
     workloads = "workload" in df and df.workload.nunique() > 1
-    return [" ".join(filter(None, [str(r["cluster"]), str(r["workload"]) if workloads else "", label(r, keys)]))
-            for _, r in df.iterrows()]
+    return [" ".join(filter(None, [str(r["workload"]) if workloads else "", label(r, keys)])) for _, r in df.iterrows()]
 
 
 def flow_control(a: CampaignAnalysis) -> pd.DataFrame:
@@ -309,8 +316,7 @@ def _variants(a: CampaignAnalysis, c: pd.DataFrame, swept: str, apart: tuple[str
     """Per row of ``c``, in words, what else than ``swept`` (and the cluster, and ``apart``: what the chart draws
     in panels of their own) the campaign varied ("relaxed", "32 threads", "fc_limit 16"; '' when nothing): a line
     per cluster and variant varies ``swept`` alone."""
-    keys = [k for k in config_columns(a.param_columns)
-            if k not in ("cluster", "topology", swept, *apart) and k in c and c[k].nunique(dropna=True) > 1]
+    keys = _varying(a, c, (swept, *apart))
 
     def words(r) -> str:
         return " ".join(str(r[k]) if k in ("durability", "workload") else f"{r[k]:g} threads" if k == "threads" else

@@ -136,6 +136,19 @@ def _natural(label: str) -> tuple:
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
+def _dash_styles(values: Iterable) -> dict:
+    """One dash style per value, in order of first appearance."""
+    return {v: DASHES[i % len(DASHES)] for i, v in enumerate(dict.fromkeys(values))}
+
+
+def _legend_above_panel_titles(fig: go.Figure) -> None:
+    """A chart of panels with titles: the legend sits above the first panel's title, under the chart's title
+    (the top margin holds both). Call once the figure's height and bottom margin are final."""
+    height = fig.layout.height or HEIGHT
+    plot_h = height - 100 - (fig.layout.margin.b if fig.layout.margin.b is not None else 60)
+    fig.update_layout(margin=dict(t=100), legend=dict(yanchor="bottom", y=1 + 30 / plot_h))
+
+
 def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
     """Ticks of a categorical x axis as short lines (tick_text), in natural order, upright and smaller when
     there are many; past 16, one line each (" · " between the parts) turned on end, since a block of lines
@@ -207,7 +220,7 @@ def throughput_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "tps
 def _lines(fig, df, x, y, color, dash=None, low=None, high=None, *, row=None, col=None, name_suffix="",
            line_dash=None, showlegend=True, colors: dict | None = None, dashes: dict | None = None) -> None:
     colors = colors or _colors(df[color])
-    dashes = dashes or ({v: DASHES[i % len(DASHES)] for i, v in enumerate(dict.fromkeys(df[dash]))} if dash else {})
+    dashes = dashes or (_dash_styles(df[dash]) if dash else {})
     keys = [color] + ([dash] if dash else [])
     for key, d in df.sort_values(x, kind="stable").groupby(keys, sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -334,13 +347,11 @@ def flow_control_sweep(df: pd.DataFrame, *, x: str = "fc_limit", y: str = "tps_m
     fig = make_subplots(rows=2, cols=len(panels), shared_xaxes=True, vertical_spacing=0.08, horizontal_spacing=0.07,
                         subplot_titles=[_short(str(p)) for p in panels] if panels[0] is not None else None)
     fig.update_layout(template=TEMPLATE, title=title or "Flow control: throughput and replica lag")
-    if panels[0] is not None:  # the legend above the panels' titles, as in cost_bars
-        height = HEIGHT + 60
-        fig.update_layout(height=height, margin=dict(t=100), legend=dict(yanchor="bottom", y=1 + 30 / (height - 160)))
-    colors = _colors(df[color])  # every panel in the same colours and dashes
-    dashes = {v: DASHES[i % len(DASHES)] for i, v in enumerate(dict.fromkeys(df[dash]))} if dash else None
-    rank = {color: {c: i for i, c in enumerate(colors)}, dash: {v: i for i, v in enumerate(dashes or {})}}
-    df = df.sort_values([color, dash] if dash else [color], key=lambda s: s.map(rank[s.name]))  # legend order
+    if panels[0] is not None:
+        fig.update_layout(height=HEIGHT + 60)
+        _legend_above_panel_titles(fig)
+    df = df.sort_values([color, dash] if dash else [color], kind="stable")  # legend: by cluster, then variant
+    colors, dashes = _colors(df[color]), _dash_styles(df[dash]) if dash else None  # the same in every panel
     for i, p in enumerate(panels, start=1):
         d = df if p is None else df[df[panel] == p]
         for row, col in ((1, y), (2, lag)):
@@ -503,7 +514,6 @@ def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: 
                         hovertemplate=f"{role}: %{{y:.3g}}<extra></extra>", row=row, col=1)
             _whisker_bars(fig, dr, x, y, error_low, error_high, offsetgroup=slot, legendgroup=str(role), row=row, col=1)
     _category_axis(fig, df[x], row=len(panels), col=1)
-    ticks = fig.layout.margin.b - 60  # the panels keep their height: the chart grows by what the ticks take
-    plot_h = height - 100 - 60  # the legend above the first panel's title, under the chart's title
-    fig.update_layout(height=height + ticks, legend=dict(yanchor="bottom", y=1 + 30 / plot_h))
+    fig.update_layout(height=height + fig.layout.margin.b - 60)  # the panels keep their height under long ticks
+    _legend_above_panel_titles(fig)
     return fig

@@ -126,23 +126,20 @@ def _n_runs(a) -> str:
     return f"{n} run{'' if n == '1' else 's'}"
 
 
-def _durabilities(a) -> int:
-    return int(views.ratios(a, "tps").durability.nunique()) if not a.comparisons.empty else 0
-
-
-def _bounded(a) -> int:
-    """How many throughput ratios have a finite interval (none with one run a side and no rounds)."""
-    c = views.ratios(a, "tps") if not a.comparisons.empty else pd.DataFrame(columns=["ci_low", "ci_high"])
-    return int((np.isfinite(c.ci_low.astype(float)) & np.isfinite(c.ci_high.astype(float))).sum())
-
-
-def _ratio_whiskers(a) -> str:
-    if not _bounded(a):
-        return (f"no whisker: with {_n_runs(a)} a side and no repetition rounds there is no interval "
-                "(a campaign with repetitions of 2 or more gives one).")
-    unbounded = len(views.ratios(a, "tps")) - _bounded(a)
-    return (f"whisker: 95% interval, {_ratio_method(a)}" +
-            (f"; none where a side has a single run ({unbounded})." if unbounded else "."))
+def _ratio_caption(a) -> str:
+    """What a ratio bar and its whisker are; none where a ratio has no interval (one run a side, no rounds)."""
+    c = views.ratios(a, "tps") if not a.comparisons.empty else pd.DataFrame(columns=["ci_low", "ci_high", "durability"])
+    bounded = int((np.isfinite(c.ci_low.astype(float)) & np.isfinite(c.ci_high.astype(float))).sum())
+    if not bounded:
+        whisker = (f"no whisker: with {_n_runs(a)} a side and no repetition rounds there is no interval "
+                   "(a campaign with repetitions of 2 or more gives one).")
+    else:
+        unbounded = len(c) - bounded
+        whisker = (f"whisker: 95% interval, {_ratio_method(a)}" +
+                   (f"; none where a side has a single run ({unbounded})." if unbounded else "."))
+    shade = (" Relaxed durability lighter" + (", its interval on the right." if bounded else ".")
+             if c.durability.nunique() > 1 else "")
+    return f"Bar: ratio of mean throughput to the baseline's; {whisker}{shade}"
 
 
 def _ratio_method(a) -> str:
@@ -154,10 +151,7 @@ def _ratio_method(a) -> str:
 
 #: the one-line method under each chart: what a bar, a line and a whisker are
 CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
-    "ratio_vs_baseline": lambda a: (f"Bar: ratio of mean throughput to the baseline's; {_ratio_whiskers(a)}"
-                                    + (" Relaxed durability lighter" + (", its interval on the right."
-                                                                        if _bounded(a) else ".")
-                                       if _durabilities(a) > 1 else "")),
+    "ratio_vs_baseline": _ratio_caption,
     "throughput_vs_threads": lambda a: (f"Mean throughput of {_n_runs(a)} per point; whisker: 95% interval of "
                                         "that mean, run-to-run spread included."),
     "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_n_runs(a)}; log scale.",
