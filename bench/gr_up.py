@@ -1,7 +1,7 @@
 """Bring-up time and idle memory of MySQL labs: a 3-member Group Replication group, 9 members, study 000's mixed lab.
 
-`Lab.up` from nothing to ready (every member ONLINE in a group of all; replicas caught
-up; Galera Synced), with the phases Lab.up reports (servers started, then the group
+`LocalLab.up` from nothing to ready (every member ONLINE in a group of all; replicas caught
+up; Galera Synced), with the phases LocalLab.up reports (servers started, then the group
 formed), then the idle memory (PSS) of the lab's servers, then `down`. "Cold" clears the
 template cache (mysqld --initialize-insecure and the seed's accounts run once); "warm"
 reuses it. Figures, not assertions; goal for the 3-member group, warm: <= 4 s.
@@ -28,7 +28,7 @@ ROOT = enter()
 from lab_up import memory_mib  # noqa: E402
 
 from benchlib.lab.cleanup import cleanup  # noqa: E402
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.lab.layout import lab_root  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
 
@@ -53,7 +53,7 @@ def one_run(s: LabSpec, cold: bool) -> tuple[float, float, float]:
             phases[m.group(1)] = float(m.group(2))
 
     t0 = time.perf_counter()
-    lab = Lab.up(s, progress=progress)
+    lab = LocalLab.up(s, progress=progress)
     elapsed = time.perf_counter() - t0
     try:
         time.sleep(2)  # idle

@@ -1,6 +1,6 @@
 """Bring-up time and idle memory of the 6-node lab (async primary + 2 replicas, 3-node Galera).
 
-Measures `Lab.up` from nothing to fully ready (replicas caught up with the
+Measures `LocalLab.up` from nothing to fully ready (replicas caught up with the
 primary, every Galera node Synced in a primary component of 3), then the idle
 resident memory of the lab's processes, then takes it down. "Cold" runs start
 with an empty template cache (mariadb-install-db runs once); "warm" runs reuse it.
@@ -25,7 +25,7 @@ from _common import demo_spec, enter  # noqa: E402
 ROOT = enter()
 
 from benchlib.lab.cleanup import cleanup  # noqa: E402
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.lab.layout import lab_root  # noqa: E402
 from benchlib.lab.spec import LabSpec  # noqa: E402
 
@@ -47,7 +47,7 @@ def one_run(spec: LabSpec, cold: bool) -> tuple[float, tuple[float, float]]:
     if cold:
         shutil.rmtree(lab_root() / ".cache", ignore_errors=True)
     t0 = time.perf_counter()
-    lab = Lab.up(spec)
+    lab = LocalLab.up(spec)
     elapsed = time.perf_counter() - t0
     try:
         time.sleep(2)  # idle

@@ -34,7 +34,7 @@ import pandas as pd  # noqa: E402
 
 from benchlib.analysis.campaign import analyze  # noqa: E402
 from benchlib.campaign.runner import run_campaign  # noqa: E402
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.labs import load_lab_spec  # noqa: E402
 
 ALL = set(range(os.cpu_count() or 1))
@@ -49,7 +49,7 @@ def _affinity(pid: int, cpus: set[int]) -> None:
             pass
 
 
-def _servers(lab: Lab) -> dict[str, list[int]]:
+def _servers(lab: LocalLab) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for name, node in lab.layout.nodes.items():
         pid = lab.pid(node)
@@ -58,7 +58,7 @@ def _servers(lab: Lab) -> dict[str, list[int]]:
     return out
 
 
-def _resume(lab: Lab) -> None:
+def _resume(lab: LocalLab) -> None:
     for pids in _servers(lab).values():
         for pid in pids:
             os.kill(pid, signal.SIGCONT)
@@ -67,7 +67,7 @@ def _resume(lab: Lab) -> None:
 
 
 def _hook(variant: str):
-    def before_run(lab: Lab, run) -> None:
+    def before_run(lab: LocalLab, run) -> None:
         _resume(lab)
         if "pin" in variant:
             client, servers = {0}, ALL - {0}
@@ -107,7 +107,7 @@ def main() -> None:
     (work / "lab.toml").write_text('name = "benchnoise"\n[defaults]\ndurability = "durable"\nbuffer_pool = "128M"\n'
                                    '[clusters.async]\ntopology = "async"\nreplicas = 2\n'
                                    '[clusters.galera]\ntopology = "galera"\nnodes = 3\n')
-    lab = Lab.up(load_lab_spec(work / "lab.toml"))
+    lab = LocalLab.up(load_lab_spec(work / "lab.toml"))
     rows = []
     rng = random.Random(5)
     try:

@@ -22,7 +22,7 @@ from _common import demo_spec, enter, processes_cpu_s  # noqa: E402
 
 ROOT = enter()
 
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.sampling.host import HostProbe, ProcessProbe  # noqa: E402
 from benchlib.sampling.probe import Sampler  # noqa: E402
 from benchlib.sampling.session import build_sampling  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=6)
     args = ap.parse_args()
-    lab = Lab.up(demo_spec("benchkinds"))
+    lab = LocalLab.up(demo_spec("benchkinds"))
     try:
         pids = [lab.pid(n) for n in lab.layout.nodes]
 

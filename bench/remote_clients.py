@@ -34,7 +34,7 @@ ROOT = enter()
 from benchlib.campaign.run import prepare_dataset  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.sysbench.process import run_sysbench  # noqa: E402
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.lab.spec import load_spec  # noqa: E402
 from benchlib.sampling.clock import server_offset  # noqa: E402
 from benchlib.remote.lab import RemoteLab  # noqa: E402
@@ -60,7 +60,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
     (work / "lab.toml").write_text('name = "benchrmt"\n[defaults]\nbuffer_pool = "128M"\n'
                                    '[clusters.async]\ntopology = "async"\nreplicas = 1\n')
-    lab = Lab.up(load_spec(work / "lab.toml"))
+    lab = LocalLab.up(load_spec(work / "lab.toml"))
     try:
         with namespace_client_hosts(2) as hosts:
             generated = secrets.token_urlsafe(18)  # the bench account's password, only in this process
@@ -81,7 +81,7 @@ def main() -> None:
         lab.down()
 
 
-def measure(args, lab: Lab, rlab: RemoteLab, names: list[str], work: Path) -> None:
+def measure(args, lab: LocalLab, rlab: RemoteLab, names: list[str], work: Path) -> None:
     ssh = rlab.ssh
 
     print("clock offsets (one real clock: the estimate's size is its error)")

@@ -47,12 +47,12 @@ def main() -> None:
     manifests = [read_manifest(result.path / r.run_id) for r in result.plan]
     overheads = []
     for prev, m in zip(manifests, manifests[1:]):
-        wall = _t(m["ended_utc"]) - _t(prev["ended_utc"])
-        window = m["load_window_s"][1] - m["load_window_s"][0]
-        catch_up = m["catch_up_s"] or 0.0
+        wall = _t(m.ended_utc) - _t(prev.ended_utc)
+        window = m.load_window_s[1] - m.load_window_s[0]
+        catch_up = m.catch_up_s or 0.0
         overheads.append(wall - window - catch_up)
-        print(f"  {m['run_id']}: wall {wall:.2f} s = load {window:.2f} + catch-up {catch_up:.2f} "
-              f"+ overhead {overheads[-1]:.2f} s ({m['status']}, {m['params'].get('durability')})")
+        print(f"  {m.run_id}: wall {wall:.2f} s = load {window:.2f} + catch-up {catch_up:.2f} "
+              f"+ overhead {overheads[-1]:.2f} s ({m.status}, {m.params.get('durability')})")
     print(f"per-run overhead: median {statistics.median(overheads):.2f} s "
           f"(min {min(overheads):.2f}, max {max(overheads):.2f}, n={len(overheads)}); target <= 2 s")
 

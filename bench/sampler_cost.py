@@ -31,7 +31,7 @@ from scipy import stats  # noqa: E402
 
 from benchlib.campaign.run import prepare_dataset  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.sampling.session import build_sampling  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
 
@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--seconds", type=int, default=10)
     args = ap.parse_args()
-    lab = Lab.up(demo_spec("benchsamp"))
+    lab = LocalLab.up(demo_spec("benchsamp"))
     try:
         opts = SysbenchOptions(workload="oltp_read_write", tables=4, table_size=10000, threads=8, time_s=args.seconds)
         prepare_dataset(lab, "async-1", opts)

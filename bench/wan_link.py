@@ -26,7 +26,7 @@ from _common import enter  # noqa: E402
 
 ROOT = enter()
 
-from benchlib.lab.lab import Lab  # noqa: E402
+from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.lab.spec import parse_spec  # noqa: E402
 
 RECEIVER = """
@@ -54,7 +54,7 @@ def main() -> None:
     args = ap.parse_args()
     spec = parse_spec(f'name = "benchwan"\n[clusters.s]\ntopology = "single"\n'
                       f'[sites.far]\nnodes = ["s-1"]\nrtt_ms = {args.rtt}\n')
-    lab = Lab.up(spec)
+    lab = LocalLab.up(spec)
     try:
         node = lab.node("s-1")
         relay = lab.record.link_pid

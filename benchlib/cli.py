@@ -48,9 +48,9 @@ def doctor() -> None:
 def lab_up(spec: Path = typer.Argument(..., help="lab spec (TOML), e.g. examples/labs/async-1p2r.toml"),
            timeout: float = typer.Option(120.0, help="seconds to wait for the lab to be ready")) -> None:
     """Bring a lab up (or heal it, if the same spec is already up) and print its status."""
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
-    lab = Lab.up(spec, timeout=timeout, progress=_progress)
+    lab = LocalLab.up(spec, timeout=timeout, progress=_progress)
     _print_status(lab)
 
 
@@ -83,9 +83,9 @@ def lab_list() -> None:
 @lab_app.command("down")
 def lab_down(name: Optional[str] = typer.Argument(None, help="lab name (default: the only lab that is up)")) -> None:
     """Stop every node and relay of a lab, delete its namespaces and its directory."""
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
-    lab = Lab.open(name)
+    lab = LocalLab.open(name)
     lab.down()
     typer.echo(f"lab {lab.name} is down")
 
@@ -94,9 +94,9 @@ def lab_down(name: Optional[str] = typer.Argument(None, help="lab name (default:
 def lab_heal(name: Optional[str] = typer.Argument(None, help="lab name"),
              timeout: float = typer.Option(120.0, help="seconds to wait for rejoined nodes")) -> None:
     """Restart nodes that are down and wait until they have rejoined (async: GTID position; Galera: IST)."""
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
-    lab = Lab.open(name)
+    lab = LocalLab.open(name)
     restarted = lab.heal(timeout=timeout, progress=_progress)
     typer.echo(f"restarted: {', '.join(restarted)}" if restarted else "every node was up")
     _print_status(lab)
@@ -127,10 +127,10 @@ def lab_set(assignments: list[str] = typer.Argument(..., help="setting=value, e.
 @lab_app.command("rtt")
 def lab_rtt(name: Optional[str] = typer.Argument(None, help="lab name")) -> None:
     """Measure the round-trip time to every node of every WAN site."""
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
     from benchlib.lab.wan import measure_rtt
 
-    lab = Lab.open(name)
+    lab = LocalLab.open(name)
     if not lab.layout.sites:
         typer.echo("this lab has no WAN sites")
         return
@@ -167,16 +167,19 @@ def lab_sql(ctx: typer.Context,
             node: str = typer.Argument(..., help="node name, e.g. async-1"),
             name: Optional[str] = typer.Option(None, "--lab", help="lab name"),
             user: str = typer.Option("bench", help="bench (over TCP, as a client would) or root (unix socket)")) -> None:
-    """Open the mariadb client on a node (extra arguments go to the client, e.g. -e "SHOW SLAVE STATUS\\G").
+    """Open the node's own client (mariadb, mysql) on a node (extra arguments go to the client, e.g.
+    -e "SHOW REPLICA STATUS\\G").
 
     The password is read from a mode-600 client option file, never passed on the command line."""
     import os
 
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
-    lab = Lab.open(name)
-    argv = ["mariadb", f"--defaults-extra-file={lab.client_option_file(user)}", *lab.client_args(lab.node(node), user),
-            *ctx.args]
+    lab = LocalLab.open(name)
+    n = lab.node(node)
+    server = lab.server(n.cluster)
+    argv = server.argv(f"--defaults-extra-file={lab.client_option_file(user)}", *lab.client_args(n, user), *ctx.args,
+                       program=Path(server.program(lab.flavor(n.cluster).client)))
     os.execvp(argv[0], argv)
 
 
@@ -388,11 +391,11 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     import time
 
     from benchlib.campaign.spec import load_campaign_spec
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
     _, lab_spec = load_campaign_spec(spec)
     typer.echo(f"bringing up lab {lab_spec.name} ...")
-    lab = Lab.up(lab_spec, progress=_progress)
+    lab = LocalLab.up(lab_spec, progress=_progress)
     try:
         _print_status(lab)
         for line in lab.check().lines():

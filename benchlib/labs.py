@@ -49,7 +49,7 @@ def open_lab(spec: AnyLabSpec, *, bring_up: bool = False,
         from benchlib.remote.lab import RemoteLab
 
         return RemoteLab(spec), False
-    from benchlib.lab.lab import Lab as LocalLab
+    from benchlib.lab.lab import LocalLab
     from benchlib.lab.state import list_labs
 
     if spec.name in list_labs():
@@ -69,6 +69,6 @@ def open_target(target: str | None) -> Lab:
     """What the ``lab`` commands take: a spec file (local or remote) or the name of a local lab that is up."""
     if target and (target.endswith(".toml") or Path(target).is_file()):
         return open_lab(load_lab_spec(target))[0]
-    from benchlib.lab.lab import Lab as LocalLab
+    from benchlib.lab.lab import LocalLab
 
     return LocalLab.open(target)

@@ -1,4 +1,5 @@
-"""The run manifest, typed: what every run folder says about itself, and how older formats are upgraded.
+"""The run store's records, typed: what every run folder says about itself (``Manifest``, with upgraders for
+older formats) and what a campaign folder says once about its campaign (``CampaignRecord``, its campaign.json).
 
 A run's ``manifest.json`` is written once by the run store (``benchlib.store.RunWriter``). ``Manifest``
 is its typed view (pydantic; fields benchlib does not know are kept, not refused), read through the
@@ -18,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.errors import StoreError
 
-__all__ = ["FORMAT_VERSION", "ClusterFacts", "LabFacts", "Manifest", "UPGRADERS", "upgrade"]
+__all__ = ["FORMAT_VERSION", "CampaignRecord", "ClusterFacts", "LabFacts", "Manifest", "UPGRADERS", "upgrade"]
+
+MARGIN = 0.02  # the equivalence margin delta when a campaign sets none
 
 FORMAT_VERSION = 2
 
@@ -46,6 +49,8 @@ class ClusterFacts(_Open):
     nodes: list[NodeFacts] = Field(default_factory=list)
     durability: str | None = None  # the lab's durability profile (a run's own setting is in its params)
     binlog: bool | None = None
+    server: str | None = None  # the server binaries a local cluster ran ("MySQL 9.7.4")
+    mode: str | None = None  # a remote group's mode (single-primary, multi-primary)
 
     @property
     def rtt_ms(self) -> float | None:
@@ -80,6 +85,13 @@ class Manifest(_Open):
     catch_up_low_s: float | None = None
     in_sync_wait_s: float | None = None
     sampler: dict[str, Any] = Field(default_factory=dict)
+    server_variables: dict[str, dict[str, Any]] = Field(default_factory=dict)  # node -> variable -> value
+    sysbench: dict[str, Any] = Field(default_factory=dict)  # the options of the load
+    campaign: dict[str, Any] = Field(default_factory=dict)  # its campaign's name and resolved specs
+    git_revision: str | None = None
+    warmup_s: float | None = None
+    client_hosts: dict[str, Any] | None = None
+    clock_offsets: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Manifest":
@@ -89,6 +101,46 @@ class Manifest(_Open):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest as it is written (every field, those benchlib does not know included)."""
+        return self.model_dump(mode="json")
+
+
+class CampaignRecord(_Open):
+    """A campaign folder's ``campaign.json``: the resolved campaign and lab specs and the plan (written once, when
+    the folder is created), what its runs sample, the host and the revision. Read once per analysis
+    (``benchlib.store.read_campaign_record``); fields benchlib does not know are kept."""
+
+    campaign: dict[str, Any] = Field(default_factory=dict)  # the campaign spec, resolved
+    lab: dict[str, Any] = Field(default_factory=dict)  # the lab spec, resolved
+    plan: list[dict[str, Any]] = Field(default_factory=list)  # one row per planned run: run_id and parameters
+    metrics: list[str] = Field(default_factory=list)  # what every run samples beyond lag and replication state
+    created_utc: str | None = None
+    git_revision: str | None = None
+    host: dict[str, Any] = Field(default_factory=dict)  # the machine: cpus, cpu_model, kernel, memory
+
+    @property
+    def name(self) -> str:
+        return str(self.campaign.get("name") or "")
+
+    @property
+    def margin(self) -> float:
+        """The equivalence margin the campaign's spec set, else 2%."""
+        value = self.campaign.get("margin")
+        return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else MARGIN
+
+    @property
+    def search_precision(self) -> float:
+        return float((self.campaign.get("search") or {}).get("precision", 0.02))
+
+    @property
+    def cores(self) -> int | None:
+        return self.host.get("cpus")
+
+    def plan_values(self, key: str) -> set[Any]:
+        """The values ``key`` takes over the planned runs."""
+        return {run.get(key) for run in self.plan if key in run}
 
 
 # ---- upgraders -----------------------------------------------------------------------------------------------

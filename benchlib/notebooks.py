@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.errors import BenchlibError
+from benchlib.store import CampaignRecord, read_campaign_record
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -116,39 +117,35 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
     return output
 
 
-def _plan_has(record: dict, key: str, values: int = 1) -> bool:
-    seen = {str(run.get(key)) for run in record.get("plan", []) if run.get(key) is not None}
-    return len(seen) >= values
+def _study_named(name: str):
+    from benchlib.studies.base import study_named
+
+    return study_named(name)
 
 
-def _a_study(name: str) -> bool:
-    from benchlib.studies import STUDIES
-
-    return name.startswith("study") and name[5:8] in STUDIES
+def _plan_has(record: CampaignRecord, key: str, values: int = 1) -> bool:
+    return len({str(v) for v in record.plan_values(key) if v is not None}) >= values
 
 
 #: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows
 ANALYSIS_NOTEBOOKS: dict[str, Any] = {
-    "compare": lambda r: len({run.get("topology") for run in r.get("plan", [])}) > 1,
+    "compare": lambda r: len(r.plan_values("topology")) > 1,
     "stability": lambda r: True,
     "lag": lambda r: True,
     "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
-    "wan": lambda r: bool((r.get("lab") or {}).get("sites")),
-    "resources": lambda r: "host" in r.get("metrics", []),
-    "study": lambda r: _a_study(str((r.get("campaign") or {}).get("name", ""))),
+    "wan": lambda r: bool(r.lab.get("sites")),
+    "resources": lambda r: "host" in r.metrics,
+    "study": lambda r: _study_named(r.name) is not None,
 }
 
 
 def applicable(campaign: Path) -> list[str]:
     """The analysis notebooks that have something to show for ``campaign``."""
-    import json
-
-    record_path = Path(campaign) / "campaign.json"
-    if not record_path.exists():
+    record = read_campaign_record(campaign)
+    if record is None:
         raise NotebookError(f"{campaign} is not a campaign folder (no campaign.json)",
                             hint="a campaign folder is runs/<name>/, as benchlib run leaves it")
-    record = json.loads(record_path.read_text())
     return [name for name, wants in ANALYSIS_NOTEBOOKS.items() if wants(record)]
 
 

@@ -16,7 +16,7 @@ from benchlib.errors import SpecError
 
 __all__ = ["Strict", "format_validation", "read_toml"]
 
-_TOPOLOGY_TAGS = {"single", "async", "semisync", "galera"}
+_TOPOLOGY_TAGS = ("single", "async", "semisync", "galera", "group_replication")
 
 
 class Strict(BaseModel):
@@ -47,11 +47,11 @@ def format_validation(err: ValidationError, source: str) -> str:
         if e["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; see examples/labs/)"
         elif e["type"] == "union_tag_invalid":
-            msg = "topology must be one of: single, async, semisync, galera"
+            msg = f"topology must be one of: {', '.join(_TOPOLOGY_TAGS)}"
         elif e["type"] == "string_pattern_mismatch" and loc == "name":
             msg = f"lab name {e['input']!r}: lower-case letters, digits and '-', starting with a letter, at most 24"
         elif e["type"] == "union_tag_not_found":
-            msg = "missing 'topology' (one of: single, async, semisync, galera)"
+            msg = f"missing 'topology' (one of: {', '.join(_TOPOLOGY_TAGS)})"
         elif "input" in e and e["type"] not in {"missing"} and not isinstance(e["input"], dict):
             msg = f"{msg} (got {e['input']!r})"
         lines.append(f"  {source}: {loc or '(top level)'}: {msg}")

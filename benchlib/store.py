@@ -33,11 +33,11 @@ from typing import Any, Iterable
 import pandas as pd
 
 from benchlib.errors import SecretRefusedError, StoreError
-from benchlib.manifest import FORMAT_VERSION, UPGRADERS, Manifest, upgrade
+from benchlib.manifest import FORMAT_VERSION, UPGRADERS, CampaignRecord, Manifest, upgrade
 from benchlib.schema import CLUSTER, HISTOGRAM, INTERVALS, LAG, Schema
 
-__all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "Manifest", "RUN_FACTS", "Run", "RunWriter", "SecretRefusedError",
-           "StoreError", "list_runs", "load_campaign", "read_manifest", "read_run"]
+__all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter", "SecretRefusedError",
+           "StoreError", "list_runs", "load_campaign", "read_campaign_record", "read_manifest", "read_run"]
 
 FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM}
 TMP_PREFIX = ".tmp-"
@@ -121,19 +121,20 @@ class RunWriter:
 @dataclass
 class Run:
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
-        return self.manifest["run_id"]
+        return self.manifest.run_id
 
     @property
     def ok(self) -> bool:
-        return self.manifest["status"] == "ok"
+        return self.manifest.ok
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
+def read_manifest(run_dir: Path) -> Manifest:
+    """The typed manifest of a run folder (upgraded when an older benchlib wrote it)."""
     path = run_dir / "manifest.json"
     try:
         manifest = json.loads(path.read_text())
@@ -141,14 +142,25 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise StoreError(f"{run_dir} is not a run folder (no manifest.json)") from None
     except json.JSONDecodeError as exc:
         raise StoreError(f"{path} is damaged: {exc}") from None
-    return upgrade(manifest, str(path))
+    return Manifest.model_validate(upgrade(manifest, str(path)))
+
+
+def read_campaign_record(folder: str | Path) -> CampaignRecord | None:
+    """A campaign folder's campaign.json, typed (None: a folder without one, such as a bare set of runs)."""
+    path = Path(folder) / "campaign.json"
+    try:
+        return CampaignRecord.model_validate(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        raise StoreError(f"{path} is damaged: {exc}") from None
 
 
 def read_run(run_dir: str | Path) -> Run:
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     frames = {}
-    for kind in manifest.get("frames", []):
+    for kind in manifest.frames:
         df = pd.read_parquet(run_dir / f"{kind}.parquet")
         frames[kind] = FRAMES[kind].validate(df, str(run_dir / f"{kind}.parquet"))
     return Run(run_dir, manifest, frames)
@@ -178,10 +190,9 @@ RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_sta
              "server_version", "rtt_ms", "lab_durability", "binlog")
 
 
-def _run_facts(data: dict[str, Any]) -> dict[str, Any]:
+def _run_facts(m: Manifest) -> dict[str, Any]:
     """What the ``runs`` table carries from a manifest besides the parameters: outcome, times, sampling,
     and the cluster's run facts (system, placement, largest round trip, the lab's durability, binary log)."""
-    m = Manifest.of(data)
     window = m.load_window_s or [None, None]
     summary = {f"summary_{k}": v for k, v in m.summary.items()}
     facts = m.lab.facts
@@ -227,14 +238,14 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
     rows = []
     params_of = []
     for m in manifests:
-        params = _flat(m.get("params", {}))
+        params = _flat(m.params)
         params_of.append(params)
-        rows.append({"run_id": m["run_id"], **_run_facts(m), **params})
+        rows.append({"run_id": m.run_id, **_run_facts(m), **params})
     runs_table = pd.DataFrame(rows)
     result: dict[str, pd.DataFrame] = {}
-    keep = [i for i, m in enumerate(manifests) if m["status"] == "ok" or failed]
+    keep = [i for i, m in enumerate(manifests) if m.ok or failed]
     for kind, schema in FRAMES.items():
-        present = [i for i in keep if kind in manifests[i].get("frames", [])]
+        present = [i for i in keep if kind in manifests[i].frames]
         files = [folders[i] / f"{kind}.parquet" for i in present]
         with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) + 1)) as pool:  # pyarrow frees the GIL
             tables = list(pool.map(_read_table, files))
@@ -248,7 +259,7 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
             continue
         df = schema.validate(pa.concat_tables(tables).to_pandas(), f"campaign {path}")
         code = np.concatenate(codes)
-        df["run_id"] = pd.Categorical.from_codes(code, categories=[manifests[i]["run_id"] for i in present])
+        df["run_id"] = pd.Categorical.from_codes(code, categories=[manifests[i].run_id for i in present])
         names = dict.fromkeys(k for i in present for k in params_of[i])
         for k in names:
             values = [params_of[i].get(k) for i in present]

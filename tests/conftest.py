@@ -1,4 +1,10 @@
-"""Shared fixtures: real labs under a short per-session root, torn down and checked for leftovers."""
+"""Shared fixtures: real labs under a short per-session root, torn down and checked for leftovers; the markers.
+
+Markers (``pyproject.toml``): ``lab`` needs real servers (a test using ``labs``, ``fresh_labs``, ``study_run``,
+``remote`` or ``client_hosts`` gets it by itself; a test that brings a lab up otherwise says so); ``measures``
+asserts a timing a busy machine would spoil; ``kernel`` executes notebooks; ``browser`` drives headless Chromium.
+A test without ``lab`` cannot bring a lab up: ``./scripts/test fast`` (``-m "not lab"``) runs with no server.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,30 @@ LAB_ROOT = Path(f"/tmp/blt{os.getpid()}")
 os.environ["BENCHLIB_LAB_ROOT"] = str(LAB_ROOT)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)")
+#: fixtures that give a test real servers: the test is marked ``lab``
+LAB_FIXTURES = {"labs", "fresh_labs", "study_run", "remote", "client_hosts"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if LAB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.lab)
+
+
+@pytest.fixture(autouse=True)
+def _no_lab_unless_marked(request, monkeypatch):
+    """A test not marked ``lab`` that brings a lab up fails at once, saying so (here and in a subprocess)."""
+    if request.node.get_closest_marker("lab"):
+        yield
+        return
+    from benchlib.lab import build
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{request.node.nodeid} brings a lab up: mark it @pytest.mark.lab")
+
+    monkeypatch.setattr(build, "allocate", refuse)
+    monkeypatch.setenv("BENCHLIB_LAB_ROOT", "/proc/no-lab-in-tests-not-marked-lab")
+    yield
 
 
 def example_spec(file: str, name: str, **changes) -> LabSpec:
@@ -82,9 +112,9 @@ class LabFactory:
         self.labs = []
 
     def up(self, spec: LabSpec, **kwargs):
-        from benchlib.lab.lab import Lab
+        from benchlib.lab.lab import LocalLab
 
-        lab = Lab.up(spec, **kwargs)
+        lab = LocalLab.up(spec, **kwargs)
         self.labs.append(lab)
         return lab
 

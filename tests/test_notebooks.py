@@ -53,6 +53,7 @@ def recorded(tmp_path_factory):
     return root
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("name", sorted(DEFAULTS))
 def test_every_analysis_notebook_executes_against_the_recorded_campaign(recorded, name):
     from benchlib.notebooks import rerun
@@ -73,6 +74,7 @@ def test_applicable_notebooks_follow_what_the_campaign_swept(recorded):
     assert "compare" in applicable(recorded / "topologies")
 
 
+@pytest.mark.kernel
 def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     import subprocess
     import sys

@@ -32,12 +32,12 @@ def test_run_round_trip(tmp_path):
     path = write_run(tmp_path, "r001", {"topology": "async", "threads": 8, "lab": {"durability": "durable"}})
     run = read_run(path)
     assert run.ok and run.run_id == "r001"
-    assert run.manifest["format_version"] == store.FORMAT_VERSION
-    assert run.manifest["params"]["threads"] == 8 and run.manifest["summary"]["tps"] > 0
+    assert run.manifest.format_version == store.FORMAT_VERSION
+    assert run.manifest.params["threads"] == 8 and run.manifest.summary["tps"] > 0
     assert set(run.frames) == {"intervals", "histogram", "cluster"}
     pd.testing.assert_frame_equal(run.frames["intervals"], parse_file(FIX / "read_write_t8_closed.txt").intervals)
     assert (path / "raw" / "sysbench.txt").read_text() == (FIX / "read_write_t8_closed.txt").read_text()
-    assert run.manifest["started_utc"].endswith("Z")
+    assert run.manifest.started_utc.endswith("Z")
 
 
 def test_runs_are_never_overwritten(tmp_path):
@@ -59,7 +59,7 @@ def test_failed_runs_are_kept_and_marked(tmp_path):
     write_run(tmp_path, "r001", {"threads": 8})
     write_run(tmp_path, "r002", {"threads": 16}, fixture="read_write_killed.txt", status="failed")
     failed = read_run(tmp_path / "r002")
-    assert failed.manifest["status"] == "failed" and "killed" in failed.manifest["reason"]
+    assert failed.manifest.status == "failed" and "killed" in failed.manifest.reason
     assert len(failed.frames["intervals"]) == 3  # the partial frames are kept
     c = load_campaign(tmp_path)
     assert c["runs"].set_index("run_id").status.to_dict() == {"r001": "ok", "r002": "failed"}

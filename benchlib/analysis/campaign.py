@@ -10,8 +10,7 @@ baseline, and a validation pass listing every problem with a severity (statistic
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from benchlib.analysis.blocks import block_ratio
-from benchlib.analysis.compare import MARGIN, TARGET, adjust, agreement, ratio
+from benchlib.analysis.compare import TARGET, adjust, agreement, ratio
 from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.series import batch_means
 from benchlib.analysis.stability import assess
 from benchlib.errors import BenchlibError
-from benchlib.store import RUN_FACTS, load_campaign
+from benchlib.store import RUN_FACTS, CampaignRecord, load_campaign, read_campaign_record
 
 #: run parameters that describe the load (a configuration and its baseline share them)
 LOAD_KEYS = ["workload", "threads", "rate", "durability"]
@@ -45,6 +44,7 @@ class CampaignAnalysis:
     frames: dict[str, pd.DataFrame]
     param_columns: list[str]
     path: Path | None = None
+    record: CampaignRecord = field(default_factory=CampaignRecord)  # its campaign.json (empty without a folder)
 
     @property
     def errors(self) -> pd.DataFrame:
@@ -165,8 +165,9 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async); ``margin``
     is delta (default: the campaign spec's ``margin``, else 2%)."""
     frames = load_campaign(campaign) if not isinstance(campaign, dict) else campaign
+    record = (read_campaign_record(campaign) if not isinstance(campaign, dict) else None) or CampaignRecord()
     if margin is None:
-        margin = _spec_margin(campaign) if not isinstance(campaign, dict) else MARGIN
+        margin = record.margin
     runs = frames["runs"]
     if runs.empty:
         raise AnalysisError(f"no runs in campaign {campaign if not isinstance(campaign, dict) else ''}".strip(),
@@ -184,7 +185,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     comparisons = _comparisons(measured, params, baseline, margin)
     problems = validate(table, configs, params, comparisons)
     path = None if isinstance(campaign, dict) else Path(campaign)
-    a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path)
+    a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path, record)
     a.problems = _sorted(pd.concat([problems, _bound_problems(a, params)], ignore_index=True))
     return a
 
@@ -350,16 +351,6 @@ def _unreported_tail(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFra
     out["unreported_trx"] = (total - table.run_id.astype(str).map(reported)).round(0)
     out["unreported_frac"] = out.unreported_trx / total.where(total > 0)
     return out
-
-
-def _spec_margin(folder: str | Path) -> float:
-    """The margin the campaign's spec set (campaign.json), else the default."""
-    try:
-        spec = json.loads((Path(folder) / "campaign.json").read_text()).get("campaign", {})
-    except (OSError, ValueError):
-        return MARGIN
-    value = spec.get("margin")
-    return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else MARGIN
 
 
 def _same(a, b) -> bool:

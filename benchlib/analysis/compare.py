@@ -12,9 +12,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from benchlib.manifest import MARGIN  # delta: differences smaller than this are "equivalent"
+
 TARGET = 0.02  # relative half-width of a configuration's 95% interval
 CAP = 10  # most runs the adaptive mode adds up to
-MARGIN = 0.02  # delta: differences smaller than this are "equivalent"
 
 
 def runs_needed(cov: float, target: float = TARGET, start: int = 2, cap: int = 1000) -> int:

@@ -7,8 +7,6 @@ the chart builders' defaults.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,13 +14,6 @@ import pandas as pd
 
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, config_columns
 from benchlib.analysis.campaign import config_label as label
-
-
-def campaign_record(a: CampaignAnalysis) -> dict[str, Any]:
-    """The campaign's campaign.json (resolved specs and plan), or {} for frames without a folder."""
-    if a.path is None or not (a.path / "campaign.json").exists():
-        return {}
-    return json.loads((a.path / "campaign.json").read_text())
 
 
 def measured(a: CampaignAnalysis) -> pd.DataFrame:
@@ -36,7 +27,7 @@ def sustained(a: CampaignAnalysis) -> pd.DataFrame:
     """One row per sustained-throughput search: peak, sustained rate and bracket, FC_LIMITED, with a label."""
     from benchlib.analysis.sustained import searches
 
-    precision = ((campaign_record(a).get("campaign") or {}).get("search") or {}).get("precision", 0.02)
+    precision = a.record.search_precision
     df = searches(a, precision=precision)
     if df.empty:
         raise AnalysisError("no sustained-throughput search in this campaign",
@@ -252,20 +243,12 @@ def context(a: CampaignAnalysis) -> str:
         if len(hosts):
             cores = int(hosts.groupby("node", observed=True).metric.nunique().max())
     if cores is None:  # the machine the campaign ran on (campaign.json), when it recorded no host metrics
-        cores = _campaign_host(a).get("cpus")
+        cores = a.record.cores
     if cores:
         where.append(f"{int(cores)}-core host")
     if where:
         parts.append(", ".join(where))
     return " · ".join(parts)
-
-
-def _campaign_host(a: CampaignAnalysis) -> dict:
-    """The facts of the machine benchlib ran on (cpus, cpu_model, kernel), as the campaign recorded them."""
-    try:
-        return json.loads((Path(a.path) / "campaign.json").read_text()).get("host") or {}
-    except (OSError, TypeError, ValueError):
-        return {}
 
 
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:

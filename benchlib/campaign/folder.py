@@ -22,7 +22,7 @@ from typing import Any
 from benchlib.campaign.ids import RunId
 from benchlib.environment import git_revision, host_facts
 from benchlib.errors import BenchlibError
-from benchlib.store import TMP_PREFIX, read_manifest
+from benchlib.store import TMP_PREFIX, Manifest, read_campaign_record, read_manifest
 
 __all__ = ["CampaignError", "CampaignFolder"]
 
@@ -58,7 +58,7 @@ class CampaignFolder:
                                 hint="wait for it to finish, or stop it (Ctrl-C) first") from None
         record = path / "campaign.json"
         if record.exists():
-            old = json.loads(record.read_text())
+            old = read_campaign_record(path).model_dump(mode="json")
             if {k: old.get(k) for k in description} != description:
                 os.close(fd)
                 differs = [k for k in description if old.get(k) != description[k]]
@@ -80,16 +80,13 @@ class CampaignFolder:
             os.close(self._lock)
             self._lock = None
 
-    def record(self) -> dict[str, Any]:
-        return json.loads((self.path / "campaign.json").read_text())
-
     # -- events ------------------------------------------------------------------------
     def event(self, event: str, **fields: Any) -> None:
         with open(self.path / "events.jsonl", "a") as f:
             f.write(json.dumps({"utc": utc(), "event": event, **fields}, default=str) + "\n")
 
     # -- runs --------------------------------------------------------------------------
-    def manifest(self, run_id: str) -> dict[str, Any] | None:
+    def manifest(self, run_id: str) -> Manifest | None:
         folder = self.path / run_id
         return read_manifest(folder) if (folder / "manifest.json").exists() else None
 
@@ -98,7 +95,7 @@ class CampaignFolder:
         return sorted(p.name for p in self.path.iterdir() if p.is_dir() and (p / "manifest.json").exists()
                       and RunId.is_run_id(p.name))
 
-    def manifests(self) -> dict[str, dict[str, Any]]:
+    def manifests(self) -> dict[str, Manifest]:
         return {r: read_manifest(self.path / r) for r in self.stored()}
 
     def retire(self, run_id: str) -> Path:

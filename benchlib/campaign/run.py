@@ -16,6 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from benchlib.manifest import ClusterFacts, LabFacts
 from benchlib.sampling.session import build_sampling
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
@@ -113,17 +114,19 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     write_node = nodes[0]
     driver = lab.load_driver()
     facts = lab.facts(cluster)
+
+    def lab_record(facts: ClusterFacts, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+        return LabFacts(name=lab.name, kind=lab.kind, cluster=cluster, topology=facts.topology, system=facts.system,
+                        nodes=nodes, settings=settings or {}, facts=facts).model_dump(mode="json")
+
     refused = nodes_down(lab, nodes) or wait_serving(lab, nodes, timeout=min(sync_timeout, 30.0))
     if refused:
-        return writer.fail(f"FAILED: {refused}", lab={"name": lab.name, "kind": lab.kind, "cluster": cluster,
-                                                      "topology": facts["topology"], "system": facts["system"],
-                                                      "nodes": nodes, "facts": facts})
+        return writer.fail(f"FAILED: {refused}", lab=lab_record(facts))
     prepare_dataset(lab, write_node, opts)
     extra: dict[str, Any] = {
         **(context or {}),
         "sysbench": asdict(opts),
-        "lab": {"name": lab.name, "kind": lab.kind, "cluster": cluster, "topology": facts["topology"],
-                "system": facts["system"], "nodes": nodes, "settings": lab.settings(cluster), "facts": facts},
+        "lab": lab_record(facts, lab.settings(cluster)),
         "warmup_s": warmup_s,
     }
     if warmup_s > 0:
@@ -133,12 +136,13 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         if warm.status != "ok":
             return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
     variables = {}
-    recorded = systems.get(facts["system"]).server_variables
+    recorded = systems.get(facts.system).server_variables
     for n in nodes:
         with lab.connect(n) as conn:
             variables[n] = sql.global_variables(conn, recorded)
     extra["server_variables"] = variables
-    facts["version"] = variables.get(write_node, {}).get("version")  # the write node's server version
+    facts = facts.model_copy(update={"version": variables.get(write_node, {}).get("version")})  # the write node's
+    extra["lab"] = lab_record(facts, lab.settings(cluster))
     sampling = build_sampling(lab, [cluster])
     sampling.start()
 

@@ -81,9 +81,8 @@ class CampaignResult:
             folder = self.path / run.run_id
             if (folder / "manifest.json").exists():
                 m = read_manifest(folder)
-                summary = m.get("summary") or {}
-                row.update(status=m["status"], reason=m.get("reason"), tps=summary.get("tps"),
-                           lat_pctl_ms=summary.get("lat_pctl_ms"), catch_up_s=m.get("catch_up_s"))
+                row.update(status=m.status, reason=m.reason, tps=m.summary.get("tps"),
+                           lat_pctl_ms=m.summary.get("lat_pctl_ms"), catch_up_s=m.catch_up_s)
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -179,9 +178,9 @@ class CampaignSession:
             raise
         manifest = read_manifest(done)
         self.result.ran.append(run.run_id)
-        self.folder.event("run", run_id=run.run_id, status=manifest["status"], reason=manifest.get("reason"))
-        if manifest["status"] != "ok":
-            self.progress.say(f"run {run.run_id} failed: {manifest['reason']}")
+        self.folder.event("run", run_id=run.run_id, status=manifest.status, reason=manifest.reason)
+        if not manifest.ok:
+            self.progress.say(f"run {run.run_id} failed: {manifest.reason}")
             self.heal(after=run.run_id)
         self.progress.done()
 
@@ -222,7 +221,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
     todo: list[PlannedRun] = []
     for run in runs:
         m = folder.manifest(run.run_id)
-        if m is not None and (m["status"] == "ok" or policy == "keep"):
+        if m is not None and (m.ok or policy == "keep"):
             result.skipped.append(run.run_id)
         else:
             todo.append(run)

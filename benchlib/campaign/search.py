@@ -41,7 +41,7 @@ class SearchDriver:
         """The stored runs of this search: (rate, repetition) -> manifest."""
         out = {}
         for m in self.folder.manifests().values():
-            p = m.get("params") or {}
+            p = m.params
             if p.get("search") == self.search.key:
                 out[(int(p["rate"]), int(p["repetition"]))] = m
         return out
@@ -52,14 +52,14 @@ class SearchDriver:
         from benchlib.store import load_campaign
 
         probes = self._probes()
-        fresh = [m["run_id"] for m in probes.values() if m["run_id"] not in self.verdicts]
+        fresh = [m.run_id for m in probes.values() if m.run_id not in self.verdicts]
         if fresh:
             judged = judge_runs(load_campaign(self.folder.path, failed=True, only=fresh))
             self.verdicts.update({r["run_id"]: r for r in judged.to_dict("records")})
-        rows = pd.DataFrame([self.verdicts[m["run_id"]] for m in probes.values() if m["run_id"] in self.verdicts])
+        rows = pd.DataFrame([self.verdicts[m.run_id] for m in probes.values() if m.run_id in self.verdicts])
         for (rate, rep), m in sorted(probes.items()):  # first finish the rates already started
-            if self.verdicts.get(m["run_id"], {}).get("verdict") == "FAILED" and self.policy == "redo":
-                return None, (rate, rep, m["run_id"]), probes
+            if self.verdicts.get(m.run_id, {}).get("verdict") == "FAILED" and self.policy == "redo":
+                return None, (rate, rep, m.run_id), probes
         for rate in sorted({r for r, _ in probes}):
             for rep in range(1, self.campaign.search.repetitions + 1):
                 if (rate, rep) not in probes:
@@ -75,8 +75,8 @@ class SearchDriver:
             if r.search or r.cluster != s.cluster or r.settings != s.settings or r.options.workload != s.workload:
                 continue
             m = self.folder.manifest(r.run_id)
-            tps = ((m or {}).get("summary") or {}).get("tps")
-            if m and m["status"] == "ok" and tps:
+            tps = m.summary.get("tps") if m else None
+            if m and m.ok and tps:
                 by_threads.setdefault(r.options.threads, []).append(float(tps))
         return max((sum(v) / len(v) for v in by_threads.values()), default=None)
 

@@ -5,6 +5,7 @@ No builder writes files or calls show(); every figure uses the registered ``benc
 chart. A missing column raises ``ChartError`` naming the columns that are there.
 """
 
+from benchlib.charts import axes
 from benchlib.charts.builders import (
     catch_up,
     cost_bars,
@@ -22,6 +23,6 @@ from benchlib.charts.errors import ChartError
 from benchlib.charts.export import use_renderer
 from benchlib.charts.theme import topology_color
 
-__all__ = ["ChartError", "catch_up", "cost_bars", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
+__all__ = ["ChartError", "axes", "catch_up", "cost_bars", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
            "parallel_apply", "ratio_bars", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",
            "use_renderer"]

@@ -10,7 +10,6 @@ Frames are tidy: one row per observation, as ``benchlib.analysis`` and ``load_ca
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from itertools import cycle
 from typing import Iterable
@@ -20,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from benchlib.charts.axes import category_axis, log_axis, short_name, threads_axis
 from benchlib.charts.errors import ChartError
 from benchlib.charts.theme import HEIGHT, OKABE_ITO, TEMPLATE, TOPOLOGY_COLORS, lighter
 
@@ -67,72 +67,6 @@ def _whisker_bars(fig: go.Figure, d: pd.DataFrame, x: str, y: str, low: str | No
                     hoverinfo="skip", error_y=_whiskers(shown, y, low, high), **bar)
 
 
-def log_ticks(values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5)) -> tuple[list[float], list[str]]:
-    """Tick values and their full labels for a log axis over ``values``: 1-2-5 steps per decade by default
-    ("20", "50", "100", never plotly's bare "2" next to a "10")."""
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x) and x > 0], dtype=float)
-    if not len(v):
-        return [], []
-    lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
-    ticks = [m * 10.0 ** e for e in range(int(lo), int(hi) + 1) for m in steps]
-    ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5] or [float(v.min())]
-    return ticks, [f"{t:g}" for t in ticks]
-
-
-def _log_axis(update, values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5), **kw) -> None:
-    vals, text = log_ticks(values, steps=steps)
-    update(type="log", tickvals=vals, ticktext=text, **kw)
-
-
-def _threads_axis(update, values: Iterable[float]) -> None:
-    """A log axis of client threads ticked at the thread counts measured (1, 8, 64: no unmeasured 10s)."""
-    vals = sorted({float(v) for v in values if pd.notna(v) and v > 0})
-    if len(vals) > 12:
-        _log_axis(update, vals)
-    else:
-        update(type="log", tickvals=vals, ticktext=[f"{v:g}" for v in vals])
-
-
-def _short(word: str) -> str:
-    """One part of a label as a tick reads it: a topology or workload by its short name, a setting by its own."""
-    if word in NAME_TICKS:
-        return NAME_TICKS[word]
-    if word.startswith("oltp_"):
-        return word[5:].replace("_", " ")
-    return word
-
-
-def tick_text(label: str) -> str:
-    """A configuration label as a short tick of a few lines, so that many categories side by side stay level
-    and never overlap: "galera t32 durability=relaxed" -> "galera<br>32 thr<br>relaxed", "galera (3 nodes) ·
-    oltp_update_index fc_limit=16" -> "galera<br>3 nodes<br>update index<br>fc limit 16"."""
-    head, _, rest = str(label).partition(" · ")
-    m = re.match(r"(.+) \((\d+) nodes\)$", head)  # views.ratios: "topology (N nodes)", then a configuration label
-    words = [_short(m.group(1)), f"{m.group(2)} nodes"] if m else []
-    for w in (rest if m else str(label)).split():
-        key, _, value = w.partition("=")
-        if not value:
-            words.append(f"{w[1:]} thr" if w[:1] == "t" and w[1:].replace(".", "").isdigit() else _short(w))
-        elif key == "durability":
-            words.append(value)
-        else:
-            words.append(f"{SETTING_TICKS.get(key, key)} {_short(value)}".strip())
-    return "<br>".join(words)
-
-
-#: how a setting reads in a tick (tick_text)
-SETTING_TICKS = {"fc_limit": "fc limit", "gr_applier_threshold": "fc limit", "parallel_threads": "appliers",
-                 "applier_threads": "appliers", "gr_consistency": ""}
-#: topologies and workloads whose names are too long for a tick
-NAME_TICKS = {"group_replication": "GR", "insert_single": "insert"}
-
-
-def _natural(label: str) -> tuple:
-    """Sort key of a label with numbers in it: numbers compare as numbers (t8 before t32, 5 nodes after 3)."""
-    parts = re.split(r"(\d+(?:\.\d+)?)", str(label))
-    return tuple(float(p) if i % 2 else p for i, p in enumerate(parts))
-
-
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
@@ -147,24 +81,6 @@ def _legend_above_panel_titles(fig: go.Figure) -> None:
     height = fig.layout.height or HEIGHT
     plot_h = height - 100 - (fig.layout.margin.b if fig.layout.margin.b is not None else 60)
     fig.update_layout(margin=dict(t=100), legend=dict(yanchor="bottom", y=1 + 30 / plot_h))
-
-
-def _category_axis(fig: go.Figure, labels: Iterable, **where) -> None:
-    """Ticks of a categorical x axis as short lines (tick_text), in natural order, upright and smaller when
-    there are many; past 16, one line each (" · " between the parts) turned on end, since a block of lines
-    turned on end is wider than a category then; the bottom margin grown to hold them."""
-    labels = sorted({str(v) for v in labels}, key=_natural)
-    on_end = len(labels) > 16
-    texts = [tick_text(v).replace("<br>", " · ") if on_end else tick_text(v) for v in labels]  # on end: one line
-    lines = max((t.count("<br>") + 1 for t in texts), default=1)
-    longest = max((len(line) for t in texts for line in t.split("<br>")), default=1)
-    size = 15 if len(labels) <= 8 else 13 if len(labels) <= 12 else 11
-    fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=texts, tickangle=-90 if on_end else 0,
-                     tickfont=dict(size=size), categoryorder="array", categoryarray=labels, **where)
-    grow = longest * size * 0.52 if on_end else (lines - 1) * (size + 4)
-    fig.update_layout(margin=dict(b=(fig.layout.margin.b or 60) + int(grow)))
-    if on_end:  # the plot keeps its height: the chart grows by the ticks (taller than 16:9, never squashed)
-        fig.update_layout(height=(fig.layout.height or HEIGHT) + int(grow))
 
 
 def _figure(title: str, **layout) -> go.Figure:
@@ -202,7 +118,7 @@ def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color
             _whisker_bars(fig, dc, x, y, error_low, error_high, width=w_width, offset=w_offset, legendgroup=str(c))
     fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left",
                   annotation_bgcolor="rgba(255,255,255,0.85)")  # legible where it sits over the first bar
-    _category_axis(fig, df[x])
+    category_axis(fig, df[x])
     return fig
 
 
@@ -212,7 +128,7 @@ def throughput_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "tps
     """Throughput against client threads, one line per ``color`` (and ``dash``, e.g. durability)."""
     _need(df, [x, y, color, dash, error_low, error_high], "throughput_vs_threads")
     fig = _figure(title or "Throughput vs client threads", xaxis_title="client threads", yaxis_title="transactions/s")
-    _threads_axis(fig.update_xaxes, df[x])
+    threads_axis(fig.update_xaxes, df[x])
     _lines(fig, df, x, y, color, dash, error_low, error_high)
     return fig
 
@@ -238,8 +154,8 @@ def latency_vs_threads(df: pd.DataFrame, *, x: str = "threads", y: str = "lat_pc
     logarithmic axes: latency that grows with load stays readable from 1 to 1000 ms."""
     _need(df, [x, y, color, y_mean], "latency_vs_threads")
     fig = _figure(title or "Latency vs client threads", xaxis_title="client threads", yaxis_title="latency, ms (log)")
-    _threads_axis(fig.update_xaxes, df[x])
-    _log_axis(fig.update_yaxes, pd.concat([df[y], df[y_mean]]) if y_mean else df[y])
+    threads_axis(fig.update_xaxes, df[x])
+    log_axis(fig.update_yaxes, pd.concat([df[y], df[y_mean]]) if y_mean else df[y])
     _lines(fig, df, x, y, color, name_suffix=f" p{percentile}")
     if y_mean:
         _lines(fig, df, x, y_mean, color, name_suffix=" mean", line_dash="dash")
@@ -345,7 +261,7 @@ def flow_control_sweep(df: pd.DataFrame, *, x: str = "fc_limit", y: str = "tps_m
     dash = dash if dash and dash in df and df[dash].nunique() > 1 else None
     panels = list(dict.fromkeys(df[panel])) if panel and panel in df and df[panel].nunique() > 1 else [None]
     fig = make_subplots(rows=2, cols=len(panels), shared_xaxes=True, vertical_spacing=0.08, horizontal_spacing=0.07,
-                        subplot_titles=[_short(str(p)) for p in panels] if panels[0] is not None else None)
+                        subplot_titles=[short_name(str(p)) for p in panels] if panels[0] is not None else None)
     fig.update_layout(template=TEMPLATE, title=title or "Flow control: throughput and replica lag")
     if panels[0] is not None:
         fig.update_layout(height=HEIGHT + 60)
@@ -402,7 +318,7 @@ def catch_up(df: pd.DataFrame, *, x: str = "label", y: str = "catch_up_s", color
     for c, d in df.groupby(color, sort=False):
         fig.add_bar(x=d[x].astype(str), y=d[y], name=str(c), marker_color=colors[c], width=0.6, legendgroup=str(c))
         _whisker_bars(fig, d, x, y, error_low, error_high, width=0.6, legendgroup=str(c))
-    _category_axis(fig, df[x])
+    category_axis(fig, df[x])
     return fig
 
 
@@ -467,7 +383,7 @@ def sustained_vs_peak(df: pd.DataFrame, *, x: str = "label", peak: str = "peak_t
             for _, row in d[d[flag].fillna(False).astype(bool)].iterrows():
                 fig.add_annotation(x=str(row[x]), y=float(max(row[peak], row[failing] if failing else 0) or 0),
                                    text="FC_LIMITED", showarrow=False, yshift=12, font=dict(size=11))
-    _category_axis(fig, df[x])
+    category_axis(fig, df[x])
     return fig
 
 
@@ -513,7 +429,7 @@ def cost_bars(df: pd.DataFrame, *, x: str = "label", y: str = "per_trx", color: 
                         legendgroup=str(role), showlegend=row == 1, offsetgroup=slot,
                         hovertemplate=f"{role}: %{{y:.3g}}<extra></extra>", row=row, col=1)
             _whisker_bars(fig, dr, x, y, error_low, error_high, offsetgroup=slot, legendgroup=str(role), row=row, col=1)
-    _category_axis(fig, df[x], row=len(panels), col=1)
+    category_axis(fig, df[x], row=len(panels), col=1)
     fig.update_layout(height=height + fig.layout.margin.b - 60)  # the panels keep their height under long ticks
     _legend_above_panel_titles(fig)
     return fig

@@ -1,6 +1,6 @@
 """The ``Lab`` protocol: what a campaign, the sampler and the CLI need of a lab, local or remote.
 
-The embedded lab (``benchlib.lab.lab.Lab``: servers this machine starts) and a remote lab
+The embedded lab (``benchlib.lab.lab.LocalLab``: servers this machine starts) and a remote lab
 (``benchlib.remote.lab.RemoteLab``: servers benchlib only connects to) implement it alike, so
 nothing above them asks which one it has. Where they differ, the lab says so through the
 protocol itself: ``heal`` restarts nodes locally and refuses remotely with the reason;
@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from benchlib.manifest import ClusterFacts
     from benchlib.sampling.probe import Probe
     from benchlib.sampling.status import StatusLog
     from benchlib.systems.settings import SettingRules
     from benchlib.sysbench.driver import LoadDriver
 
-__all__ = ["Lab", "NodeInfo", "NodeStatus", "Progress", "quiet"]
+__all__ = ["Lab", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress", "quiet"]
 
 Progress = Callable[[str], None]
 
@@ -59,6 +60,15 @@ class NodeStatus:
     host: str = ""
 
 
+class LabSpecLike(Protocol):
+    """What every lab's spec has (``benchlib.lab.spec.LabSpec``, ``benchlib.remote.spec.RemoteLabSpec``)."""
+
+    name: str
+    counters: list[str]  # SHOW GLOBAL STATUS counters sampled beyond each system's own
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+
+
 @runtime_checkable
 class Lab(Protocol):
     """A lab of one or more clusters (see the module docstring)."""
@@ -67,7 +77,7 @@ class Lab(Protocol):
     kind: str  # "local" | "remote"
 
     @property
-    def spec(self) -> Any: ...
+    def spec(self) -> LabSpecLike: ...
 
     def describe(self) -> str:
         """One line for a person: which lab, where its servers are, where the load comes from."""
@@ -113,8 +123,11 @@ class Lab(Protocol):
     def secrets(self) -> list[str]:
         """Every password this lab uses: the run store refuses to write any of them."""
 
-    def facts(self, cluster: str) -> dict[str, Any]:
+    def facts(self, cluster: str) -> "ClusterFacts":
         """What analysis needs to know of ``cluster`` for every run (system, nodes, RTT, durability, binlog)."""
+
+    def check(self) -> Any:
+        """Is the lab ready for a campaign? A result with ``ok``, ``problems`` and ``lines()`` (one per finding)."""
 
     def close(self) -> None:
         """Release connections (SSH, watch connections); the servers are left as they are."""

@@ -1,6 +1,8 @@
-"""Health check of a running lab: every node up and in sync, and a write seen everywhere.
+"""Health check of a running lab: every node up and ready, and a write seen everywhere.
 
-For each cluster, one row is written on its writer (node 1) and the time until it
+Every node that is up is checked by its system's ``readiness`` (``benchlib.systems``: a replica's threads, a
+Galera node Synced in a full primary component, a group member ONLINE in a full group), the same check a
+remote lab's runs. For each cluster, one row is written on its writer (node 1) and the time until it
 is visible on every other node is measured from this process's clock (polling
 every millisecond). Problems are listed, each with what to do.
 """
@@ -10,14 +12,12 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pymysql
 
+from benchlib.errors import BenchlibError
 from benchlib.lab import sql
-
-if TYPE_CHECKING:
-    from benchlib.lab.base import Lab
+from benchlib.systems import get as get_system
 
 TABLE = "benchlib.lab_check"
 
@@ -35,20 +35,23 @@ class CheckResult:
         return format_check(self)
 
 
-def check(lab: "Lab", timeout: float = 10.0) -> CheckResult:
+def check(lab, timeout: float = 10.0) -> CheckResult:
+    """Check a ``benchlib.lab.lab.LocalLab`` (see the module docstring)."""
     result = CheckResult()
     status = {s.name: s for s in lab.status()}
-    for s in status.values():
-        if not s.up:
-            result.problems.append(f"{s.name} is down (benchlib lab heal restarts it)")
-        elif "error" in s.detail:
-            result.problems.append(f"{s.name}: {s.detail['error']}")
-        elif s.role == "replica" and (s.detail["io_running"] != "Yes" or s.detail["sql_running"] != "Yes"):
-            result.problems.append(f"{s.name}: replication IO={s.detail['io_running']} SQL={s.detail['sql_running']} "
-                                   f"{s.detail.get('last_error', '')}".rstrip())
-        elif s.role == "galera" and (s.detail["wsrep_state"] != "Synced" or
-                                     s.detail["cluster_size"] != len(lab.layout.cluster_nodes(s.cluster))):
-            result.problems.append(f"{s.name}: {s.detail['wsrep_state']}, cluster size {s.detail['cluster_size']}")
+    for cluster in lab.clusters():
+        nodes = lab.cluster_nodes(cluster)
+        system = get_system(lab.system(cluster))
+        for i, n in enumerate(nodes):
+            s = status[n.name]
+            if not s.up:
+                result.problems.append(f"{s.name} is down (benchlib lab heal restarts it)")
+                continue
+            try:
+                with lab.connect(n.name, read_timeout=5) as conn:
+                    result.problems += system.readiness(conn, i == 0, len(nodes), n.name)
+            except (BenchlibError, pymysql.err.MySQLError) as exc:
+                result.problems.append(f"{s.name}: {exc.message if isinstance(exc, BenchlibError) else exc.args[-1]}")
     for cluster in lab.spec.clusters:
         nodes = lab.layout.cluster_nodes(cluster)
         writer, readers = nodes[0], nodes[1:]

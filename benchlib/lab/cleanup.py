@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchlib.errors import BenchlibError
 from benchlib.lab import procs, wan
-from benchlib.lab.lab import Lab
+from benchlib.lab.lab import LocalLab
 from benchlib.lab.layout import lab_root
 from benchlib.lab.state import list_labs
 
@@ -33,7 +33,7 @@ def cleanup(root: Path | None = None, *, all_labs: bool = False) -> CleanupRepor
     if all_labs:
         for name in list_labs(root):
             try:
-                Lab.open(name, root).down()
+                LocalLab.open(name, root).down()
             except BenchlibError:
                 pass
             labs_down.append(name)

@@ -1,8 +1,8 @@
 """The embedded lab: every cluster of one spec, running on this machine (a ``benchlib.lab.base.Lab``).
 
-``Lab.up(spec)`` brings a lab from nothing to ready; a failure at any step tears
-down everything the attempt created and raises one ``BenchlibError``.
-``Lab.open(name)`` attaches to a running lab for status, settings, heal and down.
+``LocalLab.up(spec)`` brings a lab from nothing to ready (``benchlib.lab.build``); a failure at any
+step tears down everything the attempt created and raises one ``BenchlibError``.
+``LocalLab.open(name)`` attaches to a running lab for status, settings, heal and down.
 Machine-wide housekeeping (labs left by crashed runs) is ``benchlib.lab.cleanup``.
 """
 
@@ -10,71 +10,31 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-
 import pymysql
 
-from benchlib.errors import BenchlibError, LabError, MissingDependencyError, NodeStartError, SettingError
-from benchlib.lab import wan
+from benchlib.errors import BenchlibError, LabError, NodeStartError
+from benchlib.lab import build, flavors, procs, secrets, sql, state, wan
 from benchlib.lab import node as nodeops
-from benchlib.lab import procs, secrets, seed, sql, state
-from benchlib.lab.layout import Layout, NodePlan, build_layout, busy_ports, lab_root, pick_base_port, ports_needed
-from benchlib.lab.mycnf import GALERA_PROVIDER, render
-from benchlib.lab.spec import LabSpec, load_spec
 from benchlib.lab.base import NodeInfo, NodeStatus, Progress
 from benchlib.lab.base import quiet as _quiet
-from benchlib.lab.state import list_labs, ports_of_other_labs
-from benchlib.lab.topology import RESTART_ONLY, ClusterContext, Topology, for_cluster
+from benchlib.lab.layout import Layout, NodePlan, build_layout, lab_root
+from benchlib.lab.spec import LabSpec, load_spec
+from benchlib.lab.state import list_labs
+from benchlib.lab.topology import ClusterContext, Topology, for_cluster
+from benchlib.manifest import ClusterFacts
 from benchlib.servers import Server
 from benchlib.servers import find as find_server
-from benchlib.systems.settings import SettingRules
+from benchlib.systems.settings import SettingRules, plan_settings
+
+__all__ = ["LocalLab"]
 
 
-def _run_as() -> str | None:
-    """mariadbd runs as 'mysql' when we are root (rsync SST refuses root), else as ourselves."""
-    return "mysql" if os.geteuid() == 0 else None
-
-
-def check_binaries(spec: LabSpec) -> None:
-    """Every binary the spec's clusters need, or one message naming what to install (MySQL servers:
-    ``benchlib.servers.find`` says where to get one)."""
-    for c in spec.clusters.values():
-        if c.system == "mysql":
-            find_server("mysql", c.basedir)
-    need = {}
-    if any(c.system == "mariadb" for c in spec.clusters.values()):
-        need = {"mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server"}
-    topologies = {c.topology for c in spec.clusters.values()}
-    if "galera" in topologies:
-        need.update({"rsync": "rsync", "wsrep_sst_rsync": "mariadb-server"})
-    if spec.sites:
-        need["ip"] = "iproute2"
-    missing = sorted({pkg for exe, pkg in need.items() if shutil.which(exe) is None})
-    if "galera" in topologies and not Path(GALERA_PROVIDER).exists():
-        missing.append("galera-4")
-    if missing:
-        raise MissingDependencyError(
-            f"missing system packages for this lab: {', '.join(missing)}",
-            hint=f"apt-get install -y {' '.join(missing)} (or run ./scripts/demo as root; `benchlib doctor` checks everything)",
-        )
-    if os.geteuid() == 0:
-        import pwd
-
-        try:
-            pwd.getpwnam("mysql")
-        except KeyError:
-            raise MissingDependencyError("no 'mysql' system user to run the servers as",
-                                         hint="apt-get install -y mariadb-server creates it") from None
-    if spec.sites:
-        wan.check_capable()
-
-
-class Lab:
+class LocalLab:
     """A lab this machine runs (see the module docstring and ``benchlib.lab.base.Lab``)."""
 
     kind = "local"
@@ -99,7 +59,7 @@ class Lab:
         return self.layout.dir
 
     @classmethod
-    def open(cls, name: str | None = None, root: Path | None = None) -> "Lab":
+    def open(cls, name: str | None = None, root: Path | None = None) -> "LocalLab":
         root = root or lab_root()
         if name is None:
             names = list_labs(root)
@@ -120,13 +80,15 @@ class Lab:
     def refresh(self) -> None:
         self.record = state.read(self.dir) or self.record
 
-    def server(self, cluster: str) -> Server | None:
-        """The MySQL server a cluster runs (None: MariaDB's mariadbd from the system)."""
-        c = self.spec.clusters[cluster]
-        if c.system != "mysql":
-            return None
+    def flavor(self, cluster: str) -> flavors.Flavor:
+        """The server flavour a cluster runs (its spec's ``system``)."""
+        return self.spec.clusters[cluster].flavor
+
+    def server(self, cluster: str) -> Server:
+        """The server binaries a cluster runs (its spec's ``basedir``, or the one benchlib finds)."""
         if cluster not in self._servers:
-            self._servers[cluster] = find_server("mysql", c.basedir)
+            c = self.spec.clusters[cluster]
+            self._servers[cluster] = find_server(c.flavor.server, c.basedir)
         return self._servers[cluster]
 
     # -- connections ----------------------------------------------------------------------
@@ -137,7 +99,7 @@ class Lab:
             raise LabError(f"no node {name!r} in lab {self.name}",
                            hint=f"nodes: {', '.join(self.layout.nodes)}") from None
 
-    def _plan(self, node: NodePlan | NodeInfo | str) -> NodePlan:
+    def _node_of(self, node: NodePlan | NodeInfo | str) -> NodePlan:
         return node if isinstance(node, NodePlan) else self.node(node if isinstance(node, str) else node.name)
 
     def clusters(self) -> list[str]:
@@ -159,7 +121,7 @@ class Lab:
 
     def connect(self, node: NodePlan | NodeInfo | str, *, user: str = "root", tcp: bool = False,
                 database: str | None = None, read_timeout: float = 60.0):
-        node = self._plan(node)
+        node = self._node_of(node)
         try:
             return sql.connect(node, self.creds, user=user, tcp=tcp, database=database, read_timeout=read_timeout)
         except pymysql.err.OperationalError as exc:
@@ -169,13 +131,14 @@ class Lab:
     def topology(self, cluster: str) -> Topology:
         return for_cluster(ClusterContext(cluster, self.spec.clusters[cluster], self.layout.cluster_nodes(cluster),
                                           self.connect, lambda: self.settings(cluster), self.creds.password,
-                                          self.setting_rules(cluster), self._restart))
+                                          self.setting_rules(cluster), self.flavor(cluster), self.server(cluster),
+                                          self._restart))
 
     def _restart(self, nodes: list[NodePlan], timeout: float = 120.0) -> None:
         """Start ``nodes`` that stopped on their own (e.g. a GR member after a clone), once their old process is gone."""
         procs.wait_gone([p for n in nodes if (p := self.pid(n))], 60)
-        self._start_nodes(nodes)
-        self._wait_connectable(nodes, timeout, "restart")
+        self.start_nodes(nodes)
+        self.wait_connectable(nodes, timeout, "restart")
 
     def settings(self, cluster: str) -> dict[str, Any]:
         return dict(self.record.settings.get(cluster, {}))
@@ -185,7 +148,7 @@ class Lab:
         return self.record.pids.get(name)
 
     def is_up(self, node: NodePlan | NodeInfo | str) -> bool:
-        node = self._plan(node)
+        node = self._node_of(node)
         return nodeops.is_up(node, self.pid(node))
 
     def secrets(self) -> list[str]:
@@ -209,20 +172,18 @@ class Lab:
         return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock), HostProbe(log, clock)]
 
     def heartbeat_triggers(self, cluster: str) -> bool:
-        return self.system(cluster) == "mariadb"  # MariaDB replicas run triggers for row events (mycnf)
+        return self.topology(cluster).heartbeat_triggers()
 
-    def facts(self, cluster: str) -> dict[str, Any]:
+    def facts(self, cluster: str) -> ClusterFacts:
         c = self.spec.clusters[cluster]
-        s = self.spec.settings_for(cluster)
         nodes = []
         for n in self.layout.cluster_nodes(cluster):
             site = self.layout.sites.get(n.site) if n.site else None
             nodes.append({"name": n.name, "role": n.role, "host": n.listen_host, "port": n.port, "site": n.site,
                           "rtt_ms": site.rtt_ms if site else 0.0})
-        server = self.server(cluster)
-        return {"system": self.system(cluster), "topology": c.topology, "placement": "local", "nodes": nodes,
-                "durability": s.durability, "binlog": bool(getattr(c, "binlog", True)),
-                "server": server.label if server else "MariaDB"}
+        return ClusterFacts(system=self.system(cluster), topology=c.topology, placement="local", nodes=nodes,
+                            durability=self.spec.settings_for(cluster).durability,
+                            binlog=bool(getattr(c, "binlog", True)), server=self.server(cluster).label)
 
     def close(self) -> None:
         """Nothing to release: the servers keep running until ``down``."""
@@ -253,16 +214,15 @@ class Lab:
     # -- bring-up ---------------------------------------------------------------------------
     @classmethod
     def up(cls, spec: LabSpec | str | Path, *, root: Path | None = None, timeout: float = 120.0,
-           progress: Progress = _quiet) -> "Lab":
+           progress: Progress = _quiet) -> "LocalLab":
         """Bring a lab up from nothing, or heal it when the same spec is already up."""
         if not isinstance(spec, LabSpec):
             spec = load_spec(spec)
         root = (root or lab_root()).absolute()
-        check_binaries(spec)
+        build.check_binaries(spec)
         root.mkdir(parents=True, exist_ok=True)
-        os.chmod(root, 0o755)  # mysqld runs as 'mysql' and must traverse it
-        lab_dir = root / spec.name
-        existing = state.read(lab_dir)
+        os.chmod(root, 0o755)  # the servers run as 'mysql' and must traverse it
+        existing = state.read(root / spec.name)
         if existing is not None:
             if existing.lab_spec() != spec:
                 raise LabError(
@@ -273,45 +233,12 @@ class Lab:
             progress(f"lab {spec.name} exists: healing")
             lab.heal(timeout=timeout, progress=progress)
             return lab
-        with state.locked(root / ".lock"):  # allocation of names, ports and networks
-            if state.read(lab_dir) is not None:
-                raise LabError(f"lab {spec.name!r} was just brought up by another process",
-                               hint=f"benchlib lab status {spec.name}")
-            if lab_dir.exists():
-                raise LabError(f"{lab_dir} exists but holds no lab record (left by a crashed run)",
-                               hint="benchlib lab cleanup removes it")
-            taken = ports_of_other_labs(root)
-            if spec.base_port is not None:
-                base_port = spec.base_port
-                clash = taken.intersection(range(base_port, base_port + ports_needed(spec)))
-                if clash:
-                    raise LabError(f"base_port {base_port}: ports {min(clash)}.. belong to another lab",
-                                   hint="choose another base_port in the spec, or omit it to pick free ports")
-            else:
-                base_port = pick_base_port(spec, taken)
-            net_index = wan.allocate_index(root) if spec.sites else None
-            shaper = wan.resolve_shaper(spec.shaper) if spec.sites else None
-            layout = build_layout(spec, root, base_port, net_index)
-            busy = busy_ports(layout)
-            if busy:
-                port, what = busy[0]
-                more = f" (and {len(busy) - 1} more)" if len(busy) > 1 else ""
-                raise LabError(
-                    f"port {port} ({what}) is already in use{more}",
-                    hint="stop what holds it (ss -ltnp), choose another base_port in the spec, or omit base_port",
-                )
-            lab_dir.mkdir()
-            os.chmod(lab_dir, 0o755)
-            creds = secrets.create(lab_dir)
-            record = state.LabRecord(name=spec.name, spec=spec.model_dump(mode="json"), base_port=base_port,
-                                     net_index=net_index, run_as=_run_as(), shaper=shaper)
-            state.write(lab_dir, record)
-        lab = cls(layout, record, creds)
+        lab = cls(*build.allocate(spec, root))
         try:
-            lab._build(timeout, progress)
+            build.build(lab, timeout, progress)
         except BaseException as exc:
             progress("bring-up failed: removing everything it created")
-            kept = lab._keep_logs()
+            kept = build.keep_logs(lab)
             lab._destroy()
             if isinstance(exc, BenchlibError) and kept:
                 exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"the servers' error logs are kept in {kept}"
@@ -320,60 +247,7 @@ class Lab:
             raise LabError(f"lab {spec.name} failed to come up: {exc.__class__.__name__}: {exc}") from exc
         return lab
 
-    def _build(self, timeout: float, progress: Progress) -> None:
-        t0 = time.monotonic()
-        run_as = self.record.run_as
-        seeds_dir = self.dir / ".seeds"
-        # one seed per Galera cluster (its own history), one shared by the other MariaDB clusters, one per
-        # MySQL server ('_' is never in a cluster name)
-        seed_of: dict[str, str] = {}
-        for c, cl in self.spec.clusters.items():
-            server = self.server(c)
-            seed_of[c] = c if cl.topology == "galera" else (f"_mysql:{server.mysqld}" if server else "_plain")
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            net = pool.submit(self._network_up) if self.layout.sites else None
-            jobs = {}
-            for c, key in seed_of.items():
-                if key in jobs:
-                    continue
-                server = self.server(c)
-                if server is not None:  # MySQL: the cached template is the seed; nodes set passwords at first start
-                    jobs[key] = pool.submit(seed.template, self.layout.dir.parent, run_as, server)
-                    continue
-                tmpl = seed.template(self.layout.dir.parent, run_as)
-                galera = self.layout.cluster_nodes(c)[0].galera_port if key == c else None
-                jobs[key] = pool.submit(seed.make_seed, tmpl, seeds_dir / key.strip("_"), self.creds, run_as, galera)
-            seeds = {k: f.result() for k, f in jobs.items()}
-            progress(f"seeds ready ({time.monotonic() - t0:.1f} s)")
-
-            def place(node: NodePlan) -> None:
-                nodeops.prepare_dir(node, render(self.layout, node, self.server(node.cluster)), run_as)
-                nodeops.copy_datadir(seeds[seed_of[node.cluster]], node.datadir)
-                if node.server == "mysql":
-                    nodeops.write_private(node.init_file, seed.mysql_init_file(self.creds), run_as)
-
-            list(pool.map(place, self.layout.nodes.values()))
-            shutil.rmtree(seeds_dir, ignore_errors=True)
-            progress(f"datadirs copied ({time.monotonic() - t0:.1f} s)")
-            if net is not None:
-                net.result()
-                progress(f"network ready ({time.monotonic() - t0:.1f} s)")
-        topologies = [self.topology(c) for c in self.spec.clusters]
-        for topo in topologies:
-            topo.prepare()
-        self._start_nodes(list(self.layout.nodes.values()))
-        try:
-            self._wait_connectable(list(self.layout.nodes.values()), timeout, "start")
-        finally:
-            for node in self.layout.nodes.values():
-                node.init_file.unlink(missing_ok=True)  # it holds passwords: gone once the nodes are up
-        progress(f"servers started ({time.monotonic() - t0:.1f} s)")
-        with ThreadPoolExecutor(max_workers=len(topologies)) as pool:
-            for f in [pool.submit(t.form, timeout) for t in topologies]:
-                f.result()
-        progress(f"lab {self.name} ready in {time.monotonic() - t0:.1f} s")
-
-    def _network_up(self) -> None:
+    def network_up(self) -> None:
         pid = wan.up(self.layout, self.record.shaper)
         with state.update(self.dir) as rec:
             rec.link_pid = pid
@@ -392,7 +266,7 @@ class Lab:
             rec.link_pid = pid
         self.record.link_pid = pid
 
-    def _start_nodes(self, nodes: list[NodePlan]) -> None:
+    def start_nodes(self, nodes: list[NodePlan]) -> None:
         """Start ``nodes``; a topology with a group port (Galera) has its nodes started one after
         another, each once the previous one listens, so no node dials a peer that is not there yet."""
         pids = {}
@@ -402,12 +276,11 @@ class Lab:
                 args = dict(zip([n.name for n in ordered], pool.map(
                     lambda n: self.topology(n.cluster).start_args(n, self.record.run_as), ordered)))
             for n in ordered:
-                if n.init_file.exists():  # a MySQL node's first start
+                if n.init_file.exists():  # a node's first start that sets the lab's passwords
                     args[n.name] = (*args[n.name], f"--init-file={n.init_file}")
             for node in ordered:
                 topo = self.topology(node.cluster)
-                pids[node.name] = nodeops.start(node, self.record.run_as, *args[node.name],
-                                                server=self.server(node.cluster))
+                pids[node.name] = nodeops.start(node, self.server(node.cluster), self.record.run_as, *args[node.name])
                 port = topo.group_port(node)
                 if port is not None:
                     nodeops.wait_listening(node, pids[node.name], node.listen_host, port)
@@ -416,7 +289,7 @@ class Lab:
                 rec.pids.update(pids)
             self.record.pids.update(pids)
 
-    def _wait_connectable(self, nodes: list[NodePlan], timeout: float, what: str) -> None:
+    def wait_connectable(self, nodes: list[NodePlan], timeout: float, what: str) -> None:
         """Wait until every node accepts connections; on the first failure stop waiting for the rest."""
         abort = threading.Event()
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
@@ -471,8 +344,8 @@ class Lab:
                 if not group:
                     continue
                 progress(f"restarting {', '.join(n.name for n in group)}")
-                self._start_nodes(group)
-                self._wait_connectable(group, timeout, "restart")
+                self.start_nodes(group)
+                self.wait_connectable(group, timeout, "restart")
                 topo.after_group(group, timeout)
             try:
                 self._reapply_settings(topo, dead)
@@ -489,31 +362,11 @@ class Lab:
 
     # -- runtime settings ------------------------------------------------------------------------
     def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
-        """Apply runtime settings to every cluster that has them (or to ``cluster``), without restart.
-
-        Returns {cluster: {setting: value}} of what was applied. Unknown settings,
-        bad values and settings that need a restart raise ``SettingError``.
-        """
-        clusters = [cluster] if cluster else list(self.spec.clusters)
-        if cluster and cluster not in self.spec.clusters:
-            raise SettingError(f"no cluster {cluster!r} in lab {self.name}", hint=f"clusters: {', '.join(self.spec.clusters)}")
+        """Apply runtime settings to every cluster that has them (or to ``cluster``), without restart, by the rules
+        every lab shares (``benchlib.systems.settings.plan_settings``); each is read back and recorded, so heal
+        applies it again. Returns {cluster: {setting: value}}."""
+        plan = plan_settings(settings, {c: self.setting_rules(c) for c in self.clusters()}, cluster, self.name)
         applied: dict[str, dict[str, Any]] = {}
-        plan = []
-        for key, raw in settings.items():
-            targets = [c for c in clusters if key in self.setting_rules(c)]
-            if not targets and key in RESTART_ONLY:
-                hint = {"wait_point": "semisync_wait_point", "timeout_ms": "semisync_timeout_ms"}.get(key)
-                raise SettingError(
-                    f"{key!r} cannot change on a running lab (it needs a server restart or a new build)",
-                    hint=f"use the runtime setting {hint}" if hint else
-                    "change it in the spec, then: benchlib lab down, benchlib lab up SPEC",
-                )
-            if not targets:
-                known = sorted({k for c in clusters for k in self.setting_rules(c).names})
-                raise SettingError(f"{key!r} is not a runtime setting of {' or '.join(clusters)}",
-                                   hint=f"runtime settings here: {', '.join(known)}; other server options need a new lab")
-            for c in targets:
-                plan.append((c, key, self.setting_rules(c).parse(key, raw)))
         for c, key, value in plan:
             topo = self.topology(c)
             topo.apply_setting(key, value, topo.nodes)
@@ -527,17 +380,6 @@ class Lab:
     def down(self) -> None:
         """Stop every process of the lab, remove its network and its directory."""
         self._destroy()
-
-    def _keep_logs(self) -> Path | None:
-        """Copy every node's error log out of the lab before a failed bring-up removes it."""
-        logs = [n.error_log for n in self.layout.nodes.values() if n.error_log.exists()]
-        if not logs:
-            return None
-        dest = self.dir.parent / ".failed" / f"{self.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        dest.mkdir(parents=True, exist_ok=True)
-        for log in logs:
-            shutil.copy(log, dest / f"{log.parent.name}.error.log")
-        return dest
 
     def _destroy(self) -> None:
         procs.kill_lab_processes(self.dir, self.record.pids, self.layout)

@@ -32,7 +32,7 @@ ACCOUNT_HOSTS = ("127.0.0.1", "localhost", f"{NET_PREFIX}.%")
 def lab_root() -> Path:
     """Directory holding every lab (``BENCHLIB_LAB_ROOT``, default /tmp/benchlib).
 
-    Kept short on purpose: a server socket path over 107 characters aborts mariadbd.
+    Kept short on purpose: a server socket path over 107 characters aborts the server.
     """
     return Path(os.environ.get("BENCHLIB_LAB_ROOT", DEFAULT_ROOT)).absolute()
 
@@ -50,7 +50,7 @@ class NodePlan:
     listen_host: str  # address the other nodes and clients reach this node at
     bind_hosts: tuple[str, ...]
     netns: str | None
-    server: str = "mariadb"  # the cluster's server flavour (benchlib.servers)
+    flavor: str = "mariadb"  # the cluster's server flavour (benchlib.lab.flavors): its spec's ``system``
 
     @property
     def role(self) -> str:
@@ -119,7 +119,7 @@ class NodePlan:
 
     @property
     def marker(self) -> str:
-        """What identifies this node's mariadbd in a process list."""
+        """What identifies this node's server in a process list."""
         return f"--defaults-file={self.cnf}"
 
 
@@ -213,7 +213,7 @@ def build_layout(spec: LabSpec, root: Path, base_port: int, net_index: int | Non
                 listen_host=listen,
                 bind_hosts=bind,
                 netns=sites[site].netns if site else None,
-                server=cluster.system,
+                flavor=cluster.system,
             )
             k += 1
     layout = Layout(spec=spec, dir=lab_dir, base_port=base_port, net_index=net_index, nodes=nodes, sites=sites)

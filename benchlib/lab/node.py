@@ -1,5 +1,5 @@
-"""One server process of a lab (mariadbd, or a MySQL mysqld run as ``benchlib.servers.Server`` says): its
-directory, start, readiness and stop."""
+"""One server process of a lab (its flavour's server, run as ``benchlib.servers.Server`` says): its directory,
+start, readiness and stop."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from benchlib.lab.layout import NodePlan
 from benchlib.lab.secrets import Credentials
 from benchlib.servers import Server
 
-MARIADBD = "mariadbd"
 NOISE = ("Could not increase number of max_open_files",)
 
 
@@ -67,21 +66,20 @@ def prepare_dir(node: NodePlan, cnf_text: str, run_as: str | None) -> None:
         shutil.chown(node.tmpdir, run_as, run_as)
 
 
-def argv(node: NodePlan, run_as: str | None, *extra: str, server: Server | None = None) -> list[str]:
-    args = [node.marker, *([f"--user={run_as}"] if run_as else []), *extra]
-    cmd = server.argv(*args) if server is not None and server.flavor == "mysql" else [MARIADBD, *args]
+def argv(node: NodePlan, server: Server, run_as: str | None, *extra: str) -> list[str]:
+    cmd = server.argv(node.marker, *([f"--user={run_as}"] if run_as else []), *extra)
     if node.netns:
         cmd = ["ip", "netns", "exec", node.netns, *cmd]
     return cmd
 
 
-def start(node: NodePlan, run_as: str | None, *extra: str, server: Server | None = None) -> int:
+def start(node: NodePlan, server: Server, run_as: str | None, *extra: str) -> int:
     """Start the server of ``node`` in the background (its own session); return its pid."""
     for stale in (node.socket, node.socket.with_name(node.socket.name + ".lock")):  # left by a killed server
         stale.unlink(missing_ok=True)  # (MySQL's .lock names a pid that may be someone else's by now)
     with open(node.dir / "stdout.log", "ab") as out:
         proc = subprocess.Popen(
-            argv(node, run_as, *extra, server=server),
+            argv(node, server, run_as, *extra),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

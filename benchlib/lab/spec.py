@@ -2,7 +2,8 @@
 
 A spec names the lab, optional server defaults, one or more clusters (each with a
 topology: ``single``, ``async``, ``semisync``, ``galera`` or ``group_replication``, and a
-server ``system``: ``mariadb``, the default, or ``mysql``, optionally from a ``basedir``) and optional WAN
+server ``system``: a flavour of ``benchlib.lab.flavors``, ``mariadb`` by default or ``mysql``, optionally from a
+``basedir``) and optional WAN
 *sites*: groups of nodes placed in their own network namespace behind a link with
 a round-trip delay to the rest of the lab.
 
@@ -37,23 +38,27 @@ from __future__ import annotations
 
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from benchlib import systems
 from benchlib.errors import SpecError
-from benchlib.specs import format_validation, read_toml
+from benchlib.lab import flavors
+from benchlib.specs import Strict, format_validation, read_toml
 from benchlib.systems.settings import SettingRules
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
 CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"  # clusters and sites
+#: spec fields a DBA may try to change on a running lab: they need a new lab (or another runtime setting)
+_NEW_LAB = "change it in the spec, then: benchlib lab down, benchlib lab up SPEC"
+FIXED = {**{k: _NEW_LAB for k in ("binlog", "nodes", "replicas", "buffer_pool", "redo_log", "gcache",
+                                   "performance_schema", "max_connections", "topology")},
+         "wait_point": "use the runtime setting semisync_wait_point",
+         "timeout_ms": "use the runtime setting semisync_timeout_ms"}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGkmg]?)i?[Bb]?\s*$")
-#: the system (``benchlib.systems``) of each (server, topology) a local cluster can have
-TOPOLOGY_SYSTEM = {("mariadb", "single"): "mariadb", ("mariadb", "async"): "mariadb", ("mariadb", "semisync"): "mariadb",
-                   ("mariadb", "galera"): "galera", ("mysql", "single"): "mysql", ("mysql", "async"): "mysql",
-                   ("mysql", "semisync"): "mysql", ("mysql", "group_replication"): "group_replication"}
 
 
 def parse_size(value: str | int) -> int:
@@ -77,11 +82,7 @@ def _size_field(lo: int, hi: int):
     return check
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ServerSettings(_Strict):
+class ServerSettings(Strict):
     """Server settings shared by every node of a cluster (overridable per cluster)."""
 
     durability: Literal["durable", "relaxed"] | None = None
@@ -111,21 +112,31 @@ DEFAULT_SERVER = ServerSettings(
 class _ClusterBase(ServerSettings):
     """Fields every topology has: the server settings, the server (``system``, ``basedir``), the topology."""
 
-    system: Literal["mariadb", "mysql"] = "mariadb"
+    system: str = Field(default="mariadb", description="the server flavour (benchlib.lab.flavors): mariadb, mysql")
     basedir: str | None = Field(default=None, description="an unpacked server to run (default: the one benchlib finds)")
 
     @property
     def node_count(self) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @property
+    def flavor(self) -> flavors.Flavor:
+        return flavors.get(self.system)
+
+    @field_validator("system")
+    @classmethod
+    def _known_flavor(cls, v: str) -> str:
+        if v not in flavors.FLAVORS:
+            raise ValueError(f"unknown system {v!r}: a local cluster runs one of {', '.join(flavors.names())}")
+        return v
+
     @model_validator(mode="after")
-    def _server_runs_topology(self):
-        topology = self.topology  # every subclass has one
-        if (self.system, topology) not in TOPOLOGY_SYSTEM:
-            why = ("Galera runs on MariaDB here (Percona XtraDB Cluster: a remote lab)" if topology == "galera"
-                   else "Group Replication is MySQL's")
-            runs = ", ".join(sorted(t for s, t in TOPOLOGY_SYSTEM if s == self.system))
-            raise ValueError(f"system {self.system!r} has no topology {topology!r}: {why} ({self.system} runs {runs})")
+    def _flavor_runs_topology(self):
+        flavor = self.flavor
+        flavor.system(self.topology)  # every subclass has a topology; a ValueError names what the flavour runs
+        for name, (only, why) in flavor.refuses.items():
+            if name in type(self).model_fields and getattr(self, name) != only:
+                raise ValueError(why)
         return self
 
 
@@ -160,14 +171,9 @@ class AsyncCluster(_ClusterBase):
             if isinstance(value, list) and len(value) != self.replicas:
                 raise ValueError(f"{field}: a list needs one value per replica ({self.replicas}), got {len(value)}")
         threads = self.parallel_threads if isinstance(self.parallel_threads, list) else [self.parallel_threads]
-        top = 16383 if self.system == "mariadb" else 1024
+        top = flavors.get(self.system).parallel_threads_max if self.system in flavors.FLAVORS else 0
         if any(not 0 <= t <= top for t in threads):
             raise ValueError(f"parallel_threads: each value must be between 0 and {top} ({self.system}'s limit)")
-        if self.system == "mysql" and self.parallel_mode != "optimistic":  # (checked by value: specs round-trip)
-            raise ValueError("parallel_mode is MariaDB's (slave_parallel_mode); MySQL's parallel apply is "
-                             "parallel_threads with preserve_commit_order")
-        if self.system == "mariadb" and not self.preserve_commit_order:
-            raise ValueError("preserve_commit_order is MySQL's; MariaDB keeps commit order in every parallel_mode")
         return self
 
     def replica_parallel(self, index: int) -> tuple[int, str]:
@@ -187,8 +193,6 @@ class SemisyncCluster(AsyncCluster):
     def _replica_count(self):
         if self.replica_count > self.replicas:
             raise ValueError(f"replica_count ({self.replica_count}) exceeds the number of replicas ({self.replicas})")
-        if self.system == "mariadb" and self.replica_count != 1:
-            raise ValueError("replica_count is MySQL's (MariaDB 10.11 waits for one replica's ack)")
         return self
 
 
@@ -213,7 +217,7 @@ class GroupReplicationCluster(_ClusterBase):
     """A MySQL group: every member certifies every transaction; node 1 bootstraps it and takes the load."""
 
     topology: Literal["group_replication"]
-    system: Literal["mariadb", "mysql"] = "mysql"
+    system: str = "mysql"
     nodes: int = Field(default=3, ge=3, le=9, description="members (3 tolerate one failure; at most 9)")
     single_primary: bool = True
     communication_stack: Literal["XCOM", "MYSQL"] = Field(
@@ -233,7 +237,7 @@ Cluster = Annotated[
 ]
 
 
-class Site(_Strict):
+class Site(Strict):
     """Nodes placed in their own network namespace, ``rtt_ms`` away from the rest of the lab."""
 
     nodes: list[str] = Field(min_length=1)
@@ -247,7 +251,7 @@ class Site(_Strict):
         return self
 
 
-class LabSpec(_Strict):
+class LabSpec(Strict):
     kind: Literal["local"] = "local"  # a remote lab spec says kind = "remote" (benchlib.remote.spec)
     name: str = Field(pattern=LAB_NAME)
     base_port: int | None = Field(default=None, ge=1024, le=65000)
@@ -310,13 +314,15 @@ class LabSpec(_Strict):
         return ServerSettings(**merged)
 
     def system_of(self, cluster: str) -> str:
+        """The ``benchlib.systems`` key of ``cluster`` (its flavour's, for its topology)."""
         c = self.clusters[cluster]
-        return TOPOLOGY_SYSTEM[(c.system, c.topology)]
+        return c.flavor.system(c.topology)
 
     def setting_rules(self, cluster: str) -> SettingRules:
         """The runtime settings of ``cluster``: its system's, less replica settings where it has no replicas."""
         c = self.clusters[cluster]
-        return systems.rules(self.system_of(cluster), label=c.topology, replicas=c.node_count > 1)
+        rules = systems.rules(self.system_of(cluster), label=c.topology, replicas=c.node_count > 1)
+        return replace(rules, fixed=FIXED)
 
     def site_of(self, node: str) -> str | None:
         for name, site in self.sites.items():

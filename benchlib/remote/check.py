@@ -3,7 +3,7 @@
 Checked in order, every problem one line naming the node or host and how to fix it:
 
 1. connectivity and login on every node (a refused password names the variable to check);
-2. what each server is (``probes.detect``) against what the spec says;
+2. what each server is (``dialect.detect``) against what the spec says;
 3. the privileges the campaign uses, by running the very statements the sampler and the load
    run (a refusal names the grant to add): replica status, performance_schema tables, group
    member stats, Aurora's replica_host_status, the benchlib and sbtest schemas on the writer;
@@ -23,15 +23,12 @@ import pymysql
 
 from benchlib.errors import BenchlibError
 from benchlib.sampling.clock import server_offset
-from benchlib.systems import queries as rp
+from benchlib.systems import get as get_system
+from benchlib.systems import dialect
+from benchlib.systems.privileges import ACCESS_DENIED, GRANTS, WRONG_PASSWORD, privilege_message
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab as RemoteLab  # a remote lab (benchlib.remote.lab), typed by the protocol
-
-SYSTEM_OF_KIND = {"mariadb": {"mariadb"}, "mariadb_galera": {"galera"}, "pxc": {"pxc", "galera"},
-                  "mysql": {"mysql", "group_replication"}, "percona": {"mysql", "group_replication"},
-                  "aurora": {"aurora"}}
-
 
 @dataclass
 class Finding:
@@ -74,20 +71,21 @@ def _probe(result: RemoteCheck, conn, node: str, user: str, probe: str, sql: str
             return list(cur.fetchall())
     except pymysql.MySQLError as exc:
         errno, text = _denied(exc)
-        if errno in rp.ACCESS_DENIED and probe == "performance_schema" and "table '" in text:
+        if errno in ACCESS_DENIED and probe == "performance_schema" and "table '" in text:
             names.setdefault("table", text.split("table '")[1].split("'")[0])
-        result.add(node, False, rp.privilege_message(errno, text, node=node, probe=probe, user=user, **names))
+        result.add(node, False, privilege_message(errno, text, node=node, probe=probe, user=user, **names))
         return None
 
 
 def _check_node(lab: "RemoteLab", result: RemoteCheck, cluster: str, node, conn, user: str) -> None:
     spec = lab.spec.clusters[cluster]
+    system = get_system(spec.system)
     with conn.cursor() as cur:
         cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'version_comment', 'wsrep_on', "
                     "'aurora_version', 'group_replication_group_name')")
         variables = {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
-    kind = rp.detect(variables)
-    if spec.system not in SYSTEM_OF_KIND.get(kind.system, {kind.system}):
+    kind = dialect.detect(variables)
+    if kind.system not in system.kinds:
         result.add(node.name, False, f"{node.name}: the spec says {spec.system}, the server is {kind.system} "
                                      f"{'.'.join(map(str, kind.version))} ({variables.get('version')})")
         return
@@ -99,60 +97,21 @@ def _check_node(lab: "RemoteLab", result: RemoteCheck, cluster: str, node, conn,
                      "REPLACE INTO benchlib.check_write VALUES (1)"):
             if _probe(result, conn, node.name, user, "schemas", stmt) is None:
                 return
-    if spec.system in ("mariadb", "mysql") and not writer:
-        rows = _probe(result, conn, node.name, user, "replica_status", rp.replica_status_sql(kind))
-        if rows is not None:
-            _replica_health(result, node.name, rows, kind)
-        if kind.mysql_family and kind.version >= (8, 0, 0):
-            _probe(result, conn, node.name, user, "performance_schema", rp.MYSQL8_APPLIER_SQL, ("",))
-    if spec.system in ("galera", "pxc"):
-        rows = _probe(result, conn, node.name, user, "status", "SHOW GLOBAL STATUS LIKE 'wsrep%'")
-        if rows is not None:
-            st = {r["Variable_name"].lower(): r["Value"] for r in rows}
-            state, status = st.get("wsrep_local_state_comment"), st.get("wsrep_cluster_status")
-            size = int(st.get("wsrep_cluster_size") or 0)
-            if state != "Synced" or status != "Primary" or size != len(spec.nodes):
-                result.add(node.name, False, f"{node.name}: Galera node is {state}, cluster {status}, size {size} "
-                                             f"(the spec has {len(spec.nodes)} nodes): wait until it is Synced in a "
-                                             "primary component of every node, or fix the spec's node list")
-    if spec.system == "group_replication":
-        rows = _probe(result, conn, node.name, user, "performance_schema", rp.GROUP_MEMBER_STATS_SQL)
-        if rows is not None:
-            state = rows[0]["MEMBER_STATE"] if rows else "not a member"
-            if state != "ONLINE":
-                result.add(node.name, False, f"{node.name}: Group Replication member is {state}, not ONLINE: "
-                                             "START GROUP_REPLICATION on it, or check its error log")
-        _probe(result, conn, node.name, user, "performance_schema", rp.MYSQL8_APPLIER_SQL,
-               (rp.GROUP_REPLICATION_CHANNEL,))
-    if spec.system == "aurora" and writer:
-        _probe(result, conn, node.name, user, "aurora_replicas", rp.AURORA_REPLICAS_SQL)
+    readable = all([_probe(result, conn, node.name, user, probe, sql, args) is not None
+                    for probe, sql, args in system.reads(kind, writer)])
+    if readable:  # what the sampler reads, it may read: is the node ready? (the check every lab runs)
+        for problem in system.readiness(conn, writer, len(spec.nodes), node.name):
+            result.add(node.name, False, problem)
     _can_set_global(result, conn, node.name, kind)
 
 
-def _replica_health(result: RemoteCheck, node: str, rows: list[dict], kind: rp.ServerKind) -> None:
-    if not rows:
-        result.add(node, False, f"{node}: not configured as a replica (SHOW REPLICA STATUS is empty): set up "
-                                "replication from the primary, or give the node another role in the spec")
-        return
-    st = rows[0]
-    io = st.get("Replica_IO_Running", st.get("Slave_IO_Running"))
-    sq = st.get("Replica_SQL_Running", st.get("Slave_SQL_Running"))
-    if io != "Yes" or sq != "Yes":
-        errors = "; ".join(str(st.get(k)) for k in ("Last_IO_Error", "Last_SQL_Error") if st.get(k))
-        start = "START REPLICA" if kind.version >= ((10, 5, 1) if kind.system.startswith("mariadb") else (8, 0, 22)) \
-            else "START SLAVE"
-        result.add(node, False, f"{node}: replication is stopped (IO thread: {io}, SQL thread: {sq}"
-                                + (f"; last error: {errors}" if errors else "") + f"): run {start} on {node}"
-                                + (" after fixing the error" if errors else ""))
-
-
-def _can_set_global(result: RemoteCheck, conn, node: str, kind: rp.ServerKind) -> None:
+def _can_set_global(result: RemoteCheck, conn, node: str, kind: dialect.ServerKind) -> None:
     with conn.cursor() as cur:
         cur.execute("SHOW GRANTS")
         grants = " ".join(str(next(iter(r.values()))) for r in cur.fetchall()).upper()
     if not any(p in grants for p in ("ALL PRIVILEGES ON *.*", "SUPER", "SYSTEM_VARIABLES_ADMIN")):
         result.add(node, False, f"{node}: the account cannot change global variables, so campaigns that sweep "
-                                f"settings will fail here; {rp.GRANTS['set_global'].format(user='the account')}",
+                                f"settings will fail here; {GRANTS['set_global'].format(user='the account')}",
                    severity="note")
 
 
@@ -175,7 +134,7 @@ def check_remote(lab: "RemoteLab", *, clients: bool = True) -> RemoteCheck:
                     break
                 except pymysql.MySQLError as exc:
                     errno, text = _denied(exc)
-                    if errno == rp.WRONG_PASSWORD:
+                    if errno == WRONG_PASSWORD:
                         refused.add((creds.user, creds.password_env))
                         msg = (f"{node.name}: the server refused the login of {creds.user!r} (wrong password, or no "
                                f"such account for this host): check the password in ${creds.password_env}")

@@ -1,6 +1,6 @@
 """A remote lab: real servers benchlib connects to but does not start, and client hosts reached over SSH.
 
-``RemoteLab`` offers what a campaign needs of a lab (the local ``benchlib.lab.lab.Lab`` offers the
+``RemoteLab`` offers what a campaign needs of a lab (the local ``benchlib.lab.lab.LocalLab`` offers the
 same): connections to nodes, the nodes of a cluster (writer first), settings applied and recorded,
 a check that every node answers. It never starts, stops or heals a server: a node that stops
 answering fails the run and the campaign stops with the node named. Passwords are read from the
@@ -20,9 +20,10 @@ import pymysql.cursors
 
 from benchlib.errors import LabError
 from benchlib.lab.base import NodeInfo, NodeStatus, Progress, quiet
-from benchlib.remote.spec import RemoteLabSpec, RemoteNode, load_remote_spec
+from benchlib.remote.spec import RemoteLabSpec, RemoteNode
 from benchlib.systems import get as get_system
-from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting, primary_role
+from benchlib.manifest import ClusterFacts
+from benchlib.systems.settings import ClusterTarget, SettingRules, apply_setting, plan_settings
 
 __all__ = ["RemoteLab", "RemoteLabError", "password_from"]
 
@@ -56,10 +57,6 @@ class RemoteLab:
         self._client_facts: dict[str, dict[str, Any]] | None = None
         self._watch: dict[str, Any] = {}
         self._watch_lock = threading.Lock()
-
-    @classmethod
-    def open(cls, spec: RemoteLabSpec | str) -> "RemoteLab":
-        return cls(load_remote_spec(spec) if not isinstance(spec, RemoteLabSpec) else spec)
 
     # -- nodes -----------------------------------------------------------------------
     def clusters(self) -> list[str]:
@@ -111,9 +108,6 @@ class RemoteLab:
                                read_timeout=60, write_timeout=60, autocommit=True, database=database,
                                cursorclass=pymysql.cursors.DictCursor)
 
-    def pid(self, node) -> None:
-        return None  # not a process of this machine
-
     def is_up(self, node: RemoteNode | NodeInfo | str) -> bool:
         """Whether the node answers (one kept connection per node, pinged; reconnects once)."""
         name = node if isinstance(node, str) else node.name
@@ -151,12 +145,12 @@ class RemoteLab:
         out = []
         for c in self.spec.clusters:
             system = get_system(self.system(c))
-            for n in self.cluster_nodes(c):
+            for i, n in enumerate(self.cluster_nodes(c)):
                 detail: dict[str, Any] = {}
                 up = True
                 try:
                     with self.connect(n.name, timeout=3) as conn:
-                        detail = system.node_status(conn, primary_role(n.role))
+                        detail = system.node_status(conn, "primary" if i == 0 else "replica")
                 except (pymysql.MySQLError, OSError) as exc:
                     up = isinstance(exc, pymysql.MySQLError) and exc.args and exc.args[0] not in (2003, 2013)
                     detail = {"error": str(exc.args[-1] if exc.args else exc)}
@@ -178,23 +172,19 @@ class RemoteLab:
         return dict(self._settings[cluster])
 
     def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
-        """Apply settings with SET GLOBAL on the nodes of ``cluster`` (every cluster having them when None),
-        read them back, record them. Restart-only settings follow ``allow_restart``."""
-        clusters = [cluster] if cluster else list(self.spec.clusters)
+        """Apply settings with SET GLOBAL on the nodes of ``cluster`` (every cluster having them when None) by the
+        rules every lab shares (``benchlib.systems.settings.plan_settings``), read them back, record them.
+        Restart-only settings follow ``allow_restart``."""
+        plan = plan_settings(settings, {c: self.setting_rules(c) for c in self.clusters()}, cluster, self.name)
         done: dict[str, dict[str, Any]] = {}
-        for c in clusters:
-            rules = self.setting_rules(c)
-            target = ClusterTarget(c, [NodeRef(n.name, primary_role(n.role)) for n in self.cluster_nodes(c)],
-                                   lambda name: self.connect(name), on_restart=self._wait_back,
-                                   hint="the account needs SUPER (MariaDB) or SYSTEM_VARIABLES_ADMIN (MySQL 8) to "
-                                        "change global variables")
-            for key, raw in settings.items():
-                if cluster is None and key not in rules:
-                    continue
-                value = rules.parse(key, raw)
-                apply_setting(target, rules.settings[key], value)
-                self._settings[c][key] = value
-                done.setdefault(c, {})[key] = value
+        for c, key, value in plan:
+            target = ClusterTarget.of(c, [n.name for n in self.cluster_nodes(c)], lambda name: self.connect(name),
+                                      on_restart=self._wait_back,
+                                      hint="the account needs SUPER (MariaDB) or SYSTEM_VARIABLES_ADMIN (MySQL 8) "
+                                           "to change global variables")
+            apply_setting(target, self.setting_rules(c).settings[key], value)
+            self._settings[c][key] = value
+            done.setdefault(c, {})[key] = value
         return done
 
     def _wait_back(self, node: str, timeout: float = 300) -> None:
@@ -269,12 +259,12 @@ class RemoteLab:
     def heartbeat_triggers(self, cluster: str) -> bool:
         return False  # they need privileges a benchmark account should not have
 
-    def facts(self, cluster: str) -> dict[str, Any]:
+    def facts(self, cluster: str) -> ClusterFacts:
         c = self.spec.clusters[cluster]
-        return {"system": c.system, "topology": c.topology, "placement": "remote", "mode": c.mode,
-                "nodes": [{"name": n.name, "role": n.role, "host": n.host, "port": n.port, "site": None,
-                           "rtt_ms": None} for n in self.cluster_nodes(cluster)],
-                "durability": self._settings[cluster].get("durability"), "binlog": None}
+        return ClusterFacts(system=c.system, topology=c.topology, placement="remote", mode=c.mode,
+                            nodes=[{"name": n.name, "role": n.role, "host": n.host, "port": n.port}
+                                   for n in self.cluster_nodes(cluster)],
+                            durability=self._settings[cluster].get("durability"))
 
     # -- client hosts ------------------------------------------------------------------
     @property

@@ -33,12 +33,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchlib import systems
 from benchlib.errors import SpecError
 from benchlib.systems.settings import SettingRules
-from benchlib.specs import format_validation, read_toml
+from benchlib.specs import Strict, format_validation, read_toml
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 SYSTEMS = ("mariadb", "mysql", "group_replication", "pxc", "galera", "aurora")
@@ -50,8 +50,8 @@ ROLES = {
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(Strict):
+    """A spec table that refuses literal secrets (a password belongs in an environment variable)."""
 
     @model_validator(mode="before")
     @classmethod

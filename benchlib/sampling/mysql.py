@@ -1,6 +1,7 @@
 """Status probes of the MySQL family: MySQL replication, Group Replication, Aurora.
 
-The queries and parsers are ``benchlib.systems.queries``:
+The queries and parsers are each system's (``benchlib.systems.mysql``, ``group_replication``, ``aurora``,
+``semisync``; the server's version from ``dialect``):
 
 - ``mysql``: performance_schema apply lag (µs, corrected with both servers' clock offsets when
   the lab has a ``ClockProbe``; one clock locally), GTID_SUBTRACT backlog and SHOW REPLICA/SLAVE
@@ -15,7 +16,9 @@ from __future__ import annotations
 from benchlib.sampling.clock import ClockProbe
 from benchlib.sampling.heartbeat import Connect
 from benchlib.sampling.status import ClusterProbe, StatusLog, as_number
-from benchlib.systems import queries as rp
+from benchlib.systems import aurora, dialect, semisync
+from benchlib.systems import group_replication as gr
+from benchlib.systems import mysql
 
 __all__ = ["AuroraProbe", "GroupReplicationProbe", "MySQLReplicationProbe"]
 
@@ -29,8 +32,8 @@ class MySQLReplicationProbe(ClusterProbe):
         super().__init__(connect, [source, *replicas], log, clock, interval_s)
         self.name = f"mysql:{source}"
         self.source, self.replicas, self.clocks, self.channel = source, replicas, clocks, channel
-        self.kinds: dict[str, rp.ServerKind] = {}
-        self.state = {r: rp.ApplierState() for r in replicas}
+        self.kinds: dict[str, dialect.ServerKind] = {}
+        self.state = {r: mysql.ApplierState() for r in replicas}
         self.tick = 0
 
     def setup(self) -> None:
@@ -38,7 +41,7 @@ class MySQLReplicationProbe(ClusterProbe):
         for n, conn in self.conns.items():
             with conn.cursor() as cur:
                 cur.execute("SELECT @@version AS version, @@version_comment AS version_comment")
-                self.kinds[n] = rp.detect(cur.fetchone())
+                self.kinds[n] = dialect.detect(cur.fetchone())
 
     def sample(self, t: float) -> None:
         slow = self.tick % 4 == 0
@@ -48,8 +51,8 @@ class MySQLReplicationProbe(ClusterProbe):
             kind = self.kinds[r]
             with self.conns[r].cursor() as cur:
                 if kind.version >= (8, 0, 0):
-                    cur.execute(rp.MYSQL8_APPLIER_SQL, (self.channel,))
-                    lag_us = rp.mysql8_lag_us(cur.fetchall(), self.state[r])
+                    cur.execute(mysql.MYSQL8_APPLIER_SQL, (self.channel,))
+                    lag_us = mysql.mysql8_lag_us(cur.fetchall(), self.state[r])
                     now = self.clock()
                     if lag_us is not None:
                         skew = 0.0
@@ -58,24 +61,24 @@ class MySQLReplicationProbe(ClusterProbe):
                         self.log.add(now, r, "apply_lag_ms", lag_us / 1000 - skew * 1000)  # never clamped
                 if not slow:
                     continue
-                cur.execute(rp.MYSQL_BACKLOG_SQL, (self.channel,))
+                cur.execute(mysql.MYSQL_BACKLOG_SQL, (self.channel,))
                 row = cur.fetchone()
                 if row is not None:
-                    self.log.add(self.clock(), r, "trx_behind", rp.gtid_count(row["BACKLOG"]))
-                cur.execute(rp.replica_status_sql(kind))
+                    self.log.add(self.clock(), r, "trx_behind", mysql.gtid_count(row["BACKLOG"]))
+                cur.execute(dialect.replica_status_sql(kind))
                 st = cur.fetchone() or {}
                 io = st.get("Replica_IO_Running", st.get("Slave_IO_Running"))
                 sq = st.get("Replica_SQL_Running", st.get("Slave_SQL_Running"))
                 now = self.clock()
                 self.log.add(now, r, "io_running", as_number(io))
                 self.log.add(now, r, "sql_running", as_number(sq))
-                sbm = st.get(rp.seconds_behind_column(kind))
+                sbm = st.get(dialect.seconds_behind_column(kind))
                 if sbm is not None:
                     self.log.add(now, r, "seconds_behind_master", sbm)
         if slow:
             with self.conns[self.source].cursor() as cur:
                 cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_%'")
-                semi = rp.semisync({x["Variable_name"]: x["Value"] for x in cur.fetchall()})
+                semi = semisync.status_of({x["Variable_name"]: x["Value"] for x in cur.fetchall()})
             now = self.clock()
             for k, v in semi.items():
                 self.log.add(now, self.source, f"semisync_{k}", v, counter=k in ("yes_tx", "no_tx"))
@@ -89,23 +92,23 @@ class GroupReplicationProbe(ClusterProbe):
                  interval_s: float = 0.25):
         super().__init__(connect, members, log, clock, interval_s)
         self.name, self.clocks = f"group:{members[0]}", clocks
-        self.state = {m: rp.ApplierState() for m in members}
+        self.state = {m: mysql.ApplierState() for m in members}
 
     def sample(self, t: float) -> None:
         for m in self.nodes:
             with self.conns[m].cursor() as cur:
-                cur.execute(rp.GROUP_MEMBER_STATS_SQL)
+                cur.execute(gr.GROUP_MEMBER_STATS_SQL)
                 row = cur.fetchone()
                 now = self.clock()
                 if row is not None:
-                    for k, v in rp.group_member_stats(row).items():
+                    for k, v in gr.group_member_stats(row).items():
                         self.log.add(now, m, f"gr_{k}", v, counter=k in ("checked", "remote_applied",
                                                                          "local_proposed", "conflicts"))
-                cur.execute(rp.GROUP_THROTTLE_SQL)
-                for k, v in rp.group_throttle(cur.fetchall()).items():
+                cur.execute(gr.GROUP_THROTTLE_SQL)
+                for k, v in gr.group_throttle(cur.fetchall()).items():
                     self.log.add(now, m, f"gr_{k}", v, counter=k != "throttle_active")
-                cur.execute(rp.MYSQL8_APPLIER_SQL, (rp.GROUP_REPLICATION_CHANNEL,))
-                lag_us = rp.mysql8_lag_us(cur.fetchall(), self.state[m])
+                cur.execute(mysql.MYSQL8_APPLIER_SQL, (gr.GROUP_REPLICATION_CHANNEL,))
+                lag_us = mysql.mysql8_lag_us(cur.fetchall(), self.state[m])
                 if lag_us is not None:  # the origin is whichever member committed: offsets differ by member
                     self.log.add(self.clock(), m, "apply_lag_ms", lag_us / 1000)
 
@@ -119,8 +122,8 @@ class AuroraProbe(ClusterProbe):
 
     def sample(self, t: float) -> None:
         with self.conns[self.writer].cursor() as cur:
-            cur.execute(rp.AURORA_REPLICAS_SQL)
-            readers = rp.aurora_replicas(cur.fetchall())
+            cur.execute(aurora.AURORA_REPLICAS_SQL)
+            readers = aurora.aurora_replicas(cur.fetchall())
         now = self.clock()
         for server_id, v in readers.items():
             self.log.add(now, server_id, "aurora_lag_ms", v["lag_ms"])

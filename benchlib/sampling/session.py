@@ -163,7 +163,7 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
         if probe is not None:
             probes.append(probe)
         system = systems.get(lab.system(cluster))
-        wanted = list(dict.fromkeys([*system.status_counters, *getattr(lab.spec, "counters", [])]))
+        wanted = list(dict.fromkeys([*system.status_counters, *lab.spec.counters]))
         probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
     liveness = [LivenessProbe(lab.connect, n, clock) for n in every]
     return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness)

@@ -27,7 +27,12 @@ from benchlib.errors import MissingDependencyError
 
 __all__ = ["FLAVORS", "PLUGINS", "Server", "find", "found", "prefix_root", "probe"]
 
-FLAVORS = ("mariadb", "mysql")
+#: the server flavours benchlib tells apart by their ``--version``, and how people call them
+FLAVORS = {"mariadb": "MariaDB", "mysql": "MySQL"}
+#: where to get a server of a flavour that is not found
+GET = {"mariadb": "run ./scripts/demo as root, or: apt-get install -y mariadb-server galera-4",
+       "mysql": "run ./scripts/bootstrap (it fetches Debian's MySQL 9 into .servers/), or: python -m "
+                "benchlib.servers.debian; or name an unpacked server with basedir in the spec"}
 #: plugins ``benchlib doctor`` reports (file names without .so)
 PLUGINS = {"group_replication": "group_replication", "semisync": "semisync_source", "clone": "mysql_clone",
            "gr_flow_control_stats": "component_group_replication_flow_control_stats"}
@@ -58,7 +63,7 @@ class Server:
     @property
     def label(self) -> str:
         """"MySQL 9.7.4" / "MariaDB 10.11.14": for legends and messages."""
-        return f"{'MySQL' if self.flavor == 'mysql' else 'MariaDB'} {self.version}"
+        return f"{FLAVORS.get(self.flavor, self.flavor)} {self.version}"
 
     def argv(self, *args: str, program: Path | None = None) -> list[str]:
         """The command that runs ``program`` (default: mysqld) of this server with ``args``."""
@@ -67,6 +72,19 @@ class Server:
             return [str(self.library_path / "ld-linux-x86-64.so.2"), "--library-path", str(self.library_path), exe,
                     *args]
         return [exe, *args]
+
+    def program(self, name: str) -> str:
+        """Another program of this server (``mariadb-install-db``): beside its mysqld, in its base's bin or
+        scripts, else on PATH."""
+        base = self.mysqld.parent.parent
+        for folder in (self.mysqld.parent, base / "bin", base / "scripts"):
+            if (folder / name).exists():
+                return str(folder / name)
+        found = shutil.which(name)
+        if found is None:
+            raise MissingDependencyError(f"{name} not found next to {self.mysqld} nor on PATH",
+                                         hint=GET.get(self.flavor, f"install {name}"))
+        return found
 
     def has_plugin(self, name: str) -> bool:
         return self.plugin_dir is not None and (self.plugin_dir / f"{name}.so").exists()
@@ -157,10 +175,5 @@ def find(flavor: str, basedir: str | Path | None = None) -> Server:
     for s in found():
         if s.flavor == flavor:
             return s
-    if flavor == "mysql":
-        raise MissingDependencyError(
-            "no MySQL server found (system mysqld, or benchlib's prefix)",
-            hint="run ./scripts/bootstrap (it fetches Debian's MySQL 9 into .servers/), "
-                 "or: python -m benchlib.servers.debian; or name an unpacked server with basedir in the spec")
-    raise MissingDependencyError("mariadbd not found",
-                                 hint="run ./scripts/demo as root, or: apt-get install -y mariadb-server galera-4")
+    raise MissingDependencyError(f"no {FLAVORS.get(flavor, flavor)} server found (the system's, or benchlib's prefix)",
+                                 hint=GET.get(flavor, "name an unpacked server with basedir in the spec"))

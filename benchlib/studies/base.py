@@ -73,12 +73,14 @@ def get(study: str) -> Study:
     return STUDIES[key]
 
 
+def study_named(name: str) -> Study | None:
+    """The study a campaign of this name reproduces (study000-quick ...), if any."""
+    return STUDIES[name[5:8]] if name.startswith("study") and name[5:8] in STUDIES else None
+
+
 def study_of(a: CampaignAnalysis) -> Study | None:
-    """The study a campaign reproduces, from its name (study000-quick ...)."""
-    name = (views.campaign_record(a).get("campaign") or {}).get("name") or (a.path.name if a.path else "")
-    if name.startswith("study") and name[5:8] in STUDIES:
-        return STUDIES[name[5:8]]
-    return None
+    """The study a campaign reproduces, from its name."""
+    return study_named(a.record.name or (a.path.name if a.path else ""))
 
 
 def commit_latency(a: CampaignAnalysis, cluster: str) -> float:

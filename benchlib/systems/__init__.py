@@ -1,10 +1,14 @@
 """Systems: what benchlib knows of each MySQL-family replication technology, in one registry.
 
 A ``System`` owns its settings vocabulary (``benchlib.systems.settings``), what ``lab status``
-shows of a node, and the roles its nodes take. Local and remote labs look systems up alike:
+shows of a node, when a node is ready (``readiness``: the same check on local and remote labs),
+what the sampler reads of it (``reads``: a remote lab's check runs them to find missing
+privileges; the SQL and parsers of each system's probes are in its module, which servers it is
+in ``dialect``), which servers can be it (``kinds``, as ``queries.detect`` names them) and whether
+its settings that need a restart can be restarted from SQL. Local and remote labs look systems up alike:
 a local topology maps onto a system (async, semi-sync and single -> ``mariadb``; galera ->
 ``galera``), a remote cluster names its system. The SQL and parsers of every system's probes
-are in ``benchlib.systems.queries``; the sampler's probes (``benchlib.sampling``) use them.
+are in its module; the sampler's probes (``benchlib.sampling``) use them.
 
 Adding a system is one ``register(System(...))`` here (and its probe in
 ``benchlib.sampling.session.STATUS_PROBES``), not a chain of ifs.
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from benchlib.errors import SpecError
-from benchlib.systems import galera, group_replication, mariadb, mysql
+from benchlib.systems import aurora, galera, group_replication, mariadb, mysql, replication
 from benchlib.systems.settings import Setting, SettingRules
 
 __all__ = ["SYSTEMS", "System", "get", "register", "rules"]
@@ -28,8 +32,14 @@ class System:
     title: str
     settings: dict[str, Setting]
     node_status: Callable[[Any, str], dict[str, Any]]
+    #: (connection, takes the writes, nodes in the cluster, node name) -> what keeps the node from being ready
+    readiness: Callable[[Any, bool, int, str], list[str]] = lambda conn, writer, size, node: []
+    #: (server kind, takes the writes) -> (privilege probe, SQL, parameters) the sampler runs on such a node
+    reads: Callable[[Any, bool], list[tuple[str, str, Any]]] = lambda kind, writer: []
+    kinds: frozenset[str] = frozenset()  # the servers (queries.detect's ServerKind.system) that can be this system
+    #: the server without a RESTART statement this system runs on: settings read at start cannot be swept ("": they can)
+    no_restart: str = ""
     restart_settings: dict[str, Setting] = field(default_factory=dict)  # remote labs that allow restarts
-    mysql_family: bool = False  # MySQL's statements (SHOW REPLICA STATUS, performance_schema lag)
     sweeps_nothing: str = ""  # why no setting can be swept (Aurora)
     variables: tuple[str, ...] = ()  # server variables recorded in every run's manifest (beyond COMMON_VARIABLES)
     counters: tuple[str, ...] = ()  # SHOW GLOBAL STATUS counters sampled every second (beyond COMMON_COUNTERS)
@@ -84,25 +94,32 @@ def rules(system: str, *, label: str | None = None, replicas: bool = True, remot
     chosen = {k: v for k, v in s.settings.items() if replicas or not v.replicas_only}
     if remote and not s.sweeps_nothing:
         chosen.update(s.restart_settings)
-    return SettingRules(system, label or system, chosen, allow_restart=allow_restart, note=s.sweeps_nothing)
+    return SettingRules(system, label or system, chosen, allow_restart=allow_restart, note=s.sweeps_nothing,
+                        no_restart=s.no_restart)
 
 
 def _no_status(conn, role: str) -> dict[str, Any]:
     return {}
 
 
-register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES,
-                counters=mariadb.COUNTERS))
-register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
-register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True, variables=galera.VARIABLES))
-register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status,
-                restart_settings=mysql.RESTART_SETTINGS, mysql_family=True, variables=mysql.VARIABLES))
-register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
-                group_replication.node_status, restart_settings=mysql.RESTART_SETTINGS, mysql_family=True,
-                variables=group_replication.VARIABLES))
-register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, mysql_family=True,
-                sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))
+_NO_RESTART = "MariaDB"  # no RESTART statement: settings read at start cannot be swept remotely
 
+
+register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status, replication.readiness,
+                replication.reads, frozenset({"mariadb"}), _NO_RESTART, restart_settings=mysql.RESTART_SETTINGS,
+                variables=mariadb.VARIABLES, counters=mariadb.COUNTERS))
+register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status, galera.readiness,
+                galera.reads, frozenset({"mariadb_galera", "pxc"}), _NO_RESTART,
+                restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
+register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status, galera.readiness, galera.reads,
+                frozenset({"pxc"}), restart_settings=mysql.RESTART_SETTINGS,
+                variables=galera.VARIABLES))
+register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status, replication.readiness,
+                replication.reads, frozenset({"mysql", "percona"}), restart_settings=mysql.RESTART_SETTINGS,
+                variables=mysql.VARIABLES))
+register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
+                group_replication.node_status, group_replication.readiness, group_replication.reads,
+                frozenset({"mysql", "percona"}), restart_settings=mysql.RESTART_SETTINGS,
+                variables=group_replication.VARIABLES))
+register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
+                sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))

@@ -13,7 +13,7 @@ from benchlib.systems.settings import COMMON, Setting
 from benchlib.systems.sql import global_status
 from benchlib.systems.values import float_range, int_range, sql_literal
 
-__all__ = ["SETTINGS", "VARIABLES", "galera_number", "node_status", "provider_option"]
+__all__ = ["SETTINGS", "VARIABLES", "galera_number", "node_status", "provider_option", "readiness", "reads"]
 
 
 #: recorded in each run's manifest (PXC 8.0.26+ names the appliers wsrep_applier_threads)
@@ -73,3 +73,19 @@ def node_status(conn, role: str) -> dict[str, Any]:
         "ready": st.get("wsrep_ready", "OFF"),
         "last_committed": int(st.get("wsrep_last_committed", -1) or -1),
     }
+
+
+def readiness(conn, writer: bool, size: int, node: str) -> list[str]:
+    """A node is ready when it is Synced in a primary component of every node."""
+    st = global_status(conn, "wsrep_")
+    state, status = st.get("wsrep_local_state_comment"), st.get("wsrep_cluster_status")
+    have = int(st.get("wsrep_cluster_size") or 0)
+    if state == "Synced" and status == "Primary" and have == size:
+        return []
+    return [f"{node}: Galera node is {state}, cluster {status}, size {have} (the cluster has {size} nodes): wait "
+            "until it is Synced in a primary component of every node, or fix the spec's node list"]
+
+
+def reads(kind, writer: bool) -> list[tuple[str, str, Any]]:
+    """What the sampler reads on a Galera node (privilege probe, SQL, parameters)."""
+    return [("status", "SHOW GLOBAL STATUS LIKE 'wsrep%'", None)]

@@ -8,14 +8,15 @@ reports its own state and queues (``performance_schema.replication_group_member_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
-from benchlib.systems import queries as q
+from benchlib.systems.mysql import MYSQL8_APPLIER_SQL
 from benchlib.systems.settings import COMMON, Setting, read_var, set_global
 from benchlib.systems.sql import query
 from benchlib.systems.values import choice, int_range
 
-__all__ = ["SETTINGS", "VARIABLES", "node_status"]
+__all__ = ["GROUP_MEMBER_STATS_SQL", "GROUP_REPLICATION_CHANNEL", "GROUP_THROTTLE_SQL", "SETTINGS", "VARIABLES",
+           "group_member_stats", "group_throttle", "node_status", "readiness", "reads"]
 
 
 #: recorded in each run's manifest
@@ -28,6 +29,42 @@ VARIABLES = ("group_replication_single_primary_mode", "group_replication_consist
 def _gr(name: str, parse, help_: str, variable: str) -> Setting:
     var = f"group_replication_{variable}"
     return Setting(name, parse, f"{var}: {help_}" if help_ else var, set_global(var), read_var(var))
+
+
+GROUP_REPLICATION_CHANNEL = "group_replication_applier"
+GROUP_MEMBER_STATS_SQL = """
+SELECT m.MEMBER_HOST, m.MEMBER_PORT, m.MEMBER_STATE, m.MEMBER_ROLE, s.COUNT_TRANSACTIONS_IN_QUEUE,
+       s.COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE, s.COUNT_TRANSACTIONS_CHECKED,
+       s.COUNT_TRANSACTIONS_REMOTE_APPLIED, s.COUNT_TRANSACTIONS_LOCAL_PROPOSED, s.COUNT_CONFLICTS_DETECTED
+FROM performance_schema.replication_group_member_stats s
+JOIN performance_schema.replication_group_members m USING (MEMBER_ID)
+WHERE s.MEMBER_ID = @@server_uuid
+"""
+def group_member_stats(row: Mapping[str, Any]) -> dict[str, float]:
+    """One member's own row (query every member for its own: remote rows refresh once per period)."""
+    out = {"certifier_queue": float(row["COUNT_TRANSACTIONS_IN_QUEUE"]),
+           "applier_queue": float(row.get("COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE") or 0),
+           "checked": float(row["COUNT_TRANSACTIONS_CHECKED"]),
+           "remote_applied": float(row.get("COUNT_TRANSACTIONS_REMOTE_APPLIED") or 0),
+           "local_proposed": float(row.get("COUNT_TRANSACTIONS_LOCAL_PROPOSED") or 0),
+           "conflicts": float(row["COUNT_CONFLICTS_DETECTED"])}
+    out["backlog"] = out["certifier_queue"] + out["applier_queue"]
+    return out
+
+
+GROUP_THROTTLE_SQL = "SHOW GLOBAL STATUS LIKE 'Gr\\_flow\\_control\\_throttle\\_%'"
+
+
+def group_throttle(rows) -> dict[str, float]:
+    """Flow-control throttling of one member, from the stats component's status variables: time its
+    transactions spent throttled (ns, a counter), how many were throttled, how many are now. Empty without
+    the component."""
+    st = {r["Variable_name"].lower(): r["Value"] for r in rows}
+    if "gr_flow_control_throttle_time_sum" not in st:
+        return {}
+    return {"throttle_time_ns": float(st["gr_flow_control_throttle_time_sum"] or 0) * 1000,
+            "throttle_count": float(st.get("gr_flow_control_throttle_count") or 0),
+            "throttle_active": float(st.get("gr_flow_control_throttle_active_count") or 0)}
 
 
 SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
@@ -58,10 +95,34 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
 
 
 def node_status(conn, role: str) -> dict[str, Any]:
-    rows = query(conn, q.GROUP_MEMBER_STATS_SQL)
+    rows = query(conn, GROUP_MEMBER_STATS_SQL)
     if not rows:
         return {"member_state": "OFFLINE"}
     row = rows[0]
-    stats = q.group_member_stats(row)
+    stats = group_member_stats(row)
     return {"member_state": row["MEMBER_STATE"], "member_role": row.get("MEMBER_ROLE"),
             "certifier_queue": int(stats["certifier_queue"]), "applier_queue": int(stats["applier_queue"])}
+
+
+MEMBERS_SQL = ("SELECT MEMBER_ID = @@server_uuid AS ME, MEMBER_STATE "
+               "FROM performance_schema.replication_group_members")
+
+
+def readiness(conn, writer: bool, size: int, node: str) -> list[str]:
+    """A member is ready when it is ONLINE in a group whose every member is."""
+    rows = query(conn, MEMBERS_SQL)
+    mine = next((r["MEMBER_STATE"] for r in rows if r["ME"]), None) or "not a member"
+    if mine != "ONLINE":
+        return [f"{node}: Group Replication member is {mine}, not ONLINE: START GROUP_REPLICATION on it, or check "
+                "its error log"]
+    online = sum(r["MEMBER_STATE"] == "ONLINE" for r in rows)
+    if online != size:
+        return [f"{node}: {online} of the group's {size} members are ONLINE (it lists {len(rows)}): heal or "
+                "restart the others, or fix the spec's node list"]
+    return []
+
+
+def reads(kind, writer: bool) -> list[tuple[str, str, Any]]:
+    """What the sampler reads on a member (privilege probe, SQL, parameters): its stats and its applier."""
+    return [("performance_schema", GROUP_MEMBER_STATS_SQL, None),
+            ("performance_schema", MYSQL8_APPLIER_SQL, (GROUP_REPLICATION_CHANNEL,))]

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from benchlib.errors import ReplicationError
 from benchlib.systems.settings import ClusterTarget, NodeRef, Setting, read_var, set_global
 from benchlib.systems.sql import global_status
 from benchlib.systems.values import choice, int_range, parse_bool
 
-__all__ = ["MARIADB", "MYSQL", "Names", "enable", "settings"]
+__all__ = ["MARIADB", "MYSQL", "Names", "enable", "settings", "status_of"]
 
 
 @dataclass(frozen=True)
@@ -98,4 +98,22 @@ def settings(names: Names) -> list[Setting]:
         out.append(Setting("semisync_replica_count", int_range(1, 65535), f"{names.replica_count}: replica acks "
                            "a commit waits for", set_global(names.replica_count, ("primary",)),
                            read_var(names.replica_count), replicas_only=True))
+    return out
+
+
+def status_of(status: Mapping[str, Any]) -> dict[str, float]:
+    """Rpl_semi_sync_source_* (MySQL 8.0.26+ plugin) or Rpl_semi_sync_master_* (older, MariaDB) -> status,
+    clients, yes_tx, no_tx, avg_wait_us, wait_sessions."""
+    lower = {k.lower(): v for k, v in status.items()}
+    prefix = next((p for p in ("rpl_semi_sync_source_", "rpl_semi_sync_master_") if f"{p}status" in lower), None)
+    if prefix is None:
+        return {}
+    names = {"status": "status", "clients": "clients", "yes_tx": "yes_tx", "no_tx": "no_tx",
+             "avg_wait_us": "tx_avg_wait_time", "wait_sessions": "wait_sessions"}
+    out = {}
+    for key, name in names.items():
+        value = lower.get(prefix + name)
+        if value is None:
+            continue
+        out[key] = 1.0 if str(value).upper() == "ON" else 0.0 if str(value).upper() == "OFF" else float(value)
     return out

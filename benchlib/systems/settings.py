@@ -24,21 +24,13 @@ from benchlib.systems.sql import execute, global_variables, scalar
 from benchlib.systems.values import Parser, choice, int_range, sql_literal
 
 __all__ = ["DURABILITY", "COMMON", "ClusterTarget", "NodeRef", "Setting", "SettingRules", "apply_setting",
-           "primary_role"]
+           "plan_settings"]
 
 #: durability profiles: the variables each sets
 DURABILITY = {
     "durable": {"sync_binlog": 1, "innodb_flush_log_at_trx_commit": 1},
     "relaxed": {"sync_binlog": 0, "innodb_flush_log_at_trx_commit": 2},
 }
-WRITER_ROLES = {"primary", "writer"}
-
-
-def primary_role(role: str) -> str:
-    """A node's role as settings see it: ``primary`` (takes the writes) or ``replica`` (every other)."""
-    return "primary" if role in WRITER_ROLES else "replica"
-
-
 @dataclass(frozen=True)
 class NodeRef:
     name: str
@@ -54,6 +46,13 @@ class ClusterTarget:
     connect: Callable[[str], Any]
     on_restart: Callable[[str], None] | None = None  # waits until a node restarted by RESTART is back
     hint: str = "benchlib lab status shows the nodes' state"
+
+    @classmethod
+    def of(cls, cluster: str, nodes: list[str], connect: Callable[[str], Any], **kwargs: Any) -> "ClusterTarget":
+        """The target of a cluster whose nodes are ``nodes``, the write node first (``Lab.cluster_nodes``'s
+        order): it is the primary, every other node a replica."""
+        return cls(cluster, [NodeRef(n, "primary" if i == 0 else "replica") for i, n in enumerate(nodes)], connect,
+                   **kwargs)
 
     @property
     def primary(self) -> NodeRef:
@@ -133,6 +132,9 @@ class SettingRules:
     settings: dict[str, Setting] = field(default_factory=dict)
     allow_restart: bool = False
     note: str = ""  # why a system sweeps nothing (Aurora)
+    #: what cannot change on a running cluster of this lab, and what to do instead (a local lab's spec fields)
+    fixed: dict[str, str] = field(default_factory=dict)
+    no_restart: str = ""  # the server with no RESTART statement this system runs on ("": it restarts from SQL)
 
     @property
     def names(self) -> list[str]:
@@ -163,11 +165,37 @@ class SettingRules:
                                "allow restarts", hint="set allow_restart = true in the remote lab spec (MySQL 8.0.17+ "
                                                       "restarts from SQL), or set it on the servers by hand and drop "
                                                       "it from the campaign's matrix")
-        if self.system in ("mariadb", "galera"):
-            raise SettingError(f"{key} needs a server restart, which benchlib cannot do on a remote MariaDB server "
-                               "(MariaDB has no RESTART statement)",
+        if self.no_restart:
+            raise SettingError(f"{key} needs a server restart, which benchlib cannot do on a remote "
+                               f"{self.no_restart} server ({self.no_restart} has no RESTART statement)",
                                hint="set it in the servers' configuration, restart them by hand, and drop it from "
                                     "the campaign's matrix")
+
+
+def plan_settings(settings: dict[str, Any], rules: dict[str, SettingRules], cluster: str | None,
+                  lab: str) -> list[tuple[str, str, Any]]:
+    """What ``Lab.set`` applies, by the same rules on every lab: (cluster, setting, parsed value) for every
+    cluster that has each setting (or for ``cluster`` only). A setting no cluster has, a fixed one, a bad value
+    or a restart a lab cannot do raises ``SettingError`` before anything is applied."""
+    if cluster is not None and cluster not in rules:
+        raise SettingError(f"no cluster {cluster!r} in lab {lab}", hint=f"clusters: {', '.join(rules)}")
+    clusters = [cluster] if cluster else list(rules)
+    out = []
+    for key, raw in settings.items():
+        targets = [c for c in clusters if key in rules[c]]
+        if not targets:
+            fixed = next((rules[c].fixed[key] for c in clusters if key in rules[c].fixed), None)
+            if fixed is not None:
+                raise SettingError(f"{key!r} cannot change on a running lab (it needs a server restart or a new "
+                                   "build)", hint=fixed)
+            if len(clusters) == 1:
+                rules[clusters[0]].parse(key, raw)  # raises the cluster's own message (Aurora's note)
+            known = sorted({k for c in clusters for k in rules[c].names})
+            raise SettingError(f"{key!r} is not a runtime setting of {' or '.join(clusters)}",
+                               hint=f"runtime settings here: {', '.join(known) or 'none'}; other server options "
+                                    "need a new lab")
+        out += [(c, key, rules[c].parse(key, raw)) for c in targets]
+    return out
 
 
 def apply_setting(target: ClusterTarget, setting: Setting, value: Any, nodes: list[NodeRef] | None = None) -> None:

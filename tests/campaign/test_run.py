@@ -31,14 +31,14 @@ def test_a_run_end_to_end(lab, tmp_path):
     seen = []
     run = read_run(execute_run(lab, "async", OPTS, writer(lab, tmp_path, "r1"), on_interval=seen.append))
     m = run.manifest
-    assert m["status"] == "ok" and 0 <= m["catch_up_low_s"] <= m["catch_up_s"] < 2
+    assert m.status == "ok" and 0 <= m.catch_up_low_s <= m.catch_up_s < 2
     assert len(seen) == 4 and [iv.t_s for iv in seen] == [1.0, 2.0, 3.0, 4.0]  # parsed live
-    assert len(run.frames["intervals"]) == 4 and run.frames["histogram"]["count"].sum() == m["summary"]["events"]
+    assert len(run.frames["intervals"]) == 4 and run.frames["histogram"]["count"].sum() == m.summary["events"]
     lag = run.frames["lag"]
     assert set(lag.node) == {"async-2", "async-3"} and lag.lag_ms.notna().mean() > 0.9
     assert {"trx_behind", "cpu_s", "rss_mib", "gtid_seq"} <= set(run.frames["cluster"].metric)
-    assert m["server_variables"]["async-1"]["sync_binlog"] == "1"
-    assert m["sysbench"]["threads"] == 4 and m["lab"]["topology"] == "async"
+    assert m.server_variables["async-1"]["sync_binlog"] == "1"
+    assert m.sysbench["threads"] == 4 and m.lab.topology == "async"
     # no password anywhere in the run folder, nor on sysbench's command line
     blob = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
     assert not any(pw.encode() in blob for pw in lab.creds.passwords.values())
@@ -70,8 +70,8 @@ def test_a_hung_cluster_is_killed_by_the_watchdog(lab, tmp_path):
     finally:
         for t in timers:
             t.join()
-    assert run.manifest["status"] == "failed"
-    assert run.manifest["reason"].startswith("HUNG: no transaction completed for 2 s"), run.manifest["reason"]
+    assert run.manifest.status == "failed"
+    assert run.manifest.reason.startswith("HUNG: no transaction completed for 2 s"), run.manifest.reason
     assert time.monotonic() - t0 < 20
     assert (run.path / "raw" / "sysbench.txt").exists()
     # the stalled seconds are in the partial frame (how many depends on where in a second the lock fell:
@@ -88,7 +88,7 @@ def test_sysbench_dying_mid_run_marks_the_run_failed(lab, tmp_path):
 
     run = read_run(execute_run(lab, "async", SysbenchOptions(**{**OPTS.__dict__, "time_s": 20}),
                                writer(lab, tmp_path, "died"), on_interval=kill_soon))
-    assert run.manifest["status"] == "failed" and "sysbench exited with -9" in run.manifest["reason"]
+    assert run.manifest.status == "failed" and "sysbench exited with -9" in run.manifest.reason
     assert "cluster" in run.frames  # what was sampled is kept
     assert len(run.frames["intervals"]) >= 2  # and the seconds sysbench reported before it died
 
@@ -113,8 +113,8 @@ def test_bundled_insert_workloads_commit_whole_batches_into_wide_tables(lab, tmp
     prepare_dataset(lab, "async-1", opts)
     before = count("async-1")
     run = read_run(execute_run(lab, "async", opts, writer(lab, tmp_path, workload)))
-    assert run.manifest["status"] == "ok", run.manifest["reason"]
-    trx = run.manifest["summary"]["transactions"]
+    assert run.manifest.status == "ok", run.manifest.reason
+    trx = run.manifest.summary["transactions"]
     assert trx > 0 and count("async-1") - before == trx * rows  # every transaction inserted whole batches
     assert count("async-3") == count("async-1")  # caught up, as the run said
     assert run.frames["intervals"]["writes_per_s"].sum() > 0
@@ -132,8 +132,8 @@ def test_a_primary_killed_mid_run_is_named_as_the_cause(lab, tmp_path):
                                    on_interval=kill_primary))
     finally:
         lab.heal()
-    reason = run.manifest["reason"]
-    assert run.manifest["status"] == "failed" and reason.startswith("FAILED: async-1 went down during the run"), reason
+    reason = run.manifest.reason
+    assert run.manifest.status == "failed" and reason.startswith("FAILED: async-1 went down during the run"), reason
     assert "unexpected line" not in reason
     assert len(run.frames["intervals"]) >= 2  # the seconds before the kill are kept
 
@@ -157,8 +157,8 @@ def test_a_frozen_node_is_named_within_seconds(fresh_labs, tmp_path):
         took = time.monotonic() - frozen[0]
     finally:
         os.kill(pid, signal.SIGCONT)
-    reason = run.manifest["reason"]
-    assert run.manifest["status"] == "failed" and "galera-2 stopped answering" in reason, reason
+    reason = run.manifest.reason
+    assert run.manifest.status == "failed" and "galera-2 stopped answering" in reason, reason
     assert took < 20, f"the frozen node was named {took:.0f} s after it froze"
 
 
@@ -178,6 +178,6 @@ def test_a_node_that_refuses_queries_is_named_before_the_load(labs, tmp_path):
     finally:
         with lab.connect("galera-3") as conn:
             sql.execute(conn, "SET GLOBAL wsrep_reject_queries = NONE")
-    assert run.manifest["status"] == "failed" and took < 10
-    assert run.manifest["reason"] == ("FAILED: galera-3 refused queries for 2 s before the load: WSREP has not yet "
+    assert run.manifest.status == "failed" and took < 10
+    assert run.manifest.reason == ("FAILED: galera-3 refused queries for 2 s before the load: WSREP has not yet "
                                       "prepared node for application use (error 1047)")

@@ -14,7 +14,7 @@ import pytest
 
 from benchlib.campaign.runner import CampaignError, run_campaign
 from benchlib.lab import procs
-from benchlib.lab.lab import Lab
+from benchlib.lab.lab import LocalLab
 from benchlib.lab.state import list_labs
 from benchlib.store import load_campaign, read_manifest
 from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers
@@ -59,7 +59,7 @@ def test_a_node_killed_mid_run_fails_that_run_heals_the_lab_and_the_campaign_goe
     assert {"event": "heal", "restarted": [victim], "after": first}.items() <= next(
         e for e in events if e["event"] == "heal").items()
     failed = read_manifest(result.path / first)
-    assert failed["status"] == "failed" and "intervals" in failed["frames"]  # partial frames kept
+    assert failed.status == "failed" and "intervals" in failed.frames  # partial frames kept
     check = subprocess.run([sys.executable, "-m", "benchlib.cli", "validate", str(result.path)],
                            capture_output=True, text=True)
     assert check.returncode == 1 and f"error    {first}: run failed: FAILED: {victim} went down" in check.stdout
@@ -69,7 +69,7 @@ def test_a_node_killed_mid_run_fails_that_run_heals_the_lab_and_the_campaign_goe
     assert again.ran == [] and len(again.skipped) == 2
     again = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert again.ran == [first] and again.counts == {"ok": 2}
-    assert read_manifest(result.path / "attempts" / f"{first}.1")["status"] == "failed"
+    assert read_manifest(result.path / "attempts" / f"{first}.1").status == "failed"
     assert len(load_campaign(result.path)["runs"]) == 2
 
 
@@ -79,6 +79,8 @@ def _our_processes() -> list[str]:
     return mine + [k for k in kernels.splitlines() if k]
 
 
+@pytest.mark.kernel
+@pytest.mark.lab
 def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_path):
     spec = write_campaign(tmp_path, "async-1p2r.toml", "t-intr", clusters=["async"], repetitions=3)
     runs = tmp_path / "runs"
@@ -111,7 +113,7 @@ def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_pa
     events = [json.loads(line)["event"] for line in (folder / "events.jsonl").read_text().splitlines()]
     assert events.count("interrupted") == 1 and events[-1] == "end"
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 2  # earlier copies are kept
-    lab = Lab.open("t-intr")
+    lab = LocalLab.open("t-intr")
     try:
         passwords = [pw.encode() for pw in lab.creds.passwords.values()]
         files = [p for p in runs.rglob("*") if p.is_file()]
@@ -177,10 +179,10 @@ def test_a_sustained_search_brackets_a_rate_and_resumes_where_it_was_interrupted
     with pytest.raises(KeyboardInterrupt):
         run_campaign(spec, runs_dir=tmp_path / "runs", progress="none", before_run=interrupt_second_probe)
     first = read_manifest(tmp_path / "runs" / "t" / probes[0])
-    assert first["status"] == "ok" and first["params"]["rate"] > 0 and first["params"]["search"]
+    assert first.status == "ok" and first.params["rate"] > 0 and first.params["search"]
     result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert probes[0] not in result.ran and result.ran[0] == probes[1]  # resumed at the interrupted probe
-    assert read_manifest(tmp_path / "runs" / "t" / probes[0])["started_utc"] == first["started_utc"]
+    assert read_manifest(tmp_path / "runs" / "t" / probes[0]).started_utc == first.started_utc
     (search,) = result.searches
     assert 2 <= search["runs"] <= 4 and search["peak_tps"] > 0
     assert search["sustained_tps"] is not None or search["first_failing_tps"] is not None

@@ -73,7 +73,7 @@ def test_category_ticks_are_short_upright_lines_in_natural_order():
     assert ax["tickangle"] == -90 and ax["ticktext"][0] == "galera0 · update index · fc limit 1000"  # on end: one line
     assert lay["height"] - lay["margin"]["b"] == HEIGHT - 60  # the plot keeps its height: the chart grows instead
     ratio = "group_replication (3 nodes) · oltp_update_index t8 fc_limit=1000"  # views.ratios' label
-    assert charts.builders.tick_text(ratio) == "GR<br>3 nodes<br>update index<br>8 thr<br>fc limit 1000"
+    assert charts.axes.tick_text(ratio) == "GR<br>3 nodes<br>update index<br>8 thr<br>fc limit 1000"
 
 
 def test_a_named_cluster_never_takes_a_topology_colour_in_use():
@@ -189,7 +189,7 @@ def test_sustained_vs_peak_draws_the_bracket_and_marks_flow_control():
 
 
 def test_log_axes_label_every_tick_in_full_and_whiskers_stop_at_zero():
-    vals, text = charts.builders.log_ticks([4.2, 37, 180])
+    vals, text = charts.axes.log_ticks([4.2, 37, 180])
     assert text == ["5", "10", "20", "50", "100", "200"] and vals[0] == 5
     j = fig_json(charts.latency_vs_threads(BY_THREADS, y_mean="lat_mean_ms"))
     assert j["layout"]["yaxis"]["ticktext"][:3] == ["5", "10", "20"]  # never a bare "2" next to a "10"

@@ -18,6 +18,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "campaigns"
 needs_browser = pytest.mark.skipif(find_browser() is None, reason="needs Chromium")
 
 
+@pytest.mark.browser
 @needs_browser
 @pytest.mark.parametrize("campaign", ["topologies", "apply"])
 def test_a_published_report_passes_at_1280_px(tmp_path, campaign):
@@ -42,6 +43,7 @@ def _page(tmp_path: Path, *figs: go.Figure, extra: str = "") -> Path:
     return page
 
 
+@pytest.mark.browser
 @needs_browser
 def test_overlapping_text_a_missing_subtitle_and_a_wide_page_are_caught(tmp_path):
     crowded = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]))

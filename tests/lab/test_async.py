@@ -128,10 +128,10 @@ def test_heal_restores_runtime_settings(async_lab):
 
 
 def test_up_on_existing_lab_heals_it(async_lab):
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
     kill9(async_lab, "async-2")
-    again = Lab.up(async_lab.spec)
+    again = LocalLab.up(async_lab.spec)
     assert all(s.up for s in again.status())
     async_lab.refresh()
 

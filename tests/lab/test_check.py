@@ -48,6 +48,9 @@ def test_sql_command_uses_an_option_file(lab):
     assert opt.stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.browser
+@pytest.mark.kernel
+@pytest.mark.lab
 def test_demo_command_is_the_main_job(tmp_path):
     """Up the demo lab, check it, run the quick campaign through its notebook, tear down."""
     res = subprocess.run([sys.executable, "-m", "benchlib.cli", "demo", "--runs-dir", str(tmp_path)],

@@ -13,18 +13,19 @@ import pytest
 from benchlib.errors import LabError, MissingDependencyError, NodeStartError
 from benchlib.lab import procs, state, wan
 from benchlib.lab.cleanup import cleanup
-from benchlib.lab.lab import Lab
+from benchlib.lab.lab import LocalLab
 from benchlib.lab.state import list_labs
 from benchlib.lab.layout import lab_root, netns_name
 from benchlib.lab.spec import parse_spec
 from tests.conftest import example_spec, leftovers, needs_root
 
 
+@pytest.mark.lab
 def test_node_that_fails_to_start_leaves_nothing(tmp_path):
     spec = example_spec("galera-3.toml", "t-badopt",
                         clusters={"galera": {"topology": "galera", "server": {"innodb_no_such_option": 1}}})
     with pytest.raises(NodeStartError) as info:
-        Lab.up(spec)
+        LocalLab.up(spec)
     message = info.value.render()
     assert "exited during start" in message
     assert "unknown variable 'innodb_no_such_option=1'" in message  # the error-log tail
@@ -34,6 +35,7 @@ def test_node_that_fails_to_start_leaves_nothing(tmp_path):
     assert not (lab_root() / "t-badopt").exists()
 
 
+@pytest.mark.lab
 def test_port_in_use_is_named(tmp_path):
     spec = parse_spec('name = "t-port"\nbase_port = 23500\n[clusters.a]\ntopology = "async"\nreplicas = 1\n')
     with socket.socket() as held:
@@ -41,7 +43,7 @@ def test_port_in_use_is_named(tmp_path):
         held.bind(("127.0.0.1", 23510))
         held.listen()
         with pytest.raises(LabError) as info:
-            Lab.up(spec)
+            LocalLab.up(spec)
     assert "port 23510 (a-2 mysql) is already in use" in info.value.render()
     assert not (lab_root() / "t-port").exists()
 
@@ -51,7 +53,7 @@ def test_missing_binary_is_named(monkeypatch):
     real_which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda exe, *a, **k: None if exe == "rsync" else real_which(exe, *a, **k))
     with pytest.raises(MissingDependencyError) as info:
-        Lab.up(spec)
+        LocalLab.up(spec)
     assert "missing system packages for this lab: rsync" in info.value.render()
     assert "apt-get install -y rsync" in info.value.render()
 
@@ -59,7 +61,7 @@ def test_missing_binary_is_named(monkeypatch):
 def test_second_lab_with_same_name_and_other_spec_is_refused(fresh_labs):
     fresh_labs.up(example_spec("single.toml", "t-twice"))
     with pytest.raises(LabError, match="already up with a different spec"):
-        Lab.up(example_spec("async-1p2r.toml", "t-twice"))
+        LocalLab.up(example_spec("async-1p2r.toml", "t-twice"))
 
 
 def test_two_labs_side_by_side_get_distinct_ports(fresh_labs):
@@ -68,8 +70,9 @@ def test_two_labs_side_by_side_get_distinct_ports(fresh_labs):
     assert {n.port for n in a.layout.nodes.values()}.isdisjoint(n.port for n in b.layout.nodes.values())
 
 
+@pytest.mark.lab
 def test_cleanup_stops_orphans_of_a_crashed_run():
-    lab = Lab.up(example_spec("async-1p2r.toml", "t-orphan"))
+    lab = LocalLab.up(example_spec("async-1p2r.toml", "t-orphan"))
     pids = list(lab.record.pids.values())
     state.record_path(lab.dir).unlink()  # the record of a crashed run is gone, its servers still run
     assert all(procs.is_running(p) for p in pids)
@@ -79,9 +82,10 @@ def test_cleanup_stops_orphans_of_a_crashed_run():
     assert leftovers(lab) == []
 
 
+@pytest.mark.lab
 @needs_root
 def test_cleanup_removes_orphan_namespaces():
-    lab = Lab.up(example_spec("wan-semisync.toml", "t-orphns"))
+    lab = LocalLab.up(example_spec("wan-semisync.toml", "t-orphns"))
     state.record_path(lab.dir).unlink()  # a crashed run: no record, servers, relay and namespace still there
     # a namespace of the same lab name under another root (another user's or test session's) is not ours
     other = netns_name(Path("/tmp/not-this-root"), "t-orphns", "far")
@@ -95,6 +99,7 @@ def test_cleanup_removes_orphan_namespaces():
     assert leftovers(lab) == []
 
 
+@pytest.mark.lab
 def test_interrupted_bring_up_leaves_nothing(monkeypatch):
     from benchlib.lab import topology
 
@@ -104,7 +109,7 @@ def test_interrupted_bring_up_leaves_nothing(monkeypatch):
     monkeypatch.setattr(topology.Async, "form", boom)
     spec = example_spec("async-1p2r.toml", "t-intr")
     with pytest.raises(KeyboardInterrupt):
-        Lab.up(spec)
+        LocalLab.up(spec)
     assert not procs.find(f"{lab_root()}/t-intr/")
     assert not (lab_root() / "t-intr").exists()
 
@@ -125,6 +130,7 @@ def test_cli_open_unknown_lab(tmp_path):
     assert res.returncode == 2 and "no lab named 'no-such-lab'" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.lab
 def test_sigterm_during_bring_up_rolls_back(tmp_path):
     import signal
     import time

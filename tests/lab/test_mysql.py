@@ -66,7 +66,7 @@ def test_every_topology_comes_up_and_replicates(lab):
     for cluster in ("ss", "gr", "one"):
         _write_and_read(lab, cluster)
     assert lab.system("ss") == "mysql" and lab.system("gr") == "group_replication"
-    assert lab.facts("gr")["server"].startswith("MySQL 9.")
+    assert lab.facts("gr").server.startswith("MySQL 9.")
 
 
 def test_runtime_settings_are_read_back(lab):
@@ -90,6 +90,30 @@ def test_runtime_settings_are_read_back(lab):
     lab.set({"semisync": True, "semisync_replica_count": 1, "durability": "durable"})
     with pytest.raises(SettingError, match="fc_limit"):
         lab.set({"fc_limit": 10}, cluster="gr")
+    # the secondaries' applier threads: each secondary leaves the group, takes the value and rejoins
+    assert lab.set({"applier_threads": 2}) == {"gr": {"applier_threads": 2}}
+    for n in ("gr-2", "gr-3"):
+        with lab.connect(n) as conn:
+            assert sql.scalar(conn, "SELECT @@GLOBAL.replica_parallel_workers") == 2
+    assert lab.check().ok, lab.check().problems  # every member ONLINE again
+    lab.set({"applier_threads": 4}, cluster="gr")
+
+
+def test_the_check_reads_every_group_member(lab):
+    """A member that left the group (its server up) is named by ``lab check``, as on a remote lab."""
+    with lab.connect("gr-3") as conn:
+        sql.execute(conn, "STOP GROUP_REPLICATION")
+    try:
+        problems = lab.check().problems
+        assert any(p.startswith("gr-3: Group Replication member is OFFLINE, not ONLINE") for p in problems), problems
+        assert any(p.startswith("gr-1: 2 of the group's 3 members are ONLINE") for p in problems), problems
+    finally:
+        with lab.connect("gr-3", read_timeout=150) as conn:
+            sql.execute(conn, "START GROUP_REPLICATION")
+    deadline = time.monotonic() + 60
+    while not lab.check().ok and time.monotonic() < deadline:  # RECOVERING, then ONLINE
+        time.sleep(0.5)
+    assert lab.check().ok, lab.check().problems
 
 
 def test_group_replication_throttling_counters_exist_on_every_member(lab):
@@ -220,8 +244,8 @@ def test_killed_replica_is_healed(lab):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('[clusters.gr]\ntopology = "group_replication"\nnodes = 2', "clusters.gr.group_replication.nodes"),
-    ('[clusters.a]\ntopology = "async"\nsystem = "postgres"', "clusters.a.system: Input should be 'mariadb' or 'mysql'"),
+    ('[clusters.gr]\ntopology = "group_replication"\nnodes = 2', "clusters.gr.nodes: Input should be greater than or equal to 3"),
+    ('[clusters.a]\ntopology = "async"\nsystem = "postgres"', "clusters.a.system: unknown system 'postgres': a local cluster runs one of mariadb, mysql"),
     ('[clusters.g]\ntopology = "galera"\nsystem = "mysql"', "Galera runs on MariaDB"),
     ('[clusters.a]\ntopology = "async"\nsystem = "mysql"\nparallel_mode = "conservative"', "parallel_mode is MariaDB"),
     ('[clusters.gr]\ntopology = "group_replication"\ncommunication_stack = "XCOM"', "listens on every address"),
@@ -233,11 +257,11 @@ def test_bad_specs_get_one_message(text, message):
 
 
 def test_missing_basedir_is_refused_before_anything_starts(lab_root):
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
     spec = parse_spec('name = "t-nob"\n[clusters.a]\ntopology = "single"\nsystem = "mysql"\nbasedir = "/nonexistent/mysql"')
     with pytest.raises(MissingDependencyError, match="basedir /nonexistent/mysql: no runnable mysqld"):
-        Lab.up(spec, root=lab_root)
+        LocalLab.up(spec, root=lab_root)
     assert not (lab_root / "t-nob").exists()
 
 
@@ -263,35 +287,41 @@ def test_runs_on_mysql_clusters_sample_lag_group_stats_and_throttling(lab, tmp_p
         run = read_run(execute_run(lab, "gr", opts, RunWriter(tmp_path, "gr", {}, secrets=secrets)))
     finally:
         lab.set({"gr_applier_threshold": 25000, "gr_certifier_threshold": 25000}, cluster="gr")
-    assert run.manifest["status"] == "ok", run.manifest.get("reason")
+    assert run.manifest.status == "ok", run.manifest.reason
     cl = run.frames["cluster"]
     assert {"gr_applier_queue", "gr_backlog", "gr_checked", "gr_throttle_time_ns", "gr_throttle_count"} <= set(cl.metric)
     throttled = cl[(cl.metric == "gr_throttle_count") & (cl.node == "gr-1")].value
     assert throttled.max() > throttled.min()  # the writer was throttled during the load
-    runs = __import__("pandas").DataFrame([{"run_id": "gr", "load_start_s": run.manifest["load_window_s"][0],
-                                            "load_end_s": run.manifest["load_window_s"][1], "threads": 8}])
+    runs = __import__("pandas").DataFrame([{"run_id": "gr", "load_start_s": run.manifest.load_window_s[0],
+                                            "load_end_s": run.manifest.load_window_s[1], "threads": 8}])
     share = fc_paused(cl.assign(run_id="gr"), runs)
     assert 0 < share["gr"] <= 1
     assert set(run.frames["lag"].node) == {"gr-2", "gr-3"}
-    assert run.manifest["server_variables"]["gr-1"]["group_replication_flow_control_mode"] == "QUOTA"
+    assert run.manifest.server_variables["gr-1"]["group_replication_flow_control_mode"] == "QUOTA"
+
+    batch = SysbenchOptions(workload="insert_batch", tables=2, threads=4, time_s=3, rows_per_trx=7)
+    run = read_run(execute_run(lab, "gr", batch, RunWriter(tmp_path, "grbatch", {}, secrets=secrets)))
+    assert run.manifest.status == "ok", run.manifest.reason  # wide batched inserts through certification
+    assert run.manifest.summary["transactions"] > 0 and run.frames["intervals"]["writes_per_s"].sum() > 0
 
     run = read_run(execute_run(lab, "ss", opts, RunWriter(tmp_path, "ss", {}, secrets=secrets)))
-    assert run.manifest["status"] == "ok", run.manifest.get("reason")
+    assert run.manifest.status == "ok", run.manifest.reason
     assert set(run.frames["lag"].node) == {"ss-2", "ss-3"} and run.frames["lag"].lag_ms.notna().mean() > 0.9
-    assert "rpl_semi_sync_source_enabled" in run.manifest["server_variables"]["ss-1"]
+    assert "rpl_semi_sync_source_enabled" in run.manifest.server_variables["ss-1"]
     blob = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
     assert not any(pw.encode() in blob for pw in secrets)
 
 
+@pytest.mark.lab
 def test_a_node_that_cannot_start_gets_one_message_and_nothing_is_left(lab_root):
     from benchlib.errors import NodeStartError
     from benchlib.lab import procs
-    from benchlib.lab.lab import Lab
+    from benchlib.lab.lab import LocalLab
 
     spec = parse_spec('name = "t-myb"\n[clusters.a]\ntopology = "single"\nsystem = "mysql"\n'
                       'server = { no_such_option_here = 1 }')
     with pytest.raises(NodeStartError) as err:
-        Lab.up(spec, root=lab_root)
+        LocalLab.up(spec, root=lab_root)
     text = err.value.render()
     assert "a-1" in text and "no_such_option_here" in text  # the node, and its error log's reason
     assert not (lab_root / "t-myb").exists() and not procs.find(f"{lab_root / 't-myb'}/")

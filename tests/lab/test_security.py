@@ -63,11 +63,11 @@ def test_wrong_password_is_refused(lab):
 
 
 def test_a_reopened_lab_reaches_the_same_nodes(lab):
-    """Lab.open rebuilds the layout from the saved spec: the spec's cluster order (not alphabetical) sets the ports."""
-    from benchlib.lab.lab import Lab
+    """LocalLab.open rebuilds the layout from the saved spec: the spec's cluster order (not alphabetical) sets the ports."""
+    from benchlib.lab.lab import LocalLab
 
     assert list(lab.spec.clusters) == ["async", "semisync", "galera"]
-    again = Lab.open("t-sec")
+    again = LocalLab.open("t-sec")
     assert {n: p.port for n, p in again.layout.nodes.items()} == {n: p.port for n, p in lab.layout.nodes.items()}
     for name in ("semisync-1", "galera-2"):
         with again.connect(name) as conn:

@@ -167,13 +167,13 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
     for run in far.plan:
         folder = far.path / run.run_id
         m = read_manifest(folder)
-        hosts = m["client_hosts"]
+        hosts = m.client_hosts
         assert set(hosts) == {"c1", "c2"} and sum(h["threads"] for h in hosts.values()) == 4
         assert all(h["exit_status"] == 0 and h["sysbench"] == "sysbench 1.0.20" for h in hosts.values())
         assert abs(hosts["c1"]["start_s"] - hosts["c2"]["start_s"]) < 0.5  # started together
         nodes = {n.name for n in lab.layout.cluster_nodes(run.cluster)}
-        assert set(m["clock_offsets"]) == nodes
-        assert all(m["server_variables"][n]["sync_binlog"] == "0" for n in nodes)  # the setting, by SET GLOBAL
+        assert set(m.clock_offsets) == nodes
+        assert all(m.server_variables[n]["sync_binlog"] == "0" for n in nodes)  # the setting, by SET GLOBAL
         per_host = [pd.read_parquet(folder / "intervals.parquet")]
         from benchlib.sysbench.output import parse_file
 
@@ -263,9 +263,9 @@ def test_a_remote_lab_without_client_hosts_runs_sysbench_here(remote, tmp_path):
     assert result.counts == {"ok": 4}, result.table()
     for run in result.plan:
         m = read_manifest(result.path / run.run_id)
-        assert "client_hosts" not in m and m["lab"]["kind"] == "remote" and m["summary"]["tps"] > 0
-        assert m["lab"]["facts"]["system"] == {"async": "mariadb", "galera": "galera"}[run.cluster]
-        assert set(m["clock_offsets"]) == {n.name for n in lab.layout.cluster_nodes(run.cluster)}
+        assert m.client_hosts is None and m.lab.kind == "remote" and m.summary["tps"] > 0
+        assert m.lab.facts.system == {"async": "mariadb", "galera": "galera"}[run.cluster]
+        assert set(m.clock_offsets) == {n.name for n in lab.layout.cluster_nodes(run.cluster)}
     benchlib = str(Path(sys.executable).parent / "benchlib")
     status = subprocess.run([benchlib, "lab", "status", str(d / "here.toml")], capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
@@ -307,7 +307,7 @@ def test_a_node_lost_mid_run_fails_the_run_and_stops_the_campaign(remote, tmp_pa
         assert "galera-3 of remote lab" in exc.value.message and "does not restart remote servers" in \
             exc.value.message
         m = read_manifest(tmp_path / "rdown" / killed[0])
-        assert m["status"] == "failed" and m["reason"] == "FAILED: galera-3 went down during the run"
+        assert m.status == "failed" and m.reason == "FAILED: galera-3 went down during the run"
         left = subprocess.run(["pgrep", "-af", "sysbench --config-file=/dev/stdin"], capture_output=True, text=True)
         assert left.stdout == ""  # nothing left running on the client hosts
     finally:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.systems import queries as rp
+from benchlib.systems import group_replication as gr
 from benchlib.sampling.clock import Offset
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.status import GaleraProbe
@@ -128,7 +128,7 @@ def test_group_replication_members_report_their_own_queues():
     got = metrics(log)
     assert got[("gr2", "gr_backlog")] == 253 and got[("gr2", "gr_applier_queue")] == 250
     assert got[("gr1", "gr_backlog")] == 0 and got[("gr2", "gr_conflicts")] == 1
-    assert all((rp.GROUP_REPLICATION_CHANNEL,) in c.args for c in conns.values())  # the applier channel's lag
+    assert all((gr.GROUP_REPLICATION_CHANNEL,) in c.args for c in conns.values())  # the applier channel's lag
 
 
 def test_pxc_nodes_report_galera_numbers_and_seqno_behind():

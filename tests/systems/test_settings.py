@@ -82,3 +82,48 @@ def test_an_unknown_system_names_the_known_ones():
     with pytest.raises(Exception, match="unknown system 'oracle'") as err:
         systems.get("oracle")
     assert "group_replication" in err.value.hint
+
+
+def test_both_labs_plan_settings_by_the_same_rules():
+    """``plan_settings`` is what LocalLab.set and RemoteLab.set both run: a setting goes to every cluster that has
+    it; one that no cluster has, a spec field, or a bad value is refused before anything is applied."""
+    from benchlib.lab.spec import FIXED
+    from benchlib.systems.settings import plan_settings
+
+    remote = {"db": systems.rules("mariadb", label="async"), "g": systems.rules("galera")}
+    assert plan_settings({"fc_limit": "64", "durability": "relaxed"}, remote, None, "r") == [
+        ("g", "fc_limit", 64), ("db", "durability", "relaxed"), ("g", "durability", "relaxed")]
+    with pytest.raises(SettingError, match="'foo' is not a runtime setting of db or g") as err:
+        plan_settings({"foo": 1}, remote, None, "r")  # a remote `lab set foo=1` no longer succeeds doing nothing
+    assert "runtime settings here: applier_threads, durability" in err.value.render()
+    with pytest.raises(SettingError, match="no cluster 'x' in lab r"):
+        plan_settings({"durability": "relaxed"}, remote, "x", "r")
+    with pytest.raises(SettingError, match="'fc_limit' is not a runtime setting of a async cluster"):
+        plan_settings({"fc_limit": 1}, remote, "db", "r")
+    local = {c: SettingRules(r.system, r.label, r.settings, fixed=FIXED) for c, r in remote.items()}
+    with pytest.raises(SettingError, match="'binlog' cannot change on a running lab") as err:
+        plan_settings({"binlog": True}, local, None, "l")
+    assert "benchlib lab down" in err.value.render()
+    with pytest.raises(SettingError, match="use the runtime setting semisync_wait_point"):
+        plan_settings({"wait_point": "AFTER_COMMIT"}, local, None, "l")
+    with pytest.raises(SettingError, match="fc_limit=0"):
+        plan_settings({"fc_limit": 0}, local, None, "l")
+
+
+@pytest.mark.parametrize("row, problem", [
+    ({"Slave_IO_Running": "Yes", "Slave_SQL_Running": "Yes"}, None),
+    ({"Replica_IO_Running": "No", "Replica_SQL_Running": "No"},
+     "r2: replication is stopped (IO thread: No, SQL thread: No): run START REPLICA on r2"),
+    ({"Replica_IO_Running": "Connecting", "Replica_SQL_Running": "Yes", "Last_IO_Error": "error connecting"},
+     "r2: replication is stopped (IO thread: Connecting, SQL thread: Yes; last error: error connecting): run "
+     "START REPLICA on r2 after fixing the error"),
+    (None, "r2: not configured as a replica"),
+])
+def test_a_replica_is_ready_when_both_threads_run(row, problem):
+    from benchlib.systems.dialect import ServerKind
+    from benchlib.systems.replication import replica_problems
+
+    found = replica_problems(row, "r2", ServerKind("mysql", (9, 7, 4)))
+    assert (found == []) if problem is None else found[0].startswith(problem)
+    if row and problem:  # MySQL 5.7 knows START SLAVE only
+        assert "run START SLAVE on r2" in replica_problems(row, "r2", ServerKind("mysql", (5, 7, 44)))[0]

@@ -1,0 +1,228 @@
+"""Group Replication as a lab topology: a group bootstrapped by node 1 and joined by the others, healed after kills.
+
+Distributed recovery brings a restarted member back (incrementally from a donor's binary log, or by clone when
+no donor has what it misses: the cloned server shuts down, and the lab starts it again); a group that lost its
+majority is forced to the survivors, a whole group killed is bootstrapped again, and a single-primary group gets
+its intended primary (node 1) back after a failover.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pymysql
+
+from benchlib.errors import LabError, ReplicationError
+from benchlib.lab import sql
+from benchlib.lab.layout import NodePlan
+from benchlib.lab.node import log_tail
+from benchlib.lab.topology import Topology, register
+
+__all__ = ["GroupReplication"]
+
+
+@register
+class GroupReplication(Topology):
+    """A MySQL group: node 1 bootstraps it, the others join (distributed recovery from a donor); in a
+    single-primary group node 1 is the intended primary, and heal gives it the role back."""
+
+    name = "group_replication"
+
+    MEMBERS = ("SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE "
+               "FROM performance_schema.replication_group_members")
+    START_S = 150.0  # START GROUP_REPLICATION waits up to 60 s for its view: let the server say why it failed
+
+    def _recovery_account(self, conn) -> None:
+        with conn.cursor() as cur:
+            cur.execute("CHANGE REPLICATION SOURCE TO SOURCE_USER='repl', SOURCE_PASSWORD=%s "
+                        "FOR CHANNEL 'group_replication_recovery'", (self.ctx.password("repl"),))
+
+    def _address(self, node: NodePlan) -> str:
+        """Where the group reaches ``node`` (its group_replication_local_address)."""
+        return f"{node.listen_host}:{node.port if self.spec.communication_stack == 'MYSQL' else node.gr_port}"
+
+    def _start(self, node: NodePlan, bootstrap: bool, members: list[NodePlan] = (), retries: int = 1) -> None:
+        """START GROUP_REPLICATION on ``node``: it bootstraps the group, or joins through ``members`` only (the
+        nodes ONLINE now: a joiner that asks another joiner to add it waits 10 s for nothing) and recovers."""
+        failed = None
+        with self.connect(node, read_timeout=self.START_S) as conn:
+            self._recovery_account(conn)
+            if members:
+                with conn.cursor() as cur:
+                    cur.execute("SET GLOBAL group_replication_group_seeds = %s",
+                                (",".join(self._address(m) for m in members),))
+            if bootstrap:
+                sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = ON")
+            try:
+                sql.execute(conn, "START GROUP_REPLICATION")
+            except pymysql.err.MySQLError as exc:
+                failed = exc.args[-1] if exc.args else str(exc)
+                if bootstrap:
+                    raise self._failure(node, f"START GROUP_REPLICATION failed: {failed}") from None
+            finally:
+                if bootstrap:
+                    sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = OFF")
+        if not bootstrap:
+            self._until_recovered(node, members, failed, retries)
+
+    CLONE_DONE = "Clone shutting down server as RESTART failed"  # MY-013462: no supervisor to restart it
+
+    @staticmethod
+    def _failure(node: NodePlan, what: str) -> ReplicationError:
+        return ReplicationError(f"{node.name}: {what}",
+                                detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log, 8)}")
+
+    def _cloned(self, node: NodePlan) -> bool:
+        """Did distributed recovery clone ``node`` and shut it down since it last started (mysqld cannot
+        restart itself without a supervisor)?"""
+        try:
+            with open(node.error_log, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - 65536))
+                tail = f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return False
+        return tail.rfind(self.CLONE_DONE) > tail.rfind("ready for connections")
+
+    def _until_recovered(self, node: NodePlan, members: list[NodePlan], failed: str | None, retries: int,
+                         timeout: float = 600.0) -> None:
+        """Wait while a joining ``node`` recovers until ONLINE. A member cloned from a donor shuts down (nothing
+        restarts it): it is started again and joins again, incrementally. A join that failed (on a loaded
+        machine the view change can time out) is tried ``retries`` more times."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with self.connect(node) as conn:
+                    state = sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
+                                             "WHERE MEMBER_ID = @@server_uuid") or "OFFLINE"
+            except (LabError, pymysql.err.MySQLError):
+                state = None  # down, or shutting down
+            if state == "ONLINE":
+                return
+            if state is None and self._cloned(node):
+                self.ctx.restart([node])
+                return self._start(node, False, members, retries)
+            if state in ("ERROR", "OFFLINE") and (failed or state == "ERROR"):
+                if retries:
+                    with self.connect(node) as conn:
+                        sql.execute(conn, "STOP GROUP_REPLICATION")
+                    return self._start(node, False, members, retries - 1)
+                raise self._failure(node, f"could not join the group ({failed or 'member state ERROR'})")
+            time.sleep(0.1)
+        raise self._failure(node, f"not ONLINE within {timeout:.0f} s of joining")
+
+    def form(self, timeout: float) -> None:
+        """Node 1 bootstraps the group; the others join together (the group admits them one by one) as soon as
+        node 1 is ONLINE: its START GROUP_REPLICATION returns about a second later."""
+        first = self.nodes[0]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            boot = pool.submit(self._start, first, True)
+            with self.connect(first) as conn:
+                self._poll(timeout, lambda: self._online(conn, 1) if not boot.done() else (True, ""),
+                           f"{first.name} bootstrapping the group")
+            if boot.done():
+                boot.result()  # raises what failed
+            self._join(self.nodes[1:], [first])
+            boot.result()
+        self.wait_ready(timeout)
+
+    def _join(self, nodes: list[NodePlan], members: list[NodePlan]) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            for f in [pool.submit(self._start, n, False, members) for n in nodes]:
+                f.result()
+
+    def members(self, conn) -> list[dict[str, Any]]:
+        return sql.query(conn, self.MEMBERS)
+
+    def _online(self, conn, want: int) -> tuple[bool, str]:
+        try:
+            rows = self.members(conn)
+        except pymysql.err.MySQLError as exc:
+            return False, str(exc)
+        online = [r for r in rows if r["MEMBER_STATE"] == "ONLINE"]
+        states = ", ".join(f"{r['MEMBER_HOST']}:{r['MEMBER_PORT']} {r['MEMBER_STATE']}" for r in rows)
+        return len(online) == want, states or "not in a group"
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            with self.connect(node) as conn:
+                self._poll(max(0.5, deadline - time.monotonic()), lambda: self._online(conn, len(self.nodes)),
+                           f"{node.name} seeing {len(self.nodes)} members ONLINE")
+
+    def restart_order(self, dead):
+        alive = [n for n in self.nodes if n not in dead]
+        if alive:
+            return [dead]
+        return [[self.nodes[0]], [n for n in dead if n is not self.nodes[0]]]  # the whole group: bootstrap again
+
+    def after_group(self, group, timeout):
+        members = [n for n in self.nodes if n not in group and self._is_member(n)]
+        if not members and self.nodes[0] in group:
+            self._start(self.nodes[0], bootstrap=True)  # the whole group was down: node 1 bootstraps it again
+            group, members = [n for n in group if n is not self.nodes[0]], [self.nodes[0]]
+        else:
+            self._drop_old_incarnations(group, members, timeout)
+        self._join(group, members)
+
+    @staticmethod
+    def _where(row: dict[str, Any]) -> tuple[str, int]:
+        return row["MEMBER_HOST"], int(row["MEMBER_PORT"])
+
+    def _drop_old_incarnations(self, restarted: list[NodePlan], members: list[NodePlan], timeout: float) -> None:
+        """Before a restarted member joins again, the group must have expelled its killed incarnation (a join
+        while the group still lists it times out waiting for its view). The survivors expel it once they have
+        suspected it for ``group_replication_member_expel_timeout``; survivors left without a majority cannot,
+        so they are forced to a group of themselves (``group_replication_force_members``, as an operator would)."""
+        if not members:
+            return
+        gone = {(n.listen_host, n.port) for n in restarted}
+        survivor = members[0]
+
+        def expelled() -> tuple[bool, str]:
+            rows = self.members(conn)
+            stale = [r for r in rows if self._where(r) in gone]
+            unreachable = [r for r in rows if r["MEMBER_STATE"] == "UNREACHABLE"]
+            if stale and len(unreachable) * 2 >= len(rows) and all(r in unreachable for r in stale):
+                with conn.cursor() as cur:  # no majority left: the survivors form the group on their own
+                    cur.execute("SET GLOBAL group_replication_force_members = %s",
+                                (",".join(self._address(m) for m in members),))
+                sql.execute(conn, "SET GLOBAL group_replication_force_members = ''")
+            states = ", ".join(f"{h}:{p} {r['MEMBER_STATE']}" for r in stale for h, p in [self._where(r)])
+            return not stale, f"{survivor.name} still lists {states}"
+
+        with self.connect(survivor) as conn:
+            self._poll(timeout, expelled, f"the group expelling the killed {', '.join(n.name for n in restarted)}")
+
+    def _is_member(self, node: NodePlan) -> bool:
+        try:
+            with self.connect(node) as conn:
+                return sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
+                                        "WHERE MEMBER_ID = @@server_uuid") == "ONLINE"
+        except (LabError, pymysql.err.MySQLError):  # down, or not answering: not a member to join through
+            return False
+
+    def after_heal(self, restarted, timeout):
+        self.wait_ready(timeout)
+        if self.spec.single_primary:
+            self.restore_primary(timeout)
+
+    def primary_name(self) -> str | None:
+        """The node that is the group's primary now (None: no primary, or a multi-primary group)."""
+        with self.connect(self.nodes[0]) as conn:
+            rows = [r for r in self.members(conn) if r["MEMBER_ROLE"] == "PRIMARY"]
+        if len(rows) != 1:
+            return None
+        return next((n.name for n in self.nodes if n.port == int(rows[0]["MEMBER_PORT"])
+                     and n.listen_host == rows[0]["MEMBER_HOST"]), None)
+
+    def restore_primary(self, timeout: float) -> None:
+        """Give node 1 (the spec's writer) the primary role back after a failover."""
+        if self.primary_name() == self.nodes[0].name:
+            return
+        with self.connect(self.nodes[0]) as conn:
+            uuid = sql.scalar(conn, "SELECT @@server_uuid")
+            sql.scalar(conn, "SELECT group_replication_set_as_primary(%s)", (uuid,))
+        self._poll(timeout, lambda: (self.primary_name() == self.nodes[0].name, f"primary is {self.primary_name()}"),
+                   f"{self.nodes[0].name} primary again")

@@ -1,0 +1,38 @@
+"""Both labs implement the ``Lab`` protocol: every member, with the protocol's parameters."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from benchlib.lab.base import Lab
+from benchlib.lab.lab import LocalLab
+from benchlib.remote.lab import RemoteLab
+
+MEMBERS = sorted(n for n in dir(Lab) if not n.startswith("_") or n == "__init__") + sorted(Lab.__annotations__)
+METHODS = sorted(n for n, v in vars(Lab).items() if callable(v) and not n.startswith("_"))
+
+
+@pytest.mark.parametrize("cls", [LocalLab, RemoteLab])
+def test_every_protocol_member_is_there(cls):
+    missing = [n for n in {*METHODS, "spec", *Lab.__annotations__}
+               if not hasattr(cls, n) and n not in getattr(cls, "__annotations__", {})
+               and n not in inspect.signature(cls.__init__).parameters and n not in ("name",)]
+    assert not missing, f"{cls.__name__} lacks {missing}"
+    assert cls.kind in ("local", "remote")
+
+
+@pytest.mark.parametrize("cls", [LocalLab, RemoteLab])
+@pytest.mark.parametrize("method", METHODS)
+def test_methods_take_the_protocol_parameters(cls, method):
+    """Each parameter of the protocol's method is there, of the same kind (positional or keyword-only); a lab
+    may add keyword parameters of its own with defaults."""
+    want = inspect.signature(getattr(Lab, method)).parameters
+    have = inspect.signature(getattr(cls, method)).parameters
+    for name, p in want.items():
+        assert name in have, f"{cls.__name__}.{method} has no parameter {name!r}"
+        assert have[name].kind == p.kind, f"{cls.__name__}.{method}({name}) is {have[name].kind}, not {p.kind}"
+    extra = [q for n, q in have.items() if n not in want]
+    assert all(q.default is not inspect.Parameter.empty or q.kind in (q.VAR_KEYWORD, q.VAR_POSITIONAL)
+               for q in extra), f"{cls.__name__}.{method} needs parameters the protocol does not give: {extra}"
