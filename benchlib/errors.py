@@ -60,6 +60,10 @@ class NetworkError(LabError):
     """A WAN link (namespace, TUN device, relay) that could not be set up or measured."""
 
 
+class LabSpecMismatch(LabError):
+    """A lab of that name is up with another spec than the one given."""
+
+
 class StoreError(BenchlibError):
     """A run folder that cannot be written (exists, holds a secret) or read (damaged, unknown format)."""
 

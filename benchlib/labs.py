@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from benchlib.errors import LabError, SpecError
+from benchlib.errors import LabError, LabSpecMismatch, SpecError
 from benchlib.lab.base import Lab, quiet
 from benchlib.lab.spec import LabSpec, lab_spec_from
 from benchlib.remote.spec import RemoteLabSpec, remote_spec_from
@@ -55,7 +55,7 @@ def open_lab(spec: AnyLabSpec, *, bring_up: bool = False,
     if spec.name in list_labs():
         lab = LocalLab.open(spec.name)
         if lab.spec != spec:
-            raise LabError(f"lab {spec.name} is up with a different spec",
+            raise LabSpecMismatch(f"lab {spec.name} is up with a different spec",
                            hint=f"benchlib lab down {spec.name} (it is brought up as specified), or point at the "
                                 "running lab's spec")
         return lab, False

@@ -257,10 +257,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         parts.append(_fold("Against the baseline", _table(a.comparisons, [
             "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",
             "q", "verdict", "runs_needed_per_side", "mde", "fieller_low", "fieller_high"])))
-    try:
-        searches = views.sustained(a)
-    except AnalysisError:
-        searches = pd.DataFrame()
+    searches = views.sustained_or_empty(a)
     if not searches.empty:
         parts.append(_fold("Maximum sustained throughput", _table(searches, [
             "label", "workload", "threads", "peak_tps", "sustained_tps", "first_failing_tps", "bracket_rel",

@@ -30,7 +30,7 @@ from benchlib.campaign.run import execute_run
 from benchlib.campaign.search import SearchDriver
 from benchlib.campaign.spec import CampaignSpec, PlannedRun, load_campaign_spec, plan, plan_searches
 from benchlib.environment import git_revision
-from benchlib.errors import BenchlibError, LabError, SpecError
+from benchlib.errors import BenchlibError, LabSpecMismatch, SpecError
 from benchlib.labs import AnyLabSpec, open_lab
 from benchlib.specs import format_validation
 from benchlib.store import RunWriter, SecretRefusedError, read_manifest
@@ -128,9 +128,7 @@ class CampaignSession:
             return self.lab
         try:
             self.lab, self.owned = open_lab(self.lab_spec, bring_up=True, progress=self.progress.say)
-        except LabError as exc:
-            if "different spec" not in exc.message:
-                raise
+        except LabSpecMismatch:
             raise CampaignError(f"lab {self.lab_spec.name} is up with a different spec than the campaign's",
                                 hint=f"benchlib lab down {self.lab_spec.name} (the campaign brings it up as "
                                      "specified), or point the campaign at the running lab's spec") from None

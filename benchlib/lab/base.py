@@ -35,7 +35,7 @@ class NodeInfo:
 
     name: str
     cluster: str
-    role: str  # primary, replica, galera, single (local); the remote spec's roles
+    role: str  # primary, replica, secondary, galera, single (local); the remote spec's roles
     system: str  # benchlib.systems key
     host: str
     port: int

@@ -17,7 +17,7 @@ from benchlib.errors import LabError, MissingDependencyError
 from benchlib.lab import node as nodeops
 from benchlib.lab import secrets, seed, state, wan
 from benchlib.lab.layout import Layout, NodePlan, build_layout, busy_ports, pick_base_port, ports_needed
-from benchlib.lab.mycnf import GALERA_PROVIDER, render
+from benchlib.lab.mycnf import render
 from benchlib.lab.spec import LabSpec
 from benchlib.lab.state import ports_of_other_labs
 from benchlib.lab.topology import REGISTRY
@@ -36,15 +36,16 @@ def check_binaries(spec: LabSpec) -> None:
     """Every server and program the spec's clusters need, or one message naming what to install (a server is
     found as ``benchlib.servers.find`` says, which names where to get one)."""
     need: dict[str, str] = {}
+    files: dict[str, str] = {}
     for c in spec.clusters.values():
         find_server(c.flavor.server, c.basedir)
         need.update(c.flavor.tools)
         need.update(REGISTRY[c.topology].tools)
+        files.update(REGISTRY[c.topology].files)
     if spec.sites:
         need["ip"] = "iproute2"
-    missing = sorted({pkg for exe, pkg in need.items() if shutil.which(exe) is None})
-    if any(c.topology == "galera" for c in spec.clusters.values()) and not Path(GALERA_PROVIDER).exists():
-        missing.append("galera-4")
+    missing = sorted({pkg for exe, pkg in need.items() if shutil.which(exe) is None}
+                     | {pkg for path, pkg in files.items() if not Path(path).exists()})
     if missing:
         raise MissingDependencyError(
             f"missing system packages for this lab: {', '.join(missing)}",
@@ -110,10 +111,11 @@ def _seeds(lab, pool: ThreadPoolExecutor) -> dict[str, Path]:
     seed_of = {}
     for c, cl in lab.spec.clusters.items():
         flavor, server = cl.flavor, lab.server(c)
+        group_port = REGISTRY[cl.topology].seed_group_port(lab.layout.cluster_nodes(c)[0])
         if flavor.passwords_at_first_start:
             key = f"template {flavor.name} {server.mysqld}"
         else:
-            key = f"seed {c}" if cl.topology == "galera" else f"seed {flavor.name} {server.mysqld}"
+            key = f"seed {c}" if group_port is not None else f"seed {flavor.name} {server.mysqld}"
         seed_of[c] = key
         if key in jobs:
             continue
@@ -121,9 +123,8 @@ def _seeds(lab, pool: ThreadPoolExecutor) -> dict[str, Path]:
             jobs[key] = pool.submit(seed.template, flavor, server, root, owner)
             continue
         tmpl = seed.template(flavor, server, root, owner)
-        galera = lab.layout.cluster_nodes(c)[0].galera_port if cl.topology == "galera" else None
         dest = lab.dir / ".seeds" / f"{len(jobs)}"
-        jobs[key] = pool.submit(seed.make_seed, flavor, server, tmpl, dest, lab.creds, owner, galera)
+        jobs[key] = pool.submit(seed.make_seed, flavor, server, tmpl, dest, lab.creds, owner, group_port)
     done = {k: f.result() for k, f in jobs.items()}
     return {c: done[k] for c, k in seed_of.items()}
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pymysql
 
-from benchlib.errors import BenchlibError, LabError, NodeStartError
+from benchlib.errors import BenchlibError, LabError, LabSpecMismatch, NodeStartError
 from benchlib.lab import build, flavors, procs, secrets, sql, state, wan
 from benchlib.lab import node as nodeops
 from benchlib.lab.base import NodeInfo, NodeStatus, Progress
@@ -225,7 +225,7 @@ class LocalLab:
         existing = state.read(root / spec.name)
         if existing is not None:
             if existing.lab_spec() != spec:
-                raise LabError(
+                raise LabSpecMismatch(
                     f"lab {spec.name!r} is already up with a different spec",
                     hint=f"benchlib lab down {spec.name}, then up again (or give the lab another name)",
                 )

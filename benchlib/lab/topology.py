@@ -20,6 +20,7 @@ from benchlib.errors import ReplicationError
 from benchlib.lab import sql
 from benchlib.lab.flavors import Flavor
 from benchlib.lab.layout import NodePlan
+from benchlib.lab.mycnf import GALERA_PROVIDER
 from benchlib.lab.node import log_tail
 from benchlib.servers import Server
 from benchlib.systems import get as get_system
@@ -62,6 +63,12 @@ class Topology:
     name: ClassVar[str]
     #: programs a node of this topology needs beyond its server (checked before a lab comes up) -> their package
     tools: ClassVar[dict[str, str]] = {}
+    files: ClassVar[dict[str, str]] = {}  # files it needs (a provider library) -> their package
+    #: its nodes start from a seed of the cluster's own, made as a one-node group on this port of node 1 (Galera:
+    #: one history UUID and seqno for every node); None: a seed shared by every cluster of the same server
+    @staticmethod
+    def seed_group_port(first: NodePlan) -> int | None:
+        return None
 
     def __init__(self, ctx: ClusterContext):
         self.ctx = ctx
@@ -240,6 +247,11 @@ class Galera(Topology):
 
     name = "galera"
     tools = {"rsync": "rsync", "wsrep_sst_rsync": "mariadb-server"}  # rsync SST (a joiner too far behind)
+    files = {GALERA_PROVIDER: "galera-4"}
+
+    @staticmethod
+    def seed_group_port(first: NodePlan) -> int | None:
+        return first.galera_port
 
     def group_port(self, node):
         return node.galera_port

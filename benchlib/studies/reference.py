@@ -72,9 +72,8 @@ def _tps_ratio(c: Context, row) -> Measured:
 def _sustained_ratio(c: Context, row) -> Measured:
     if row.relative_to != "async":
         return np.nan, ""
-    try:
-        sv = views.sustained(c.a)
-    except AnalysisError:
+    sv = views.sustained_or_empty(c.a)
+    if sv.empty:
         return np.nan, ""
     where = {"workload": row.workload, **({"durability": row.durability} if pd.notna(row.durability)
                                            and "durability" in sv else {})}

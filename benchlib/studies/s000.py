@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from benchlib.analysis import views
-from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.analysis.campaign import CampaignAnalysis
 from benchlib.studies.base import Study, register
 from benchlib.studies.judge import compare, pick, ratio_claim, ratio_row, remote_claim, values
 
@@ -46,11 +45,7 @@ def _claims_000(a: CampaignAnalysis) -> list[dict[str, Any]]:
     out.append(compare("Durability costs Galera more than async (OLTP RW ratio lower when durable)",
                     "0.30 durable vs 0.38 relaxed (9 members)", rd.ratio if rd is not None else np.nan,
                     rr.ratio if rr is not None else np.nan, less=True, how=f"{small}, ratio vs async"))
-    try:
-        s = views.sustained(a)
-    except AnalysisError:
-        s = pd.DataFrame()
-    for row in s.itertuples(index=False):
+    for row in views.sustained_or_empty(a).itertuples(index=False):
         out.append(compare(f"Sustained throughput is below peak: {row.label} {row.workload}",
                         "sustained, not peak, is the study's headline metric", row.sustained_tps, row.peak_tps,
                         less=True, how=f"open-loop search, bracket {row.sustained_tps:.0f}-{row.first_failing_tps:.0f}"

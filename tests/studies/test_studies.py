@@ -65,7 +65,7 @@ RECORDED = Path(__file__).resolve().parents[2] / "data" / "campaigns"
 #: what the test size changes in a live study's quick campaign (section -> key -> TOML value), and the clusters
 #: it leaves out of the study's lab
 TEST_SIZE = {"000": ({"load": {"workloads": '["oltp_update_index"]', "time_s": "3"},
-                      "search": {"time_s": "10", "max_runs": "5"}}, ["galera5"])}
+                      "search": {"time_s": "10", "max_runs": "3"}}, ["galera5"])}
 
 
 def _set(text: str, section: str, key: str, value: str) -> str:
