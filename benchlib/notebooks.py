@@ -75,6 +75,39 @@ def output_path(folder: Path, name: str) -> Path:
     return path
 
 
+def _kernel_manager():
+    """The kernel manager papermill starts kernels with: a kernel reached over unix sockets in a directory of its
+    own. jupyter_client otherwise picks TCP ports it believes free and lets the kernel bind them later, a race that
+    two processes starting kernels at once can lose (nteract/papermill#511): the kernels then talk to each other's
+    sockets, one dies and the other waits forever. A private directory has nothing to race for."""
+    import shutil
+    import tempfile
+
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.utils import run_sync
+    from traitlets import default
+
+    class PrivateSocketKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self) -> str:
+            if not getattr(self, "_socket_dir", None):
+                self._socket_dir = tempfile.mkdtemp(prefix="benchlib-kernel-")
+            return os.path.join(self._socket_dir, "k")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart)
+            if not restart and getattr(self, "_socket_dir", None):
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+        cleanup_resources = run_sync(_async_cleanup_resources)
+
+    return PrivateSocketKernelManager
+
+
 def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool = True) -> Path:
     """Execute notebook ``name`` with ``parameters`` into ``output`` (cell outputs also streamed to
     this process's stdout/stderr when ``stream``); returns ``output``."""
@@ -98,7 +131,8 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
         pm.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(source.parent),
                             progress_bar=False, stdout_file=sys.stdout if stream else None,
                             stderr_file=sys.stderr if stream else None,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no start-up chatter
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no start-up chatter
+                            kernel_manager_class=_kernel_manager())
     except pm.PapermillExecutionError as exc:
         if exc.ename == "KeyboardInterrupt" or interrupted["sent"]:
             raise KeyboardInterrupt from None

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchlib.sampling.heartbeat import Connect
+from benchlib.sampling.probe import Connect
 from benchlib.sampling.probe import Probe
 from benchlib.sampling.status import StatusLog
 

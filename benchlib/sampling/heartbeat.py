@@ -26,10 +26,9 @@ import pandas as pd
 import pymysql
 
 from benchlib.errors import BenchlibError
-from benchlib.sampling.probe import Probe
+from benchlib.sampling.probe import Connect, Probe
 from benchlib.schema import LAG
 
-Connect = Callable[[str], "pymysql.connections.Connection"]
 TABLE = "benchlib.heartbeat"
 APPLY_TABLE = "benchlib.heartbeat_apply"
 POLL = f"SELECT MAX(seq) FROM {TABLE}"

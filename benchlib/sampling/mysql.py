@@ -14,7 +14,7 @@ from __future__ import annotations
 
 
 from benchlib.sampling.clock import ClockProbe
-from benchlib.sampling.heartbeat import Connect
+from benchlib.sampling.probe import Connect
 from benchlib.sampling.status import ClusterProbe, StatusLog, as_number
 from benchlib.systems import aurora, dialect, semisync
 from benchlib.systems import group_replication as gr

@@ -19,6 +19,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from typing import Any, Callable
+
+#: how a probe reaches a node: node name -> a new connection (pymysql, DictCursor, autocommit)
+Connect = Callable[[str], Any]
 
 
 class Probe:

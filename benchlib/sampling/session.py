@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Callable
 import pandas as pd
 
 from benchlib.sampling.clock import ClockProbe
-from benchlib.sampling.heartbeat import Connect, Heartbeat
+from benchlib.sampling.heartbeat import Heartbeat
+from benchlib.sampling.probe import Connect
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
 from benchlib import systems

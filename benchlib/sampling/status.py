@@ -16,7 +16,7 @@ from typing import Callable
 import pandas as pd
 import pymysql
 
-from benchlib.sampling.heartbeat import Connect
+from benchlib.sampling.probe import Connect
 from benchlib.sampling.probe import Probe
 from benchlib.schema import CLUSTER
 
