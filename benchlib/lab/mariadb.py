@@ -13,12 +13,11 @@ from typing import Any
 from benchlib.errors import NodeStartError
 from benchlib.lab.flavors import Flavor, register
 from benchlib.lab.layout import ACCOUNT_HOSTS, Layout, NodePlan
-from benchlib.lab.mycnf import GALERA_PROVIDER, fmt, galera_provider_options, option_file
+from benchlib.lab.mycnf import GALERA_PROVIDER, common_options, fmt, galera_provider_options, option_file
 from benchlib.lab.node import chown_tree
 from benchlib.lab.spec import AsyncCluster, GaleraCluster, SemisyncCluster, SingleCluster, parse_size
 from benchlib.servers import Server
 from benchlib.systems import replication, semisync
-from benchlib.systems.settings import DURABILITY
 
 __all__ = ["MARIADB"]
 
@@ -27,15 +26,7 @@ def options(layout: Layout, node: NodePlan, server: Server) -> dict[str, Any]:
     spec = layout.spec
     cluster = spec.clusters[node.cluster]
     s = spec.settings_for(node.cluster)
-    o: dict[str, Any] = {
-        "datadir": node.datadir, "tmpdir": node.tmpdir, "socket": node.socket, "pid_file": node.pid_file,
-        "log_error": node.error_log, "port": node.port, "bind_address": ",".join(node.bind_hosts),
-        "server_id": node.server_id, "skip_name_resolve": True, "max_connect_errors": 1_000_000,
-        "max_connections": s.max_connections, "performance_schema": s.performance_schema,
-        "innodb_buffer_pool_size": parse_size(s.buffer_pool), "innodb_log_file_size": parse_size(s.redo_log),
-        **DURABILITY[s.durability],
-        "binlog_format": "ROW",
-    }
+    o: dict[str, Any] = {**common_options(node, s), "innodb_log_file_size": parse_size(s.redo_log)}
     if isinstance(cluster, SingleCluster):
         if cluster.binlog:
             o.update(log_bin="binlog", gtid_strict_mode=True)

@@ -12,10 +12,12 @@ from typing import Any
 
 from benchlib.lab import flavors
 from benchlib.lab.layout import Layout, NodePlan
-from benchlib.lab.spec import GaleraCluster
+from benchlib.lab.spec import GaleraCluster, ServerSettings, parse_size
 from benchlib.servers import Server
+from benchlib.systems.settings import DURABILITY
 
-__all__ = ["GALERA_PROVIDER", "fmt", "galera_provider_options", "group_name", "option_file", "render"]
+__all__ = ["GALERA_PROVIDER", "common_options", "fmt", "galera_provider_options", "group_name", "option_file",
+           "render"]
 
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 
@@ -29,6 +31,18 @@ def fmt(value: Any) -> str:
 def option_file(section: str, options: dict[str, Any]) -> str:
     """``[section]`` and one ``name = value`` line per option (booleans as ON/OFF)."""
     return f"[{section}]\n" + "".join(f"{k} = {fmt(v)}\n" for k, v in options.items())
+
+
+def common_options(node: NodePlan, s: ServerSettings) -> dict[str, Any]:
+    """What every flavour's node has: its files and address, connection limits, buffer pool, durability, row
+    events (a flavour adds its own names: redo size, binary log, replication)."""
+    return {
+        "datadir": node.datadir, "tmpdir": node.tmpdir, "socket": node.socket, "pid_file": node.pid_file,
+        "log_error": node.error_log, "port": node.port, "bind_address": ",".join(node.bind_hosts),
+        "server_id": node.server_id, "skip_name_resolve": True, "max_connect_errors": 1_000_000,
+        "max_connections": s.max_connections, "performance_schema": s.performance_schema,
+        "innodb_buffer_pool_size": parse_size(s.buffer_pool), **DURABILITY[s.durability], "binlog_format": "ROW",
+    }
 
 
 def galera_provider_options(layout: Layout, node: NodePlan) -> dict[str, Any]:

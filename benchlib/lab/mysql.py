@@ -18,13 +18,12 @@ from typing import Any
 from benchlib.errors import NodeStartError
 from benchlib.lab.flavors import Flavor, register
 from benchlib.lab.layout import ACCOUNT_HOSTS, NET_PREFIX, Layout, NodePlan
-from benchlib.lab.mycnf import group_name, option_file
+from benchlib.lab.mycnf import common_options, group_name, option_file
 from benchlib.lab.node import chown_tree, log_tail
 from benchlib.lab.secrets import ACCOUNTS, Credentials
 from benchlib.lab.spec import AsyncCluster, GroupReplicationCluster, SemisyncCluster, SingleCluster, parse_size
 from benchlib.servers import Server
 from benchlib.systems import replication, semisync
-from benchlib.systems.settings import DURABILITY
 
 __all__ = ["GR_FLOW_CONTROL_STATS", "MYSQL", "paths"]
 
@@ -46,15 +45,10 @@ def options(layout: Layout, node: NodePlan, server: Server) -> dict[str, Any]:
     cluster = spec.clusters[node.cluster]
     s = spec.settings_for(node.cluster)
     o: dict[str, Any] = {
-        "datadir": node.datadir, "tmpdir": node.tmpdir, "socket": node.socket, "pid_file": node.pid_file,
-        "log_error": node.error_log, "port": node.port, "bind_address": ",".join(node.bind_hosts),
-        "report_host": node.listen_host, "report_port": node.port, "server_id": node.server_id,
+        **common_options(node, s), "report_host": node.listen_host, "report_port": node.port,
         **paths(server, node.tmpdir),
-        "skip_name_resolve": True, "max_connect_errors": 1_000_000, "max_connections": s.max_connections,
         "performance_schema": s.performance_schema or isinstance(cluster, GroupReplicationCluster),
-        "innodb_buffer_pool_size": parse_size(s.buffer_pool),
-        **DURABILITY[s.durability],
-        "log_bin": "binlog", "binlog_format": "ROW", "gtid_mode": "ON", "enforce_gtid_consistency": True,
+        "log_bin": "binlog", "gtid_mode": "ON", "enforce_gtid_consistency": True,
         "log_replica_updates": True, "relay_log": "relay-bin", "relay_log_recovery": True,
         "replica_net_timeout": 10, "skip_replica_start": False,
     }
