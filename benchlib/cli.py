@@ -241,7 +241,7 @@ def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab:
             typer.echo(f"sustained {row.label} {row.workload} t{row.threads}: {row.sustained_tps:.0f} tps "
                        f"(first failing {row.first_failing_tps:.0f}, peak {row.peak_tps:.0f}; {row.status}"
                        f"{', FC_LIMITED' if row.fc_limited else ''})")
-    return 1 if counts.get("failed") else 0
+    return 1 if counts.get("failed") or counts.get("invalid") else 0
 
 
 def _print_claims(result) -> None:

@@ -72,7 +72,7 @@ class LabFacts(_Open):
 class Manifest(_Open):
     format_version: int
     run_id: str
-    status: str  # ok | failed
+    status: str  # ok | failed | invalid (it ran, but its cluster broke an invariant: benchlib.systems.invariants)
     reason: str | None = None
     started_utc: str
     ended_utc: str
@@ -92,6 +92,7 @@ class Manifest(_Open):
     warmup_s: float | None = None
     client_hosts: dict[str, Any] | None = None
     clock_offsets: dict[str, Any] | None = None
+    breaches: list[dict[str, Any]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Manifest":

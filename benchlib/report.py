@@ -46,7 +46,7 @@ CSS = """body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width
 table.t{border-collapse:collapse;font-size:12px;margin:1em 0;display:block;max-width:100%;overflow-x:auto}
 table.t td,table.t th{padding:3px 6px;border-bottom:1px solid #ddd}
 details{margin:.4em 0}summary{cursor:pointer}summary h2{display:inline}
-details.error>summary{background:#fde0dc;padding:4px}details.warning>summary{background:#fff4d6;padding:4px}
+details.error>summary{background:#fde0dc;padding:4px}div.invalid{background:#fde0dc;padding:4px 12px;margin:8px 0}details.warning>summary{background:#fff4d6;padding:4px}
 .how{font-size:14px;color:#444}.chart{margin:2em 0;max-width:100%;overflow-x:auto}.files{font-size:13px;color:#555}"""
 
 
@@ -200,6 +200,19 @@ def _warnings(problems: pd.DataFrame) -> str:
     return "".join(out)
 
 
+def _invalid(a: CampaignAnalysis) -> str:
+    """Runs that ran but did not measure what they name, first on the page: which, and why."""
+    bad = a.runs[a.runs.status == "invalid"]
+    if bad.empty:
+        return ""
+    rows = "".join(f"<li><b>{html.escape(str(r.run_id))}</b>: "
+                   f"{html.escape(str(r.reason).removeprefix('INVALID: '))}</li>" for r in bad.itertuples(index=False))
+    return (f'<div class="invalid"><h2>{len(bad)} invalid run{"s" if len(bad) > 1 else ""}, left out of every '
+            f"statistic and chart</h2><p>The cluster changed mode while {'they were' if len(bad) > 1 else 'it was'} "
+            f"measured, so {'they' if len(bad) > 1 else 'it'} did not measure the configuration named:</p>"
+            f"<ul>{rows}</ul></div>")
+
+
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
     """A collapsible section (a table the reader opens when the findings and charts raise a question)."""
     return f"<details{' open' if open_ else ''}><summary><h2>{html.escape(title)}</h2></summary>{body}</details>"
@@ -228,10 +241,12 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(campaign.name)} report</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>Campaign {html.escape(campaign.name)}</h1>",
-             f"<p>{len(a.runs)} runs, {int((a.runs.status == 'ok').sum())} ok; baseline for ratios: "
+             f"<p>{len(a.runs)} runs, {int((a.runs.status == 'ok').sum())} ok"
+             f"{', %d invalid' % int((a.runs.status == 'invalid').sum()) if (a.runs.status == 'invalid').any() else ''}"
+             "; baseline for ratios: "
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}.</p>",
-             *_findings(a, campaign)]
+             _invalid(a), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
     parts.append(f"<h2>Warnings</h2>{_warnings(problems)}")

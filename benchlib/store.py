@@ -114,6 +114,11 @@ class RunWriter:
         """Keep a failed run, marked, with whatever frames were written."""
         return self._close("failed", reason, extra)
 
+    def invalid(self, reason: str, **extra: Any) -> Path:
+        """Keep a run that completed but did not measure what it names (its cluster changed mode meanwhile:
+        ``benchlib.systems.invariants``), marked, with all its frames: statistics leave it out."""
+        return self._close("invalid", reason, extra)
+
     def abandon(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 

@@ -113,7 +113,7 @@ def _inputs(ok: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> list[RunInput]
     iv_by = {k: g for k, g in iv.sort_values(["run_id", "t_s"]).groupby("run_id", observed=True)} if not iv.empty else {}
     lag = frames["lag"]
     lag_by: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if not lag.empty:
+    if not lag.empty and ok.run_id.isin(lag.run_id.unique()).any():  # (frames of failed runs are not analysed)
         lag = lag[["run_id", "t_commit_s", "lag_ms"]].dropna(subset=["lag_ms"])
         rid = lag.run_id.astype("category")
         names = list(rid.cat.categories)
@@ -378,8 +378,16 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
     def add(severity: str, where: str, what: str, fix: str = "") -> None:
         out.append({"severity": severity, "where": where, "what": what, "fix": fix})
 
-    for r in table.to_dict("records"):
+    records = table.to_dict("records")
+    for r in records:  # first: runs that ran but did not measure what they name
+        if r["status"] == "invalid":
+            add("error", r["run_id"], f"run invalid: {str(r['reason']).removeprefix('INVALID: ')}",
+                "left out of every statistic; find why the cluster changed mode (the reason names the node and "
+                "when), then rerun the campaign: invalid runs are redone")
+    for r in records:
         rid = r["run_id"]
+        if r["status"] == "invalid":
+            continue
         if r["status"] != "ok":
             add("error", rid, f"run failed: {r['reason']}", "rerun the campaign: failed runs are redone")
             continue

@@ -23,7 +23,7 @@ from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
 from benchlib import systems
-from benchlib.systems import sql
+from benchlib.systems import invariants, sql
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
@@ -184,7 +184,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     lag = sampling.lag_frame()
     if not lag.empty:
         writer.frame("lag", lag)
-    writer.frame("cluster", sampling.cluster_frame())
+    cluster_frame = sampling.cluster_frame()
+    writer.frame("cluster", cluster_frame)
     extra.update({
         "in_sync_wait_s": in_sync,
         "load_window_s": [load_t0, load_end],
@@ -200,6 +201,19 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         extra["clock_offsets"] = sampling.offsets()
     if loaded.status != "ok":
         return writer.fail(f"{loaded.status.upper()}: {loaded.reason}", **extra)
+    # the cluster held its mode through the load (each system's invariants, on the samples just taken): a member
+    # that left the group is why its catch-up never ends, so an invalid run says so before a missing catch-up
+    breaches = invariants.check(cluster_frame, invariants.Window(nodes, load_t0, load_end),
+                                systems.get(facts.system).invariants)
+    if breaches:
+        extra["breaches"] = [b.as_dict() for b in breaches]
+        return writer.invalid(invalid_reason(breaches), **extra)
     if catch_up is None:
         return writer.fail(f"replicas did not catch up within {catch_up_timeout:g} s after the load", **extra)
     return writer.finish(**extra)
+
+
+def invalid_reason(breaches: list[invariants.Breach], most: int = 3) -> str:
+    """The reason an invalid run gives: its first breaches in words, and how many more there were."""
+    more = f"; and {len(breaches) - most} more" if len(breaches) > most else ""
+    return "INVALID: " + "; ".join(b.sentence() for b in breaches[:most]) + more

@@ -85,8 +85,9 @@ class MySQLReplicationProbe(ClusterProbe):
 
 
 class GroupReplicationProbe(ClusterProbe):
-    """Every member's own member-stats row (queues, conflicts), its flow-control throttling (counters of the
-    ``group_replication_flow_control_stats`` component, where installed) and its applier channel's lag."""
+    """Every member's own state (``gr_online``, ``gr_primary``: 1 or 0) and member-stats row (queues, conflicts), its
+    flow-control throttling (counters of the ``group_replication_flow_control_stats`` component, where installed)
+    and its applier channel's lag."""
 
     def __init__(self, connect: Connect, members: list[str], log: StatusLog, clock, clocks: ClockProbe | None,
                  interval_s: float = 0.25):
@@ -101,6 +102,8 @@ class GroupReplicationProbe(ClusterProbe):
                 row = cur.fetchone()
                 now = self.clock()
                 if row is not None:
+                    self.log.add(now, m, "gr_online", float(row["MEMBER_STATE"] == "ONLINE"))
+                    self.log.add(now, m, "gr_primary", float(row.get("MEMBER_ROLE") == "PRIMARY"))
                     for k, v in gr.group_member_stats(row).items():
                         self.log.add(now, m, f"gr_{k}", v, counter=k in ("checked", "remote_applied",
                                                                          "local_proposed", "conflicts"))

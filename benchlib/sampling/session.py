@@ -166,5 +166,5 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
         system = systems.get(lab.system(cluster))
         wanted = list(dict.fromkeys([*system.status_counters, *lab.spec.counters]))
         probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
-    liveness = [LivenessProbe(lab.connect, n, clock) for n in every]
+    liveness = [LivenessProbe(lab.connect, n, clock, log=log) for n in every]
     return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness)

@@ -157,7 +157,8 @@ class MariaDBReplicationProbe(ClusterProbe):
 
 
 class GaleraProbe(ClusterProbe):
-    """Every node of a Galera cluster: queues, flow control, conflicts, and ``seqno_behind``
+    """Every node of a Galera cluster: queues, flow control, conflicts, its state and component (``wsrep_primary``:
+    1 in the Primary component), and ``seqno_behind``
     (the most advanced node's wsrep_last_committed minus this node's). MariaDB's status is read
     from information_schema; Percona XtraDB Cluster's (``show_status``) with SHOW GLOBAL STATUS."""
 
@@ -170,7 +171,7 @@ class GaleraProbe(ClusterProbe):
 
     def _wsrep(self, node: str) -> dict[str, str]:
         if not self.show_status:
-            return self._status(node, GALERA_GAUGES + GALERA_COUNTERS)
+            return self._status(node, GALERA_GAUGES + GALERA_COUNTERS + ("wsrep_cluster_status",))
         with self.conns[node].cursor() as cur:
             cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep%'")
             return {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
@@ -184,6 +185,8 @@ class GaleraProbe(ClusterProbe):
                 self.log.add(now, node, m, as_number(st.get(m)))
             for m in GALERA_COUNTERS:
                 self.log.add(now, node, m, as_number(st.get(m)), counter=True)
+            if st.get("wsrep_cluster_status"):  # Primary, non-Primary, Disconnected
+                self.log.add(now, node, "wsrep_primary", float(st["wsrep_cluster_status"] == "Primary"))
             committed[node] = (now, as_number(st.get("wsrep_last_committed")))
         top = max((v for _, v in committed.values() if v is not None), default=None)
         for node, (now, v) in committed.items():
@@ -194,10 +197,14 @@ class GaleraProbe(ClusterProbe):
 class LivenessProbe(Probe):
     """Whether one node still answers: ``SELECT 1`` once a second on a lane of its own, so a node that
     stops answering (a frozen process, a lost host) blocks only this probe. ``silent_s()`` is how long
-    the node has not answered; the run names a node silent for the watchdog's ``stall_s``."""
+    the node has not answered; the run names a node silent for the watchdog's ``stall_s``. Each answer is a row
+    (metric ``alive``, 1) when given a log: the other probes share lanes, so a gap in their rows may be another
+    node's silence, a gap in these is this node's own (``benchlib.systems.invariants.nodes_answer``)."""
 
-    def __init__(self, connect: Connect, node: str, clock: Callable[[], float], interval_s: float = 1.0):
+    def __init__(self, connect: Connect, node: str, clock: Callable[[], float], interval_s: float = 1.0,
+                 log: StatusLog | None = None):
         self.name, self.connect, self.node, self.clock, self.interval_s = f"alive:{node}", connect, node, clock, interval_s
+        self.log = log
         self.lane = None  # its own thread: never waits behind another node
         self.conn = None
         self.answered = clock()
@@ -211,6 +218,8 @@ class LivenessProbe(Probe):
             cur.execute("SELECT 1")
             cur.fetchall()
         self.answered = self.clock()
+        if self.log is not None:
+            self.log.add(self.answered, self.node, "alive", 1.0)
 
     def silent_s(self) -> float:
         return self.clock() - self.answered

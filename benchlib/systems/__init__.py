@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from benchlib.errors import SpecError
 from benchlib.systems import aurora, galera, group_replication, mariadb, mysql, replication
+from benchlib.systems import invariants as inv
 from benchlib.systems.settings import Setting, SettingRules
 
 __all__ = ["SYSTEMS", "System", "get", "register", "rules"]
@@ -36,7 +37,9 @@ class System:
     readiness: Callable[[Any, bool, int, str], list[str]] = lambda conn, writer, size, node: []
     #: (server kind, takes the writes) -> (privilege probe, SQL, parameters) the sampler runs on such a node
     reads: Callable[[Any, bool], list[tuple[str, str, Any]]] = lambda kind, writer: []
-    kinds: frozenset[str] = frozenset()  # the servers (queries.detect's ServerKind.system) that can be this system
+    kinds: frozenset[str] = frozenset()  # the servers (dialect.detect's ServerKind.system) that can be this system
+    #: what must hold through a run's measured window (benchlib.systems.invariants): a run that breaks one is invalid
+    invariants: tuple[inv.Invariant, ...] = (inv.nodes_answer,)
     #: the server without a RESTART statement this system runs on: settings read at start cannot be swept ("": they can)
     no_restart: str = ""
     restart_settings: dict[str, Setting] = field(default_factory=dict)  # remote labs that allow restarts
@@ -105,21 +108,24 @@ def _no_status(conn, role: str) -> dict[str, Any]:
 _NO_RESTART = "MariaDB"  # no RESTART statement: settings read at start cannot be swept remotely
 
 
+_REPLICATED = (inv.semisync_holds, inv.replica_threads, inv.nodes_answer)
+_GALERA = (inv.galera_membership, inv.nodes_answer)
+
 register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status, replication.readiness,
-                replication.reads, frozenset({"mariadb"}), _NO_RESTART, restart_settings=mysql.RESTART_SETTINGS,
-                variables=mariadb.VARIABLES, counters=mariadb.COUNTERS))
+                replication.reads, frozenset({"mariadb"}), no_restart=_NO_RESTART, invariants=_REPLICATED,
+                restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES, counters=mariadb.COUNTERS))
 register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status, galera.readiness,
-                galera.reads, frozenset({"mariadb_galera", "pxc"}), _NO_RESTART,
+                galera.reads, frozenset({"mariadb_galera", "pxc"}), no_restart=_NO_RESTART, invariants=_GALERA,
                 restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
 register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status, galera.readiness, galera.reads,
-                frozenset({"pxc"}), restart_settings=mysql.RESTART_SETTINGS,
+                frozenset({"pxc"}), invariants=_GALERA, restart_settings=mysql.RESTART_SETTINGS,
                 variables=galera.VARIABLES))
 register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status, replication.readiness,
-                replication.reads, frozenset({"mysql", "percona"}), restart_settings=mysql.RESTART_SETTINGS,
-                variables=mysql.VARIABLES))
+                replication.reads, frozenset({"mysql", "percona"}), invariants=_REPLICATED,
+                restart_settings=mysql.RESTART_SETTINGS, variables=mysql.VARIABLES))
 register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
                 group_replication.node_status, group_replication.readiness, group_replication.reads,
-                frozenset({"mysql", "percona"}), restart_settings=mysql.RESTART_SETTINGS,
-                variables=group_replication.VARIABLES))
+                frozenset({"mysql", "percona"}), invariants=(inv.group_membership, inv.nodes_answer),
+                restart_settings=mysql.RESTART_SETTINGS, variables=group_replication.VARIABLES))
 register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
                 sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))

@@ -36,12 +36,17 @@ GROUP_MEMBER_STATS_SQL = """
 SELECT m.MEMBER_HOST, m.MEMBER_PORT, m.MEMBER_STATE, m.MEMBER_ROLE, s.COUNT_TRANSACTIONS_IN_QUEUE,
        s.COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE, s.COUNT_TRANSACTIONS_CHECKED,
        s.COUNT_TRANSACTIONS_REMOTE_APPLIED, s.COUNT_TRANSACTIONS_LOCAL_PROPOSED, s.COUNT_CONFLICTS_DETECTED
-FROM performance_schema.replication_group_member_stats s
-JOIN performance_schema.replication_group_members m USING (MEMBER_ID)
-WHERE s.MEMBER_ID = @@server_uuid
+FROM performance_schema.replication_group_members m
+LEFT JOIN performance_schema.replication_group_member_stats s USING (MEMBER_ID)
+WHERE m.MEMBER_ID = @@server_uuid
 """
+
+
 def group_member_stats(row: Mapping[str, Any]) -> dict[str, float]:
-    """One member's own row (query every member for its own: remote rows refresh once per period)."""
+    """One member's own row (query every member for its own: remote rows refresh once per period); empty when it
+    is in no group (no stats)."""
+    if row.get("COUNT_TRANSACTIONS_IN_QUEUE") is None:
+        return {}
     out = {"certifier_queue": float(row["COUNT_TRANSACTIONS_IN_QUEUE"]),
            "applier_queue": float(row.get("COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE") or 0),
            "checked": float(row["COUNT_TRANSACTIONS_CHECKED"]),
@@ -101,7 +106,7 @@ def node_status(conn, role: str) -> dict[str, Any]:
     row = rows[0]
     stats = group_member_stats(row)
     return {"member_state": row["MEMBER_STATE"], "member_role": row.get("MEMBER_ROLE"),
-            "certifier_queue": int(stats["certifier_queue"]), "applier_queue": int(stats["applier_queue"])}
+            **{k: int(stats[k]) for k in ("certifier_queue", "applier_queue") if k in stats}}
 
 
 MEMBERS_SQL = ("SELECT MEMBER_ID = @@server_uuid AS ME, MEMBER_STATE "

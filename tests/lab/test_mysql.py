@@ -103,6 +103,51 @@ def test_runtime_settings_are_read_back(lab):
     lab.set({"applier_threads": 4}, cluster="gr")
 
 
+def test_a_run_during_which_a_member_is_expelled_is_invalid(lab, tmp_path):
+    """gr-3 freezes for 9 s in the middle of a run: the group suspects it after 5 s and expels it (this lab at once)
+    and, thawed, it finds itself out of the group. The run is invalid, naming gr-3 and when; the member rejoins."""
+    import os
+    import signal
+    import threading
+
+    from benchlib.campaign.run import execute_run
+    from benchlib.store import RunWriter, read_run
+    from benchlib.sysbench.options import SysbenchOptions
+
+    opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=2, time_s=16)
+    pid = lab.pid("gr-3")
+    thaw = threading.Timer(9.0, lambda: os.kill(pid, signal.SIGCONT))
+
+    def freeze(iv) -> None:
+        if iv.t_s == 2:
+            os.kill(pid, signal.SIGSTOP)
+            thaw.start()
+
+    try:
+        folder = execute_run(lab, "gr", opts, RunWriter(tmp_path, "expel", {}, secrets=lab.secrets()),
+                             on_interval=freeze, stall_s=15, catch_up_timeout=5)
+    finally:
+        thaw.cancel()
+        os.kill(pid, signal.SIGCONT)
+    m = read_run(folder).manifest
+    assert m.status == "invalid", m.reason
+    assert m.reason.startswith("INVALID: gr-3 "), m.reason
+    assert any(b["node"] == "gr-3" and b["what"] == "was not ONLINE in the group" for b in m.breaches), m.breaches
+    assert not any(b["node"] != "gr-3" for b in m.breaches), m.breaches  # the others held, and the primary stayed
+    _rejoin(lab, "gr-3")
+
+
+def _rejoin(lab, member: str) -> None:
+    """A member out of the group (its server up) joins again, and the lab checks ready."""
+    with lab.connect(member, read_timeout=150) as conn:
+        sql.execute(conn, "STOP GROUP_REPLICATION")
+        sql.execute(conn, "START GROUP_REPLICATION")
+    deadline = time.monotonic() + 60
+    while not lab.check().ok and time.monotonic() < deadline:  # RECOVERING, then ONLINE
+        time.sleep(0.5)
+    assert lab.check().ok, lab.check().problems
+
+
 def test_the_check_reads_every_group_member(lab):
     """A member that left the group (its server up) is named by ``lab check``, as on a remote lab."""
     with lab.connect("gr-3") as conn:
@@ -112,12 +157,7 @@ def test_the_check_reads_every_group_member(lab):
         assert any(p.startswith("gr-3: Group Replication member is OFFLINE, not ONLINE") for p in problems), problems
         assert any(p.startswith("gr-1: 2 of the group's 3 members are ONLINE") for p in problems), problems
     finally:
-        with lab.connect("gr-3", read_timeout=150) as conn:
-            sql.execute(conn, "START GROUP_REPLICATION")
-    deadline = time.monotonic() + 60
-    while not lab.check().ok and time.monotonic() < deadline:  # RECOVERING, then ONLINE
-        time.sleep(0.5)
-    assert lab.check().ok, lab.check().problems
+        _rejoin(lab, "gr-3")
 
 
 def test_group_replication_throttling_counters_exist_on_every_member(lab):

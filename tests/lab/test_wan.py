@@ -67,6 +67,48 @@ def test_semisync_commit_costs_one_rtt(wan_lab):
     wan_lab.set({"semisync": "on"})
 
 
+def test_a_semisync_run_whose_far_replica_is_cut_off_is_invalid(wan_lab, tmp_path):
+    """The far replica's link stops for 3 s in the middle of a run: the primary falls back to async after its
+    timeout and keeps serving, so the run measured neither semi-sync nor async. It is stored as invalid, naming the
+    primary, when and the commits no replica acknowledged, and analysis leaves it out."""
+    import os
+    import re
+    import signal
+    import threading
+
+    from benchlib.analysis.campaign import analyze
+    from benchlib.campaign.run import execute_run
+    from benchlib.store import RunWriter, load_campaign, read_run
+    from benchlib.sysbench.options import SysbenchOptions
+
+    opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=4, time_s=8)
+    relay = wan_lab.record.link_pid
+    thaw = threading.Timer(3.0, lambda: os.kill(relay, signal.SIGCONT))
+
+    def cut(iv) -> None:
+        if iv.t_s == 2:
+            os.kill(relay, signal.SIGSTOP)  # the relay is the link: stopped, no packet crosses
+            thaw.start()
+
+    wan_lab.set({"semisync_timeout_ms": 300})
+    try:
+        folder = execute_run(wan_lab, "semi", opts, RunWriter(tmp_path, "cut", {"cluster": "semi"},
+                                                              secrets=wan_lab.secrets()),
+                             on_interval=cut, catch_up_timeout=60)
+    finally:
+        thaw.cancel()
+        os.kill(relay, signal.SIGCONT)
+        wan_lab.set({"semisync_timeout_ms": 10000})
+    m = read_run(folder).manifest
+    assert m.status == "invalid", m.reason
+    assert re.match(r"INVALID: semi-1 fell back to async at \d+\.\d s( for \d+\.\d s)?: [\d,]+ commits without a "
+                    r"replica's ack", m.reason), m.reason
+    assert m.breaches[0]["node"] == "semi-1" and 1.0 <= m.breaches[0]["at_s"] <= 5.0
+    a = analyze(load_campaign(tmp_path, failed=True))
+    assert a.configs.empty  # left out of every statistic
+    assert a.problems.iloc[0].what.startswith("run invalid: semi-1 fell back to async")
+
+
 @pytest.mark.measures
 def test_jitter_and_galera_across_sites(fresh_labs):
     spec = example_spec("wan-galera.toml", "t-wang", clusters={"galera": {"topology": "galera", "nodes": 3}},
