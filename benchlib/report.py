@@ -21,6 +21,7 @@ import plotly.io as pio
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
+from benchlib.analysis.staleness import in_words
 from benchlib.charts.catalogue import CATALOGUE, figures
 
 
@@ -33,6 +34,8 @@ class Report:
     image_seconds: list[float] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)  # the throughput ratios in words
     left_out: dict[str, str] = field(default_factory=dict)  # chart -> why it is not drawn
+    audit: str = ""  # what the consistency audit after every run found, in one sentence
+    consistency: list[str] = field(default_factory=list)  # stale reads per cluster and read consistency, in words
 
 
 def _table(df: pd.DataFrame, columns: list[str]) -> str:
@@ -78,6 +81,8 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
             report.notebooks.append(execute(name, output_path(folder / "notebooks", name),
                                             {"campaign": str(campaign), "baseline": baseline}, stream=False))
     report.headline = headline(a)
+    report.audit = _audited(a)
+    report.consistency = [in_words(r) for _, r in a.stale_reads.iterrows()]
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
@@ -213,6 +218,37 @@ def _invalid(a: CampaignAnalysis) -> str:
             f"<ul>{rows}</ul></div>")
 
 
+def _audited(a: CampaignAnalysis) -> str:
+    """What the consistency audit after every run found, in one sentence ("" when no run was audited)."""
+    runs = a.runs
+    if "audit_identical" not in runs or runs.audit_identical.isna().all():
+        return ""
+    done = runs[runs.audit_identical.notna()]
+    nodes = sorted({n for ns in done.nodes.dropna() for n in str(ns).split(",") if n})
+    cost = f" (the audit took a median {done.audit_s.median():.2f} s a run)"
+    every = "every run" if len(done) == len(runs) else f"{len(done)} of {len(runs)} runs"
+    if done.audit_identical.astype(bool).all():
+        return f"Data identical on all {len(nodes)} nodes after {every}{cost}."
+    bad = int((~done.audit_identical.astype(bool)).sum())
+    return f"Data differed between nodes after {bad} of {len(done)} audited runs (listed above as invalid){cost}."
+
+
+def _consistency(a: CampaignAnalysis, report: Report) -> str:
+    """What the stale-read probe found, per cluster and read consistency: sentences, then the table folded."""
+    if not report.consistency:
+        return ""
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in report.consistency)
+    how = ("A writer commits a sequence on the write node; a reader on each other node reads it at a fixed rate under "
+           "the read consistency named. A read is stale when it returns a value older than one already acknowledged "
+           "(or read) before it was sent (Jepsen's definition); staleness is how long the first value it missed had "
+           "been known. Intervals take runs as the unit.")
+    table = _table(a.stale_reads, ["cluster", "setting", "runs", "reads", "stale", "fraction", "low", "high",
+                                   "staleness_ms_p50", "staleness_ms_p99", "staleness_ms_max", "read_ms_p50",
+                                   "read_ms_p99", "wait_ms_p50", "failed"])
+    return (f"<h2>Stale reads</h2><ul>{items}</ul><p class=\"how\">{html.escape(how)}</p>"
+            + _fold("Stale reads by configuration", table))
+
+
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
     """A collapsible section (a table the reader opens when the findings and charts raise a question)."""
     return f"<details{' open' if open_ else ''}><summary><h2>{html.escape(title)}</h2></summary>{body}</details>"
@@ -245,10 +281,12 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"{', %d invalid' % int((a.runs.status == 'invalid').sum()) if (a.runs.status == 'invalid').any() else ''}"
              "; baseline for ratios: "
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
-             f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}.</p>",
+             f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}. "
+             f"{html.escape(_audited(a))}</p>",
              _invalid(a), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
+    parts.append(_consistency(a, report))
     parts.append(f"<h2>Warnings</h2>{_warnings(problems)}")
     from benchlib import studies
 

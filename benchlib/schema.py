@@ -98,3 +98,29 @@ CLUSTER = Schema("cluster", {
     "counter": Column("bool", "a monotonic counter (rates come from differences) rather than a gauge"),
     "reset": Column("bool", "a counter lower than its previous reading: restarted, never to be differenced"),
 })
+
+PROBE_WRITES = Schema("probe_writes", {
+    "seq": Column("int64", "the value the stale-read probe's writer committed (one row, a monotonic sequence)"),
+    "t_sent_s": Column("float64", "sampler clock when the commit was sent, s"),
+    "t_acked_s": Column("float64", "sampler clock when the commit returned (acknowledged), s; NaN: it failed"),
+    "write_ms": Column("float64", "t_acked - t_sent, ms"),
+    "error": Column("str", "why the commit failed (empty: acknowledged)"),
+})
+
+PROBE_READS = Schema("probe_reads", {
+    "node": Column("str", "the node the stale-read probe read on"),
+    "setting": Column("str", "the read consistency the reading session used (benchlib.systems.consistency)"),
+    "t_sent_s": Column("float64", "sampler clock when the read (with its causal wait) was sent, s"),
+    "t_returned_s": Column("float64", "sampler clock when it returned, s"),
+    "wait_ms": Column("float64", "the causal wait before the read, ms (NaN: the setting has none)"),
+    "value": Column("Int64", "the value read; missing when the read failed"),
+    "acked_seq": Column("int64", "the writer's last acknowledged value when the read was sent"),
+    "error": Column("str", "why the read failed (empty: it returned)"),
+    "known_seq": Column("int64", "the newest value known before the read was sent: acknowledged, or returned by an "
+                                 "earlier read (Jepsen's 'known')"),
+    "stale": Column("boolean", "the read returned a value older than known_seq; missing when it failed"),
+    "staleness_versions": Column("Int64", "known_seq - value (0: fresh); missing when the read failed"),
+    "staleness_ms": Column("float64", "how long the first value the read missed had been known when it was sent, ms "
+                                      "(0: fresh; NaN: failed)"),
+    "read_ms": Column("float64", "t_returned - t_sent, ms: the causal wait included"),
+})

@@ -34,12 +34,13 @@ import pandas as pd
 
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, CampaignRecord, Manifest, upgrade
-from benchlib.schema import CLUSTER, HISTOGRAM, INTERVALS, LAG, Schema
+from benchlib.schema import CLUSTER, HISTOGRAM, INTERVALS, LAG, PROBE_READS, PROBE_WRITES, Schema
 
 __all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter", "SecretRefusedError",
            "StoreError", "list_runs", "load_campaign", "read_campaign_record", "read_manifest", "read_run"]
 
-FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM}
+FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM,
+                             "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS}
 TMP_PREFIX = ".tmp-"
 
 
@@ -192,7 +193,7 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 #: the columns of the ``runs`` table that are facts of a run, not its parameters (plus ``summary_*``)
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
-             "server_version", "rtt_ms", "lab_durability", "binlog")
+             "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s")
 
 
 def _run_facts(m: Manifest) -> dict[str, Any]:
@@ -209,7 +210,17 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "sampler_warnings": len(m.sampler.get("warnings") or []),
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
-            "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog, **summary}
+            "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
+            **_audit_facts(m.audit), **summary}
+
+
+def _audit_facts(audit: dict[str, Any]) -> dict[str, Any]:
+    """The consistency audit of a run in the ``runs`` table: how many nodes it compared, whether they held the same
+    data, what it cost (None: not audited)."""
+    if not audit or audit.get("skipped"):
+        return {"audit_nodes": None, "audit_identical": None, "audit_s": None}
+    return {"audit_nodes": len(audit.get("nodes") or []), "audit_identical": not audit.get("mismatches"),
+            "audit_s": float(audit.get("wait_s") or 0) + float(audit.get("check_s") or 0)}
 
 
 def _read_table(file: Path):

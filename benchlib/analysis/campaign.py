@@ -54,6 +54,22 @@ class CampaignAnalysis:
     def warnings(self) -> pd.DataFrame:
         return self.problems[self.problems.severity != "info"]
 
+    @property
+    def stale_reads(self) -> pd.DataFrame:
+        """The stale-read fraction per cluster and read consistency, with its interval and quantiles
+        (``benchlib.analysis.staleness``), over the ok runs that had the probe; empty when none had."""
+        from benchlib.analysis.staleness import stale_fractions
+
+        reads = self.frames.get("probe_reads")
+        if reads is None or reads.empty:
+            return pd.DataFrame()
+        ok = set(self.runs.run_id[self.runs.status == "ok"])
+        reads = reads[reads.run_id.isin(ok)].copy()
+        if reads.empty:
+            return pd.DataFrame()
+        reads["setting"] = reads["setting"].astype(str)
+        return stale_fractions(reads, ["cluster", "setting"])
+
 
 def _param_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in RUN_FACTS and not c.startswith("summary_")]

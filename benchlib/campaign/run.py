@@ -16,14 +16,17 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from benchlib.campaign.audit import audit, dataset_tables
 from benchlib.manifest import ClusterFacts, LabFacts
 from benchlib.sampling.session import build_sampling
+from benchlib.sampling.stale_reads import TABLE as STALE_TABLE
+from benchlib.sampling.stale_reads import ProbeOptions
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
 from benchlib import systems
-from benchlib.systems import invariants, sql
+from benchlib.systems import consistency, invariants, sql
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
@@ -100,7 +103,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                 sync_timeout: float = 120, warmup_s: int = 0, stall_s: float = 10.0,
                 on_interval: Callable[[Interval], None] | None = None,
                 on_second: Callable[[Interval, float | None], None] | None = None,
-                context: dict[str, Any] | None = None) -> Path:
+                context: dict[str, Any] | None = None, probe: ProbeOptions | None = None) -> Path:
     """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
 
     Before the measured window: the dataset (once per shape), an optional warm-up of ``warmup_s``
@@ -108,7 +111,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     waits until every node has seen a heartbeat (in sync; the wait is recorded). During the load a
     node going down kills the run (FAILED, the reason names the node). ``on_second(interval, lag_ms)``
     gets each per-second line with the cluster's current replica lag, for progress displays.
-    ``context`` (campaign, host facts, revision) is recorded in the manifest as given.
+    ``context`` (campaign, host facts, revision) is recorded in the manifest as given. ``probe`` runs the
+    stale-read probe beside the load (its frames: probe_writes, probe_reads; its options in the manifest).
     """
     nodes = [n.name for n in lab.cluster_nodes(cluster)]
     write_node = nodes[0]
@@ -129,6 +133,9 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         "lab": lab_record(facts, lab.settings(cluster)),
         "warmup_s": warmup_s,
     }
+    if probe is not None:
+        setting = consistency.for_system(facts.system, probe.consistency).name
+        extra["probe"] = {**probe.as_dict(), "consistency": setting}
     if warmup_s > 0:
         warm = driver.run(write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,
                           source=f"{writer.run_id}/raw/warmup.txt", abort_if=lambda: nodes_down(lab, nodes))
@@ -143,7 +150,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     extra["server_variables"] = variables
     facts = facts.model_copy(update={"version": variables.get(write_node, {}).get("version")})  # the write node's
     extra["lab"] = lab_record(facts, lab.settings(cluster))
-    sampling = build_sampling(lab, [cluster])
+    sampling = build_sampling(lab, [cluster], probe=probe)
     sampling.start()
 
     def trouble() -> str | None:
@@ -186,6 +193,14 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         writer.frame("lag", lag)
     cluster_frame = sampling.cluster_frame()
     writer.frame("cluster", cluster_frame)
+    probed = sampling.probe_frames()
+    if probed is not None:
+        writer.frame("probe_writes", probed[0])
+        writer.frame("probe_reads", probed[1])
+    audited = None
+    if loaded.status == "ok" and catch_up is not None:  # every node holds what the write node holds
+        audited = audit(lab, cluster, nodes, dataset_tables(opts) + ([STALE_TABLE] if probed is not None else []))
+        extra["audit"] = audited.as_dict()
     extra.update({
         "in_sync_wait_s": in_sync,
         "load_window_s": [load_t0, load_end],
@@ -205,15 +220,16 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     # that left the group is why its catch-up never ends, so an invalid run says so before a missing catch-up
     breaches = invariants.check(cluster_frame, invariants.Window(nodes, load_t0, load_end),
                                 systems.get(facts.system).invariants)
-    if breaches:
+    diverged = audited.mismatches if audited is not None else []
+    if breaches or diverged:
         extra["breaches"] = [b.as_dict() for b in breaches]
-        return writer.invalid(invalid_reason(breaches), **extra)
+        return writer.invalid(invalid_reason([b.sentence() for b in breaches] + diverged), **extra)
     if catch_up is None:
         return writer.fail(f"replicas did not catch up within {catch_up_timeout:g} s after the load", **extra)
     return writer.finish(**extra)
 
 
-def invalid_reason(breaches: list[invariants.Breach], most: int = 3) -> str:
-    """The reason an invalid run gives: its first breaches in words, and how many more there were."""
-    more = f"; and {len(breaches) - most} more" if len(breaches) > most else ""
-    return "INVALID: " + "; ".join(b.sentence() for b in breaches[:most]) + more
+def invalid_reason(sentences: list[str], most: int = 3) -> str:
+    """The reason an invalid run gives: its first breaches and differences in words, and how many more there were."""
+    more = f"; and {len(sentences) - most} more" if len(sentences) > most else ""
+    return "INVALID: " + "; ".join(sentences[:most]) + more

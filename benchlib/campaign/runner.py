@@ -164,7 +164,7 @@ class CampaignSession:
         try:
             done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
                                stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s, on_interval=hook,
-                               on_second=self.progress.second, context=self.context())
+                               on_second=self.progress.second, context=self.context(), probe=run.probe)
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:
             if isinstance(exc, SecretRefusedError):
                 writer.abandon()

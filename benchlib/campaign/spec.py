@@ -68,7 +68,10 @@ from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec, load_lab_spec
 from benchlib.specs import Strict as _Strict
 from benchlib.specs import format_validation, read_toml
+from benchlib.sampling.stale_reads import ProbeOptions
 from benchlib.sysbench.options import WORKLOADS, SysbenchOptions
+from benchlib.systems import consistency
+from benchlib.systems.consistency import ReadSetting
 
 
 class Load(_Strict):
@@ -111,6 +114,15 @@ class Search(_Strict):
     only: dict[str, list[Any]] = Field(default_factory=dict)
 
 
+class ProbeSpec(_Strict):
+    """The stale-read probe beside every run (``benchlib.sampling.stale_reads``) and the read consistency axis."""
+
+    write_rate: float = Field(default=10.0, gt=0, le=1000)  # commits per second on the write node
+    read_rate: float = Field(default=20.0, gt=0, le=1000)  # reads per second on each other node
+    consistency: list[str] = Field(default_factory=list)  # read consistency settings (empty: each system's default)
+    wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class CampaignSpec(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     lab: str
@@ -133,6 +145,7 @@ class CampaignSpec(_Strict):
     # workload; see Search)
     sustained: bool = False
     search: Search = Field(default_factory=Search)
+    probe: ProbeSpec | None = None  # [probe]: the stale-read probe on every run, its consistency settings an axis
     note: str = ""  # what the campaign reproduces, what it cannot (printed by the CLI, kept in campaign.json)
 
 
@@ -147,6 +160,7 @@ class PlannedRun:
     repetition: int
     config_key: str
     search: str | None = None  # the sustained-throughput search this open-loop run belongs to
+    probe: ProbeOptions | None = None  # the stale-read probe, its read consistency chosen
 
     def again(self, index: int, repetition: int) -> "PlannedRun":
         """The same configuration as another repetition, at ``index``."""
@@ -159,6 +173,8 @@ class PlannedRun:
     def params(self) -> dict[str, Any]:
         """What the run store records as this run's parameters (and load_campaign joins on)."""
         extra = {"search": self.search} if self.search else {}
+        if self.probe is not None:
+            extra["consistency"] = self.probe.consistency
         return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
                 "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
                 "config": self.config_key, **self.settings, **extra}
@@ -186,20 +202,30 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                         hint=f"clusters: {', '.join(lab.clusters)}")
     used = set()
     configs = []
+    reads = _read_settings(spec, lab, clusters, source)
     for cluster in clusters:
         topology = lab.clusters[cluster].topology
         rules = lab.setting_rules(cluster)
         dims = {k: [rules.parse(k, v) for v in values] for k, values in matrix.items() if k in rules}
         used |= set(dims)
         loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])
-        for (workload, threads, rate), combo in itertools.product(loads, itertools.product(*dims.values())):
+        for (workload, threads, rate), combo, read in itertools.product(loads, itertools.product(*dims.values()),
+                                                                         reads[cluster]):
             settings = dict(zip(dims, combo))
+            if read is not None:
+                clash = sorted(set(read.load or {}) & set(dims))
+                if clash:
+                    raise SpecError(f"{source}: probe.consistency sets {clash[0]} for the load; the matrix sweeps it "
+                                    "too", hint=f"drop {clash[0]} from the matrix, or the probe's consistency")
+                settings.update(read.load or {})
             opts = SysbenchOptions(workload=workload, tables=spec.load.tables, table_size=spec.load.table_size,
                                    threads=threads, time_s=spec.load.time_s, rate=rate,
                                    percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
-            key = hashlib.sha1(json.dumps([cluster, settings, workload, threads, rate], sort_keys=True,
-                                          default=str).encode()).hexdigest()[:8]
-            configs.append((cluster, topology, settings, opts, key))
+            probe = None if spec.probe is None else ProbeOptions(
+                spec.probe.write_rate, spec.probe.read_rate, read.name if read else None, spec.probe.wait_timeout_s)
+            identity = [cluster, settings, workload, threads, rate] + ([probe.consistency] if probe else [])
+            key = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+            configs.append((cluster, topology, settings, opts, key, probe))
     unused = sorted(set(matrix) - used)
     if unused:
         raise SpecError(f"{source}: matrix settings {unused} apply to none of the clusters {clusters}",
@@ -213,7 +239,27 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             block[0], block[1] = block[1], block[0]  # never the same configuration twice in a row
         order += [(rep, c) for c in block]
     return [PlannedRun(i, str(RunId(i, c[0], c[3].workload, c[3].threads, c[4], rep)), c[0], c[1], c[2], c[3],
-                       rep, c[4]) for i, (rep, c) in enumerate(order, start=1)]
+                       rep, c[4], probe=c[5]) for i, (rep, c) in enumerate(order, start=1)]
+
+
+def _read_settings(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
+                   source: str) -> dict[str, list[ReadSetting | None]]:
+    """Per cluster, the read consistency settings of ``[probe] consistency`` its system has ([None]: its default, when
+    it has none of them or there is no probe). A setting no cluster's system has is refused, saying what each supports."""
+    if spec.probe is None:
+        return {c: [None] for c in clusters}
+    wanted = spec.probe.consistency
+    system = {c: lab.system_of(c) for c in clusters}
+    unknown = [w for w in wanted if not any(w in consistency.supported(system[c]) for c in clusters)]
+    if unknown:
+        told = "; ".join(f"{s}: {consistency.described(s)}" for s in dict.fromkeys(system.values()))
+        raise SpecError(f"{source}: probe.consistency {unknown[0]!r} is a read consistency of none of the clusters "
+                        f"{clusters}", hint=f"the systems support {told}")
+    out = {}
+    for c in clusters:
+        mine = [consistency.for_system(system[c], w) for w in wanted if w in consistency.supported(system[c])]
+        out[c] = mine or [None]
+    return out
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Connect
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
+from benchlib.sampling.stale_reads import ProbeOptions, StaleReadProbe
 from benchlib import systems
+from benchlib.systems import consistency
 from benchlib.sampling.status import (GaleraProbe, LivenessProbe, MariaDBReplicationProbe, ServerCountersProbe,
                                       StatusLog)
 
@@ -53,6 +55,7 @@ class LabSampling:
     sampler: Sampler
     clocks: ClockProbe | None = None  # remote labs: every server's clock offset
     liveness: list[LivenessProbe] = field(default_factory=list)
+    stale: dict[str, StaleReadProbe] = field(default_factory=dict)  # cluster -> its stale-read probe (if asked for)
 
     def now(self) -> float:
         """Seconds on the sampler's clock (0: when sampling started)."""
@@ -80,6 +83,8 @@ class LabSampling:
     def start(self) -> "LabSampling":
         for hb in self.heartbeats.values():
             hb.prepare()
+        for probe in self.stale.values():
+            probe.prepare()
         self.sampler.start()
         return self
 
@@ -139,9 +144,18 @@ class LabSampling:
     def cluster_frame(self) -> pd.DataFrame:
         return self.status.frame(self.sampler.t0)
 
+    def probe_frames(self) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        """(PROBE_WRITES, PROBE_READS) of the stale-read probes, None when none ran."""
+        if not self.stale:
+            return None
+        pairs = [p.frames(self.sampler.t0) for p in self.stale.values()]
+        return (pd.concat([w for w, _ in pairs], ignore_index=True),
+                pd.concat([r for _, r in pairs], ignore_index=True))
+
 
 def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
-                   read_every: float = 0.02) -> LabSampling:
+                   read_every: float = 0.02, probe: ProbeOptions | None = None) -> LabSampling:
+    """The sampling of ``clusters`` (default: all); ``probe``: a stale-read probe on each cluster with replicas."""
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}
@@ -151,6 +165,7 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
     every = [n for c in clusters for n in members[c]]
     extras = lab.extra_probes(every, log, clock)
     clocks = next((p for p in extras if isinstance(p, ClockProbe)), None)
+    stale: dict[str, StaleReadProbe] = {}
     for cluster in clusters:
         nodes = members[cluster]
         if len(nodes) > 1:
@@ -159,6 +174,10 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
                            read_every=read_every, clock=clock)
             heartbeats[cluster] = hb
             probes += hb.probes
+            if probe is not None:
+                setting = consistency.for_system(lab.system(cluster), probe.consistency)
+                stale[cluster] = StaleReadProbe(lab.connect, nodes[0], nodes[1:], setting, probe, clock)
+                probes += stale[cluster].probes
         factory = STATUS_PROBES.get(lab.system(cluster))
         probe = factory(lab.connect, nodes, log, clock, clocks) if factory else None
         if probe is not None:
@@ -167,4 +186,4 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
         wanted = list(dict.fromkeys([*system.status_counters, *lab.spec.counters]))
         probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
     liveness = [LivenessProbe(lab.connect, n, clock, log=log) for n in every]
-    return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness)
+    return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness, stale)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from benchlib.errors import SpecError
-from benchlib.systems import aurora, galera, group_replication, mariadb, mysql, replication
+from benchlib.systems import aurora, galera, group_replication, mariadb, mysql, positions, replication
 from benchlib.systems import invariants as inv
 from benchlib.systems.settings import Setting, SettingRules
 
@@ -40,6 +40,8 @@ class System:
     kinds: frozenset[str] = frozenset()  # the servers (dialect.detect's ServerKind.system) that can be this system
     #: what must hold through a run's measured window (benchlib.systems.invariants): a run that breaks one is invalid
     invariants: tuple[inv.Invariant, ...] = (inv.nodes_answer,)
+    #: where a node stands and how to wait for a position (the consistency audit); None: nothing to compare (Aurora)
+    positions: positions.Positions | None = None
     #: the server without a RESTART statement this system runs on: settings read at start cannot be swept ("": they can)
     no_restart: str = ""
     restart_settings: dict[str, Setting] = field(default_factory=dict)  # remote labs that allow restarts
@@ -113,19 +115,22 @@ _GALERA = (inv.galera_membership, inv.nodes_answer)
 
 register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status, replication.readiness,
                 replication.reads, frozenset({"mariadb"}), no_restart=_NO_RESTART, invariants=_REPLICATED,
+                positions=positions.MARIADB,
                 restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES, counters=mariadb.COUNTERS))
 register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status, galera.readiness,
                 galera.reads, frozenset({"mariadb_galera", "pxc"}), no_restart=_NO_RESTART, invariants=_GALERA,
+                positions=positions.GALERA,
                 restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
 register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status, galera.readiness, galera.reads,
-                frozenset({"pxc"}), invariants=_GALERA, restart_settings=mysql.RESTART_SETTINGS,
+                frozenset({"pxc"}), invariants=_GALERA, positions=positions.GALERA, restart_settings=mysql.RESTART_SETTINGS,
                 variables=galera.VARIABLES))
 register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status, replication.readiness,
-                replication.reads, frozenset({"mysql", "percona"}), invariants=_REPLICATED,
+                replication.reads, frozenset({"mysql", "percona"}), invariants=_REPLICATED, positions=positions.GTID,
                 restart_settings=mysql.RESTART_SETTINGS, variables=mysql.VARIABLES))
 register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
                 group_replication.node_status, group_replication.readiness, group_replication.reads,
                 frozenset({"mysql", "percona"}), invariants=(inv.group_membership, inv.nodes_answer),
+                positions=positions.GTID,
                 restart_settings=mysql.RESTART_SETTINGS, variables=group_replication.VARIABLES))
 register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
                 sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))

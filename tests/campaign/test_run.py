@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from benchlib.campaign.run import execute_run, prepare_dataset
+from benchlib.lab import sql
 from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.store import RunWriter, read_run
 from tests.conftest import example_spec
@@ -42,6 +43,29 @@ def test_a_run_end_to_end(lab, tmp_path):
     # no password anywhere in the run folder, nor on sysbench's command line
     blob = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
     assert not any(pw.encode() in blob for pw in lab.creds.passwords.values())
+    # audited after the catch-up: every node holds the write node's data and GTID position
+    audit = m.audit
+    assert audit["mismatches"] == [] and set(audit["checksums"]) == {"async-1", "async-2", "async-3"}
+    assert set(audit["tables"]) == {"sbtest.sbtest1", "sbtest.sbtest2", "benchlib.heartbeat"}
+    assert len({audit["positions"][n] for n in audit["nodes"]}) == 1 and audit["wait_s"] + audit["check_s"] < 1.0
+
+
+def test_a_row_changed_on_a_replica_behind_replication_s_back_is_found_by_the_audit(lab, tmp_path):
+    """A row changed on async-3 with its binary log off (nothing replicated, nothing in the GTID position): the
+    audit after the run names the node and the table, and the run is invalid."""
+    read_only = replace(OPTS, workload="oltp_read_only")
+    change = "UPDATE sbtest.sbtest2 SET k = k {} 1 WHERE id = 7"
+    with lab.connect("async-3") as conn:
+        sql.execute(conn, "SET SESSION sql_log_bin = 0", change.format("+"))
+    try:
+        run = read_run(execute_run(lab, "async", read_only, writer(lab, tmp_path, "diverged")))
+    finally:
+        with lab.connect("async-3") as conn:
+            sql.execute(conn, "SET SESSION sql_log_bin = 0", change.format("-"))
+    m = run.manifest
+    assert m.status == "invalid", m.reason
+    assert m.reason.startswith("INVALID: async-3 differs from async-1 in sbtest.sbtest2 (CHECKSUM TABLE "), m.reason
+    assert m.audit["mismatches"] == [m.reason.removeprefix("INVALID: ")]  # the position agrees: nothing else
 
 
 def test_dataset_is_prepared_once_per_shape(lab):
@@ -181,3 +205,51 @@ def test_a_node_that_refuses_queries_is_named_before_the_load(labs, tmp_path):
     assert run.manifest.status == "failed" and took < 10
     assert run.manifest.reason == ("FAILED: galera-3 refused queries for 2 s before the load: WSREP has not yet "
                                       "prepared node for application use (error 1047)")
+
+
+@pytest.mark.parametrize("setting", ["eventual", "causal"])
+def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_reads_are_causal(lab, tmp_path, setting):
+    """async-3 applies nothing for 2 s in the middle of a run. Eventual reads: the stale-read probe finds stale reads
+    there, about 2 s stale at worst, and at most a few milliseconds' worth on async-2. Causal reads
+    (MASTER_GTID_WAIT for the writer's last GTID): no stale read anywhere, and async-3's reads show the wait."""
+    import threading
+
+    from benchlib.sampling.stale_reads import ProbeOptions
+
+    opts = replace(OPTS, workload="oltp_read_only", threads=2, time_s=6)
+    restart = threading.Timer(2.0, lambda: _sql_thread(lab, "START"))
+
+    def pause(iv) -> None:
+        if iv.t_s == 2:
+            _sql_thread(lab, "STOP")
+            restart.start()
+
+    try:
+        folder = execute_run(lab, "async", opts, writer(lab, tmp_path, f"stale-{setting}"), on_interval=pause,
+                             probe=ProbeOptions(consistency=setting))
+    finally:
+        restart.cancel()
+        _sql_thread(lab, "START")
+    run = read_run(folder)
+    assert run.manifest.probe["consistency"] == setting
+    assert run.manifest.status == "invalid" and "async-3" in run.manifest.reason  # its SQL thread stopped
+    writes, reads = run.frames["probe_writes"], run.frames["probe_reads"]
+    assert len(writes) >= 50 and (writes.error == "").all()  # 10 commits a second
+    assert set(reads.node) == {"async-2", "async-3"} and (reads.error == "").all()
+    by = reads.groupby("node")
+    assert by.size()["async-2"] >= 100  # 20 reads a second on each replica (async-3's causal reads block 2 s)
+    assert by.size()["async-3"] >= (100 if setting == "eventual" else 60)
+    worst = by.staleness_ms.max()
+    if setting == "eventual":
+        assert 1500 < worst["async-3"] < 2600, worst
+        assert by.stale.sum()["async-3"] >= 20
+        assert worst["async-2"] < 100, worst  # in sync: stale only for the moment it takes to apply a commit
+    else:
+        assert not reads.stale.any(), reads[reads.stale]
+        assert 1500 < by.wait_ms.max()["async-3"] < 2600  # the reads waited out the pause instead
+        assert by.wait_ms.median()["async-2"] < 50
+
+
+def _sql_thread(lab, verb: str) -> None:
+    with lab.connect("async-3") as conn:
+        sql.execute(conn, f"{verb} SLAVE SQL_THREAD")

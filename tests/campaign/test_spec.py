@@ -77,3 +77,36 @@ def test_bad_campaign_spec_names_the_field(tmp_path):
         load_campaign_spec(bad)
     text = info.value.render()
     assert "load.workloads" in text and "unknown workloads ['oltp_magic']" in text and "load.threads" in text
+
+
+def test_read_consistency_is_an_axis_of_the_systems_that_have_it():
+    probe = {"consistency": ["eventual", "causal", "wsrep_sync_wait=0", "wsrep_sync_wait=1"], "read_rate": 50}
+    runs = plan(spec(repetitions=1, probe=probe), DEMO)
+    by = Counter((r.cluster, r.params["consistency"]) for r in runs)
+    assert by == {(c, s): 2 for c in ("async", "semisync") for s in ("eventual", "causal")} | {
+        ("galera", s): 2 for s in ("wsrep_sync_wait=0", "wsrep_sync_wait=1")}
+    assert all(r.probe.read_rate == 50 and r.probe.write_rate == 10 for r in runs)
+    assert len({r.config_key for r in runs}) == len(runs)  # the setting is part of the configuration
+    assert all(not r.settings for r in runs)  # nothing for the load on these systems
+
+
+def test_group_replication_levels_that_make_writers_pay_apply_to_the_load():
+    gr = load_spec(EXAMPLES / "gr-3.toml")
+    runs = plan(spec(repetitions=1, lab="../labs/gr-3.toml", load={"threads": [4]},
+                     probe={"consistency": ["EVENTUAL", "BEFORE", "AFTER"]}), gr)
+    assert {r.params["consistency"]: r.settings["gr_consistency"] for r in runs} == {
+        "EVENTUAL": "EVENTUAL", "BEFORE": "EVENTUAL", "AFTER": "AFTER"}
+    with pytest.raises(SpecError, match="the matrix sweeps it too"):
+        plan(spec(lab="../labs/gr-3.toml", matrix={"gr_consistency": ["AFTER"]}, probe={"consistency": ["AFTER"]}), gr)
+
+
+def test_a_read_consistency_no_cluster_has_is_refused_saying_what_each_supports():
+    with pytest.raises(SpecError) as err:
+        plan(spec(probe={"consistency": ["BEFORE"]}), DEMO)
+    text = err.value.render()
+    assert "probe.consistency 'BEFORE' is a read consistency of none of the clusters" in text
+    assert "mariadb: eventual, causal" in text and "galera: wsrep_sync_wait=0 to wsrep_sync_wait=15" in text
+
+
+def test_without_a_probe_runs_have_no_consistency():
+    assert all(r.probe is None and "consistency" not in r.params for r in plan(spec(), DEMO))

@@ -71,10 +71,12 @@ def test_demo_command_is_the_main_job(tmp_path):
     assert set(frames["runs"].cluster) == {"async", "semisync", "galera"} and (frames["runs"].status == "ok").all()
     assert len(frames["intervals"]) >= 9 * 4 and not frames["lag"].empty  # sysbench may skip a last 1 s report
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1
+    assert "Data identical on all 8 nodes after every run" in res.stdout  # every run audited, and said
     lead = [line for line in res.stdout.splitlines() if "× async's throughput at 8 client threads" in line]
     assert len(lead) == 2 and all("95% interval" in line for line in lead)  # the findings, one sentence each
     report = Path(res.stdout.split("report: ")[-1].strip())  # the main job ends by saying where its report is
     assert report.name == "report.html" and report.exists() and report.parent.parent == folder / "report"
+    assert "Data identical on all 8 nodes after every run" in report.read_text()
     assert (report.parent / "charts" / "ratio_vs_baseline.html").exists()
     from benchlib.charts.layout import check_page
 

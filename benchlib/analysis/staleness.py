@@ -1,0 +1,165 @@
+"""Stale reads: Jepsen's definitions on the stale-read probe's rows, and a rate per configuration with its interval.
+
+For each value the probe's writer commits (one row, a monotonic sequence):
+- **known**: when the writer's commit returned, or when a read that returned it (or a later value) completed,
+  whichever is first;
+- **stale read**: a read sent after a value was known that returns an older value; its staleness is how many known
+  values it missed and for how long the first of them had been known;
+- **stable latency**: from known until the last read sent afterwards that still missed it (0: none did);
+- **never read**: acknowledged, and no read returned it or a later value.
+(jepsen-io/jepsen ``checker.clj`` set-full; Codership's causal test uses the same rule with one writer.)
+
+``stale_fractions`` pools the reads of each configuration's runs: the fraction's 95% interval treats runs as the unit
+(stale reads come in bursts): a Wilson interval on the effective number of reads, the total divided by the design
+effect estimated from the spread between runs, with Student's t for the few runs it is estimated from; with no stale
+read, the one-sided 95% upper bound 1 - 0.05^(1/n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["StaleFraction", "classify", "in_words", "stable_latency", "stale_fractions", "wilson"]
+
+Z95 = 1.959963984540054
+
+
+def _known(reads: pd.DataFrame, writes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(values, known times) of every acknowledged value, ascending: ack time or first read returning >= it."""
+    acked = writes[writes["error"] == ""].drop_duplicates("seq", keep="last").sort_values("seq")
+    seqs = acked["seq"].to_numpy(dtype=np.int64)
+    known = acked["t_acked_s"].to_numpy(dtype=float)
+    ok = reads[reads["value"].notna()].sort_values("t_returned_s")
+    if len(ok) and len(seqs):
+        cummax = np.maximum.accumulate(ok["value"].to_numpy(dtype=np.int64))
+        first = np.searchsorted(cummax, seqs, side="left")  # the first read (by return) with a value >= seq
+        seen = np.where(first < len(ok), ok["t_returned_s"].to_numpy(dtype=float)[np.minimum(first, len(ok) - 1)],
+                        np.inf)
+        known = np.minimum(known, seen)
+    return seqs, np.minimum.accumulate(known[::-1])[::-1] if len(known) else known  # non-decreasing in seq
+
+
+def classify(reads: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
+    """``reads`` (the raw probe rows) with known_seq, stale, staleness_versions, staleness_ms and read_ms added."""
+    out = reads.copy()
+    seqs, known = _known(reads, writes)
+    base = int(seqs[0]) - 1 if len(seqs) else 0  # the value before the first commit of the run
+    idx = np.searchsorted(known, out["t_sent_s"].to_numpy(dtype=float), side="left")  # values known before sent
+    known_seq = np.where(idx > 0, seqs[np.maximum(idx - 1, 0)] if len(seqs) else base, base)
+    out["known_seq"] = pd.Series(known_seq, index=out.index, dtype="int64")
+    value = out["value"]
+    failed = value.isna()
+    behind = (out["known_seq"] - value.fillna(0).astype("int64")).clip(lower=0)
+    out["stale"] = pd.Series((behind > 0).to_numpy(), index=out.index, dtype="boolean").mask(failed)
+    out["staleness_versions"] = pd.Series(behind.to_numpy(), index=out.index, dtype="Int64").mask(failed)
+    missed = value.fillna(0).astype("int64").to_numpy() + 1  # the first value the read did not return
+    pos = np.searchsorted(seqs, missed) if len(seqs) else np.zeros(len(out), dtype=int)
+    since = np.where(pos < len(seqs), out["t_sent_s"].to_numpy(dtype=float) - known[np.minimum(pos, len(seqs) - 1)]
+                     if len(seqs) else 0.0, 0.0)
+    ms = np.where(behind.to_numpy() > 0, since * 1000, 0.0)
+    out["staleness_ms"] = pd.Series(ms, index=out.index, dtype="float64").mask(failed)
+    out["read_ms"] = (out["t_returned_s"] - out["t_sent_s"]) * 1000
+    return out
+
+
+def stable_latency(reads: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
+    """Per acknowledged value: seq, known_s, stable_ms (0: no read sent after known missed it) and never_read."""
+    seqs, known = _known(reads, writes)
+    ok = reads[reads["value"].notna()].sort_values("value")
+    values = ok["value"].to_numpy(dtype=np.int64)
+    last_miss = np.maximum.accumulate(ok["t_sent_s"].to_numpy(dtype=float)) if len(ok) else np.array([])
+    n_below = np.searchsorted(values, seqs, side="left")  # reads that returned a value older than seq
+    latest = np.where(n_below > 0, last_miss[np.maximum(n_below - 1, 0)] if len(ok) else -np.inf, -np.inf)
+    stable = np.maximum(0.0, latest - known) * 1000
+    top = values.max() if len(values) else -1
+    return pd.DataFrame({"seq": seqs, "known_s": known, "stable_ms": stable, "never_read": seqs > top})
+
+
+def wilson(stale: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of ``stale`` in ``n`` (both may be effective, non-integer counts)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = stale / n
+    if stale == 0:
+        return (0.0, 1.0 - 0.05 ** (1.0 / n))  # one-sided 95% upper bound (the rule of three for large n)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class StaleFraction:
+    runs: int
+    reads: int
+    stale: int
+    failed: int
+    fraction: float
+    low: float
+    high: float
+    design_effect: float
+    staleness_ms_p50: float  # over the stale reads
+    staleness_ms_p99: float
+    staleness_ms_max: float
+    read_ms_p50: float  # over every read that returned
+    read_ms_p99: float
+    wait_ms_p50: float  # the causal wait (NaN: none)
+
+
+def _fraction(per_run: pd.DataFrame) -> tuple[float, float, float, float]:
+    n, s = per_run["reads"].to_numpy(dtype=float), per_run["stale"].to_numpy(dtype=float)
+    total, p = n.sum(), s.sum() / n.sum()
+    k = len(n)
+    deff, z = 1.0, Z95
+    if k > 1 and 0 < p < 1:
+        var = k / (k - 1) * np.sum((s - p * n) ** 2) / total ** 2  # the ratio estimator's variance, runs as units
+        deff = max(1.0, var / (p * (1 - p) / total))
+        if deff > 1:
+            z = float(stats.t.ppf(0.975, k - 1))  # the spread is estimated from k runs
+    low, high = wilson(s.sum() / deff, total / deff, z)
+    return p, low, high, deff
+
+
+def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per configuration (``by``: e.g. cluster, setting): the stale fraction of its reads with a 95%
+    interval, runs as the unit (``reads`` needs a ``run_id`` column), and staleness and read latency quantiles."""
+    rows = []
+    for key, g in reads.groupby(by, sort=True, dropna=False):
+        ok = g[g["stale"].notna()]
+        per_run = ok.groupby("run_id").agg(reads=("stale", "size"), stale=("stale", "sum"))
+        if per_run.empty:
+            continue
+        p, low, high, deff = _fraction(per_run)
+        late = ok.loc[ok["stale"].astype(bool), "staleness_ms"]
+        q = (lambda s, x: float(s.quantile(x)) if len(s) else math.nan)
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), **StaleFraction(
+            runs=len(per_run), reads=int(per_run["reads"].sum()), stale=int(per_run["stale"].sum()),
+            failed=int(g["stale"].isna().sum()), fraction=p, low=low, high=high, design_effect=deff,
+            staleness_ms_p50=q(late, 0.5), staleness_ms_p99=q(late, 0.99), staleness_ms_max=q(late, 1.0),
+            read_ms_p50=q(ok["read_ms"], 0.5), read_ms_p99=q(ok["read_ms"], 0.99),
+            wait_ms_p50=q(ok["wait_ms"].dropna(), 0.5)).__dict__})
+    return pd.DataFrame(rows)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2%}" if x < 0.001 else f"{x:.1%}"
+
+
+def in_words(row: pd.Series) -> str:
+    """One configuration's stale reads as a sentence (a row of ``stale_fractions`` by cluster and setting)."""
+    where = f"{row['cluster']} {row['setting']}"
+    runs = f"{int(row['runs'])} run{'s' if row['runs'] != 1 else ''}"
+    if row["stale"] == 0:
+        said = (f"{where}: no stale read in {int(row['reads']):,} reads on the other nodes over {runs} "
+                f"(95% upper bound {_pct(row['high'])})")
+    else:
+        said = (f"{where}: {_pct(row['fraction'])} of {int(row['reads']):,} reads on the other nodes were stale "
+                f"(95% {_pct(row['low'])}–{_pct(row['high'])}, {runs}), by up to {row['staleness_ms_max']:.0f} ms "
+                f"(median {row['staleness_ms_p50']:.0f} ms)")
+    wait = f", the causal wait {row['wait_ms_p50']:.1f} ms of it" if row["wait_ms_p50"] == row["wait_ms_p50"] else ""
+    failed = f"; {int(row['failed'])} reads failed" if row["failed"] else ""
+    return f"{said}; a read took {row['read_ms_p50']:.1f} ms (median){wait}{failed}."
