@@ -175,7 +175,9 @@ def test_the_recorded_study_campaigns_are_the_quick_campaigns_of_today():
         folder = RECORDED / f"study{sid}-quick"
         record = read_campaign_record(folder)
         campaign, lab = load_campaign_spec(STUDIES[sid].quick)
-        assert record.campaign == campaign.model_dump(mode="json"), f"{folder}: the quick spec changed since"
+        now = campaign.model_dump(mode="json")  # a section added to campaign specs since, left unset, changes nothing
+        now = {k: v for k, v in now.items() if k in record.campaign or v is not None}
+        assert record.campaign == now, f"{folder}: the quick spec changed since"
         planned = {r.run_id for r in plan(campaign, lab)}
         assert planned <= {p.name for p in list_runs(folder)}, f"{folder}: runs missing"
 
