@@ -150,7 +150,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     extra["server_variables"] = variables
     facts = facts.model_copy(update={"version": variables.get(write_node, {}).get("version")})  # the write node's
     extra["lab"] = lab_record(facts, lab.settings(cluster))
-    sampling = build_sampling(lab, [cluster], probe=probe)
+    sampling = build_sampling(lab, [cluster], stale_reads=probe)
     sampling.start()
 
     def trouble() -> str | None:

@@ -154,8 +154,9 @@ class LabSampling:
 
 
 def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
-                   read_every: float = 0.02, probe: ProbeOptions | None = None) -> LabSampling:
-    """The sampling of ``clusters`` (default: all); ``probe``: a stale-read probe on each cluster with replicas."""
+                   read_every: float = 0.02, stale_reads: ProbeOptions | None = None) -> LabSampling:
+    """The sampling of ``clusters`` (default: all); ``stale_reads``: a stale-read probe on each cluster with
+    replicas."""
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}
@@ -174,14 +175,14 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
                            read_every=read_every, clock=clock)
             heartbeats[cluster] = hb
             probes += hb.probes
-            if probe is not None:
-                setting = consistency.for_system(lab.system(cluster), probe.consistency)
-                stale[cluster] = StaleReadProbe(lab.connect, nodes[0], nodes[1:], setting, probe, clock)
+            if stale_reads is not None:
+                setting = consistency.for_system(lab.system(cluster), stale_reads.consistency)
+                stale[cluster] = StaleReadProbe(lab.connect, nodes[0], nodes[1:], setting, stale_reads, clock)
                 probes += stale[cluster].probes
         factory = STATUS_PROBES.get(lab.system(cluster))
-        probe = factory(lab.connect, nodes, log, clock, clocks) if factory else None
-        if probe is not None:
-            probes.append(probe)
+        status = factory(lab.connect, nodes, log, clock, clocks) if factory else None
+        if status is not None:
+            probes.append(status)
         system = systems.get(lab.system(cluster))
         wanted = list(dict.fromkeys([*system.status_counters, *lab.spec.counters]))
         probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
