@@ -63,9 +63,10 @@ def test_every_study_has_a_quick_and_a_full_campaign_and_a_notebook():
 LIVE = ("000", "003")
 RECORDED = Path(__file__).resolve().parents[2] / "data" / "campaigns"
 #: what the test size changes in a live study's quick campaign (section -> key -> TOML value), and the clusters
-#: it leaves out of the study's lab
+#: it leaves out of the study's lab; a search gets 4 runs: with 3, a first rate and two lower ones that a loaded CI
+#: judged "lag test inconclusive" left it NONE_SUSTAINED once
 TEST_SIZE = {"000": ({"load": {"workloads": '["oltp_update_index"]', "time_s": "3"},
-                      "search": {"time_s": "10", "max_runs": "3"}}, ["galera5"])}
+                      "search": {"time_s": "10", "max_runs": "4"}}, ["galera5"])}
 
 
 def _set(text: str, section: str, key: str, value: str) -> str:
