@@ -8,12 +8,14 @@ A test without ``lab`` cannot bring a lab up: ``./scripts/test fast`` (``-m "not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
 import tomllib
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -70,6 +72,33 @@ def kill9(lab, *names: str) -> None:
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     assert not procs.wait_gone(pids, 10)
+
+
+@contextlib.contextmanager
+def paused_at(at_s: float, for_s: float, pause: Callable[[], None], resume: Callable[[], None]):
+    """An ``on_interval`` hook for ``execute_run``: ``pause()`` at the load's second ``at_s``, ``resume()`` ``for_s``
+    seconds later; resumed again on the way out, whatever happened (resume must bear being called twice)."""
+    import threading
+
+    timer = threading.Timer(for_s, resume)
+
+    def hook(iv) -> None:
+        if iv.t_s == at_s:
+            pause()
+            timer.start()
+
+    try:
+        yield hook
+    finally:
+        timer.cancel()
+        resume()
+
+
+def frozen_at(pid: int, at_s: float, for_s: float):
+    """``paused_at`` for a process: SIGSTOP at ``at_s``, SIGCONT ``for_s`` seconds later (a frozen node, a cut link)."""
+    import signal
+
+    return paused_at(at_s, for_s, lambda: os.kill(pid, signal.SIGSTOP), lambda: os.kill(pid, signal.SIGCONT))
 
 
 def leftovers(lab) -> list[str]:

@@ -11,6 +11,7 @@ baseline, and a validation pass listing every problem with a severity (statistic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ class CampaignAnalysis:
     def warnings(self) -> pd.DataFrame:
         return self.problems[self.problems.severity != "info"]
 
-    @property
+    @cached_property
     def stale_reads(self) -> pd.DataFrame:
         """The stale-read fraction per cluster and read consistency, with its interval and quantiles
         (``benchlib.analysis.staleness``), over the ok runs that had the probe; empty when none had."""

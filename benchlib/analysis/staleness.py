@@ -18,7 +18,7 @@ read, the one-sided 95% upper bound 1 - 0.05^(1/n).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -48,21 +48,19 @@ def classify(reads: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
     """``reads`` (the raw probe rows) with known_seq, stale, staleness_versions, staleness_ms and read_ms added."""
     out = reads.copy()
     seqs, known = _known(reads, writes)
-    base = int(seqs[0]) - 1 if len(seqs) else 0  # the value before the first commit of the run
-    idx = np.searchsorted(known, out["t_sent_s"].to_numpy(dtype=float), side="left")  # values known before sent
-    known_seq = np.where(idx > 0, seqs[np.maximum(idx - 1, 0)] if len(seqs) else base, base)
+    base = seqs[0] - 1 if len(seqs) else 0  # the value before the run's first commit: known from the start
+    seqs, known = np.concatenate([[base], seqs]), np.concatenate([[-np.inf], known])
+    sent = out["t_sent_s"].to_numpy(dtype=float)
+    known_seq = seqs[np.searchsorted(known, sent, side="left") - 1]  # the newest value known before it was sent
+    failed = out["value"].isna()
+    got = out["value"].fillna(0).astype("int64").to_numpy()
+    behind = np.clip(known_seq - got, 0, None)
+    first_missed = known[np.minimum(np.searchsorted(seqs, got + 1), len(seqs) - 1)]  # when got + 1 became known
     out["known_seq"] = pd.Series(known_seq, index=out.index, dtype="int64")
-    value = out["value"]
-    failed = value.isna()
-    behind = (out["known_seq"] - value.fillna(0).astype("int64")).clip(lower=0)
-    out["stale"] = pd.Series((behind > 0).to_numpy(), index=out.index, dtype="boolean").mask(failed)
-    out["staleness_versions"] = pd.Series(behind.to_numpy(), index=out.index, dtype="Int64").mask(failed)
-    missed = value.fillna(0).astype("int64").to_numpy() + 1  # the first value the read did not return
-    pos = np.searchsorted(seqs, missed) if len(seqs) else np.zeros(len(out), dtype=int)
-    since = np.where(pos < len(seqs), out["t_sent_s"].to_numpy(dtype=float) - known[np.minimum(pos, len(seqs) - 1)]
-                     if len(seqs) else 0.0, 0.0)
-    ms = np.where(behind.to_numpy() > 0, since * 1000, 0.0)
-    out["staleness_ms"] = pd.Series(ms, index=out.index, dtype="float64").mask(failed)
+    out["stale"] = pd.Series(behind > 0, index=out.index, dtype="boolean").mask(failed)
+    out["staleness_versions"] = pd.Series(behind, index=out.index, dtype="Int64").mask(failed)
+    out["staleness_ms"] = pd.Series(np.where(behind > 0, (sent - first_missed) * 1000, 0.0), index=out.index,
+                                    dtype="float64").mask(failed)
     out["read_ms"] = (out["t_returned_s"] - out["t_sent_s"]) * 1000
     return out
 
@@ -72,9 +70,9 @@ def stable_latency(reads: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
     seqs, known = _known(reads, writes)
     ok = reads[reads["value"].notna()].sort_values("value")
     values = ok["value"].to_numpy(dtype=np.int64)
-    last_miss = np.maximum.accumulate(ok["t_sent_s"].to_numpy(dtype=float)) if len(ok) else np.array([])
-    n_below = np.searchsorted(values, seqs, side="left")  # reads that returned a value older than seq
-    latest = np.where(n_below > 0, last_miss[np.maximum(n_below - 1, 0)] if len(ok) else -np.inf, -np.inf)
+    # the latest send time among the reads that returned a value below each seq ([0]: no such read)
+    last_miss = np.concatenate([[-np.inf], np.maximum.accumulate(ok["t_sent_s"].to_numpy(dtype=float))])
+    latest = last_miss[np.searchsorted(values, seqs, side="left")]
     stable = np.maximum(0.0, latest - known) * 1000
     top = values.max() if len(values) else -1
     return pd.DataFrame({"seq": seqs, "known_s": known, "stable_ms": stable, "never_read": seqs > top})
@@ -136,12 +134,12 @@ def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         p, low, high, deff = _fraction(per_run)
         late = ok.loc[ok["stale"].astype(bool), "staleness_ms"]
         q = (lambda s, x: float(s.quantile(x)) if len(s) else math.nan)
-        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), **StaleFraction(
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), **asdict(StaleFraction(
             runs=len(per_run), reads=int(per_run["reads"].sum()), stale=int(per_run["stale"].sum()),
             failed=int(g["stale"].isna().sum()), fraction=p, low=low, high=high, design_effect=deff,
             staleness_ms_p50=q(late, 0.5), staleness_ms_p99=q(late, 0.99), staleness_ms_max=q(late, 1.0),
             read_ms_p50=q(ok["read_ms"], 0.5), read_ms_p99=q(ok["read_ms"], 0.99),
-            wait_ms_p50=q(ok["wait_ms"].dropna(), 0.5)).__dict__})
+            wait_ms_p50=q(ok["wait_ms"].dropna(), 0.5)))})
     return pd.DataFrame(rows)
 
 

@@ -37,7 +37,7 @@ class GroupReplication(Topology):
     def _recovery_account(self, conn) -> None:
         with conn.cursor() as cur:
             cur.execute("CHANGE REPLICATION SOURCE TO SOURCE_USER='repl', SOURCE_PASSWORD=%s "
-                        "FOR CHANNEL 'group_replication_recovery'", (self.ctx.password("repl"),))
+                        "FOR CHANNEL 'group_replication_recovery'", (self.ctx.secret_of("repl"),))
 
     def _address(self, node: NodePlan) -> str:
         """Where the group reaches ``node`` (its group_replication_local_address)."""

@@ -48,7 +48,7 @@ class ClusterContext:
     nodes: list[NodePlan]
     connect: Callable[..., Any]
     settings: Callable[[], dict[str, Any]]
-    password: Callable[[str], str]
+    secret_of: Callable[[str], str]  # account -> its generated password (benchlib.lab.secrets)
     rules: SettingRules
     flavor: Flavor
     server: Server
@@ -193,7 +193,7 @@ class Async(Topology):
         names = self.flavor.replication
         sql.execute(conn, names.stop)
         with conn.cursor() as cur:
-            cur.execute(names.change_source, (self.primary.listen_host, self.primary.port, self.ctx.password("repl")))
+            cur.execute(names.change_source, (self.primary.listen_host, self.primary.port, self.ctx.secret_of("repl")))
         sql.execute(conn, names.start)
 
     def _replica_threads(self, conn) -> tuple[bool, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from benchlib.errors import SpecError
+from benchlib.systems import positions
 from benchlib.systems.sql import scalar
 
 __all__ = ["ReadSetting", "SETTINGS", "described", "for_system", "supported"]
@@ -38,16 +39,13 @@ def _mariadb_token(conn) -> str:
     return scalar(conn, "SELECT @@SESSION.last_gtid") or ""
 
 
-def _mariadb_wait(conn, token: str, timeout: float) -> bool:
-    return not token or scalar(conn, "SELECT MASTER_GTID_WAIT(%s, %s)", (token, timeout)) == 0
-
-
 def _mysql_token(conn) -> str:  # pymysql does not expose the OK packet's GTID: the executed set is a superset
-    return "".join((scalar(conn, "SELECT @@GLOBAL.gtid_executed") or "").split())
+    return positions.GTID.read(conn, True)
 
 
-def _mysql_wait(conn, token: str, timeout: float) -> bool:
-    return not token or scalar(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (token, timeout)) == 0
+def _waits_for(where: positions.Positions) -> Callable[[Any, str, float], bool]:
+    """The reader's causal wait: the replica has applied the writer's token (none yet: nothing to wait for)."""
+    return lambda conn, token, timeout: not token or where.wait(conn, token, timeout)
 
 
 _REPLICA = {
@@ -75,11 +73,12 @@ def _gr(level: str, doc: str) -> ReadSetting:
 SETTINGS: dict[str, dict[str, ReadSetting]] = {
     "mariadb": {
         "eventual": ReadSetting("eventual", _REPLICA["eventual"]),
-        "causal": ReadSetting("causal", _REPLICA["causal"], token=_mariadb_token, wait=_mariadb_wait),
+        "causal": ReadSetting("causal", _REPLICA["causal"], token=_mariadb_token,
+                              wait=_waits_for(positions.MARIADB)),
     },
     "mysql": {
         "eventual": ReadSetting("eventual", _REPLICA["eventual"]),
-        "causal": ReadSetting("causal", _REPLICA["causal"], token=_mysql_token, wait=_mysql_wait),
+        "causal": ReadSetting("causal", _REPLICA["causal"], token=_mysql_token, wait=_waits_for(positions.GTID)),
     },
     "galera": {
         f"wsrep_sync_wait={bits}": ReadSetting(f"wsrep_sync_wait={bits}",

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from benchlib.systems import replication
 from benchlib.systems.sql import global_status, scalar
 
 __all__ = ["GALERA", "GTID", "MARIADB", "Positions"]
@@ -25,20 +26,18 @@ class Positions:
     what: str  # how a person names the position ("GTID position", "seqno")
 
 
-def _mariadb_read(conn, writer: bool) -> str:
-    return scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos" if writer else "SELECT @@GLOBAL.gtid_slave_pos") or ""
+def _replicated(names: replication.Names, replica_position: str | None, what: str) -> Positions:
+    """A replication system's positions from its statements (``replication.Names``, as the lab waits for them):
+    the write node's ``position``; a replica's own (``replica_position``: MariaDB's gtid_slave_pos) or the same."""
 
+    def read(conn, writer: bool) -> str:
+        text = scalar(conn, names.position if writer or replica_position is None else replica_position) or ""
+        return "".join(text.split())  # MySQL breaks a long GTID set over lines
 
-def _mariadb_wait(conn, position: str, timeout: float) -> bool:
-    return scalar(conn, "SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout)) == 0
+    def wait(conn, position: str, timeout: float) -> bool:
+        return scalar(conn, names.wait, (position, timeout)) == 0
 
-
-def _gtid_read(conn, writer: bool) -> str:
-    return "".join((scalar(conn, "SELECT @@GLOBAL.gtid_executed") or "").split())
-
-
-def _gtid_wait(conn, position: str, timeout: float) -> bool:
-    return scalar(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (position, timeout)) == 0
+    return Positions(read, wait, what)
 
 
 def _seqno(conn) -> int:
@@ -58,6 +57,6 @@ def _galera_wait(conn, position: str, timeout: float) -> bool:
     return True
 
 
-MARIADB = Positions(_mariadb_read, _mariadb_wait, "GTID position")
-GTID = Positions(_gtid_read, _gtid_wait, "executed GTID set")
+MARIADB = _replicated(replication.MARIADB, "SELECT @@GLOBAL.gtid_slave_pos", "GTID position")
+GTID = _replicated(replication.MYSQL, None, "executed GTID set")
 GALERA = Positions(_galera_read, _galera_wait, "seqno")

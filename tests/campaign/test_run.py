@@ -14,7 +14,7 @@ from benchlib.campaign.run import execute_run, prepare_dataset
 from benchlib.lab import sql
 from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.store import RunWriter, read_run
-from tests.conftest import example_spec
+from tests.conftest import example_spec, paused_at
 
 OPTS = SysbenchOptions(workload="oltp_read_write", tables=2, table_size=2000, threads=4, time_s=4)
 
@@ -212,24 +212,12 @@ def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_read
     """async-3 applies nothing for 2 s in the middle of a run. Eventual reads: the stale-read probe finds stale reads
     there, about 2 s stale at worst, and at most a few milliseconds' worth on async-2. Causal reads
     (MASTER_GTID_WAIT for the writer's last GTID): no stale read anywhere, and async-3's reads show the wait."""
-    import threading
-
     from benchlib.sampling.stale_reads import ProbeOptions
 
     opts = replace(OPTS, workload="oltp_read_only", threads=2, time_s=6)
-    restart = threading.Timer(2.0, lambda: _sql_thread(lab, "START"))
-
-    def pause(iv) -> None:
-        if iv.t_s == 2:
-            _sql_thread(lab, "STOP")
-            restart.start()
-
-    try:
+    with paused_at(2, 2.0, lambda: _sql_thread(lab, "STOP"), lambda: _sql_thread(lab, "START")) as pause:
         folder = execute_run(lab, "async", opts, writer(lab, tmp_path, f"stale-{setting}"), on_interval=pause,
                              probe=ProbeOptions(consistency=setting))
-    finally:
-        restart.cancel()
-        _sql_thread(lab, "START")
     run = read_run(folder)
     assert run.manifest.probe["consistency"] == setting
     assert run.manifest.status == "invalid" and "async-3" in run.manifest.reason  # its SQL thread stopped

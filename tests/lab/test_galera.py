@@ -8,7 +8,7 @@ import pytest
 
 from benchlib.lab import sql
 from benchlib.systems.galera import galera_number, provider_option
-from tests.conftest import example_spec, kill9
+from tests.conftest import example_spec, frozen_at, kill9
 from tests.lab.test_async import rows_on, write_rows
 
 
@@ -114,30 +114,15 @@ def test_a_run_during_which_a_node_leaves_the_primary_component_is_invalid(galer
     """galera-3 freezes for 7 s in the middle of a run (as a host that stalls, or a cut network, would): the others
     suspect it and carry on as a Primary component of 2, and galera-3, thawed, is out of it until it rejoins. The run
     is invalid, naming galera-3 and what the others saw; the node rejoins by IST."""
-    import os
-    import signal
-    import threading
-
     from benchlib.campaign.run import execute_run
     from benchlib.store import RunWriter, read_run
     from benchlib.sysbench.options import SysbenchOptions
 
     opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=2, time_s=14)
-    pid = galera_lab.pid("galera-3")
-    thaw = threading.Timer(7.0, lambda: os.kill(pid, signal.SIGCONT))
-
-    def freeze(iv) -> None:
-        if iv.t_s == 2:
-            os.kill(pid, signal.SIGSTOP)
-            thaw.start()
-
-    try:
+    with frozen_at(galera_lab.pid("galera-3"), 2, 7.0) as freeze:
         folder = execute_run(galera_lab, "galera", opts, RunWriter(tmp_path, "isolated", {},
                                                                    secrets=galera_lab.secrets()),
                              on_interval=freeze, stall_s=15, catch_up_timeout=30)
-    finally:
-        thaw.cancel()
-        os.kill(pid, signal.SIGCONT)
     m = read_run(folder).manifest
     assert m.status == "invalid", m.reason
     whats = {(b["node"], b["what"]) for b in m.breaches}

@@ -11,7 +11,7 @@ from benchlib import servers
 from benchlib.errors import MissingDependencyError, SettingError, SpecError
 from benchlib.lab import sql
 from benchlib.lab.spec import parse_spec
-from tests.conftest import example_spec, kill9
+from tests.conftest import example_spec, frozen_at, kill9
 
 pytestmark = pytest.mark.skipif(not any(s.flavor == "mysql" for s in servers.found()),
                                 reason="no MySQL server (./scripts/bootstrap fetches one)")
@@ -118,29 +118,14 @@ def test_runtime_settings_are_read_back(lab):
 def test_a_run_during_which_a_member_is_expelled_is_invalid(lab, tmp_path):
     """gr-3 freezes for 9 s in the middle of a run: the group suspects it after 5 s and expels it (this lab at once)
     and, thawed, it finds itself out of the group. The run is invalid, naming gr-3 and when; the member rejoins."""
-    import os
-    import signal
-    import threading
-
     from benchlib.campaign.run import execute_run
     from benchlib.store import RunWriter, read_run
     from benchlib.sysbench.options import SysbenchOptions
 
     opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=2, time_s=16)
-    pid = lab.pid("gr-3")
-    thaw = threading.Timer(9.0, lambda: os.kill(pid, signal.SIGCONT))
-
-    def freeze(iv) -> None:
-        if iv.t_s == 2:
-            os.kill(pid, signal.SIGSTOP)
-            thaw.start()
-
-    try:
+    with frozen_at(lab.pid("gr-3"), 2, 9.0) as freeze:
         folder = execute_run(lab, "gr", opts, RunWriter(tmp_path, "expel", {}, secrets=lab.secrets()),
                              on_interval=freeze, stall_s=15, catch_up_timeout=5)
-    finally:
-        thaw.cancel()
-        os.kill(pid, signal.SIGCONT)
     m = read_run(folder).manifest
     assert m.status == "invalid", m.reason
     assert m.reason.startswith("INVALID: gr-3 "), m.reason

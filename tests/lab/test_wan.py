@@ -9,7 +9,7 @@ import time
 import pytest
 
 from benchlib.lab import procs, sql, wan
-from tests.conftest import example_spec, leftovers, needs_root
+from tests.conftest import example_spec, frozen_at, leftovers, needs_root
 from tests.lab.test_async import rows_on, write_rows
 
 pytestmark = [needs_root]
@@ -71,10 +71,7 @@ def test_a_semisync_run_whose_far_replica_is_cut_off_is_invalid(wan_lab, tmp_pat
     """The far replica's link stops for 3 s in the middle of a run: the primary falls back to async after its
     timeout and keeps serving, so the run measured neither semi-sync nor async. It is stored as invalid, naming the
     primary, when and the commits no replica acknowledged, and analysis leaves it out."""
-    import os
     import re
-    import signal
-    import threading
 
     from benchlib.analysis.campaign import analyze
     from benchlib.campaign.run import execute_run
@@ -82,22 +79,13 @@ def test_a_semisync_run_whose_far_replica_is_cut_off_is_invalid(wan_lab, tmp_pat
     from benchlib.sysbench.options import SysbenchOptions
 
     opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=4, time_s=8)
-    relay = wan_lab.record.link_pid
-    thaw = threading.Timer(3.0, lambda: os.kill(relay, signal.SIGCONT))
-
-    def cut(iv) -> None:
-        if iv.t_s == 2:
-            os.kill(relay, signal.SIGSTOP)  # the relay is the link: stopped, no packet crosses
-            thaw.start()
-
     wan_lab.set({"semisync_timeout_ms": 300})
-    try:
-        folder = execute_run(wan_lab, "semi", opts, RunWriter(tmp_path, "cut", {"cluster": "semi"},
-                                                              secrets=wan_lab.secrets()),
-                             on_interval=cut, catch_up_timeout=60)
+    try:  # the relay is the link: stopped, no packet crosses
+        with frozen_at(wan_lab.record.link_pid, 2, 3.0) as cut:
+            folder = execute_run(wan_lab, "semi", opts, RunWriter(tmp_path, "cut", {"cluster": "semi"},
+                                                                  secrets=wan_lab.secrets()),
+                                 on_interval=cut, catch_up_timeout=60)
     finally:
-        thaw.cancel()
-        os.kill(relay, signal.SIGCONT)
         wan_lab.set({"semisync_timeout_ms": 10000})
     m = read_run(folder).manifest
     assert m.status == "invalid", m.reason
