@@ -15,6 +15,7 @@ from benchlib.lab.flavors import Flavor, register
 from benchlib.lab.layout import ACCOUNT_HOSTS, Layout, NodePlan
 from benchlib.lab.mycnf import GALERA_PROVIDER, common_options, fmt, galera_provider_options, option_file
 from benchlib.lab.node import chown_tree
+from benchlib.lab.secrets import account_statements
 from benchlib.lab.spec import AsyncCluster, GaleraCluster, SemisyncCluster, SingleCluster, parse_size
 from benchlib.servers import Server
 from benchlib.systems import replication, semisync
@@ -90,17 +91,8 @@ def install_db(work: Path, run_as: str | None, server: Server) -> None:
 
 def accounts(creds) -> list[tuple[str, tuple]]:
     """root with its password; ``bench`` (the load and the probes) and ``repl`` (replication) per lab address."""
-    stmts: list[tuple[str, tuple]] = [("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (creds.password("root"),))]
-    for host in ACCOUNT_HOSTS:
-        stmts += [
-            ("CREATE USER 'bench'@%s IDENTIFIED BY %s", (host, creds.password("bench"))),
-            ("GRANT ALL PRIVILEGES ON `sbtest`.* TO 'bench'@%s", (host,)),
-            ("GRANT ALL PRIVILEGES ON `benchlib`.* TO 'bench'@%s", (host,)),
-            ("GRANT PROCESS, REPLICATION CLIENT, SLAVE MONITOR, BINLOG MONITOR ON *.* TO 'bench'@%s", (host,)),
-            ("CREATE USER 'repl'@%s IDENTIFIED BY %s", (host, creds.password("repl"))),
-            ("GRANT REPLICATION SLAVE ON *.* TO 'repl'@%s", (host,)),
-        ]
-    return stmts
+    return account_statements(creds, ACCOUNT_HOSTS, "PROCESS, REPLICATION CLIENT, SLAVE MONITOR, BINLOG MONITOR",
+                              "REPLICATION SLAVE")
 
 
 MARIADB = register(Flavor(

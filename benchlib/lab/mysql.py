@@ -20,7 +20,7 @@ from benchlib.lab.flavors import Flavor, register
 from benchlib.lab.layout import ACCOUNT_HOSTS, NET_PREFIX, Layout, NodePlan
 from benchlib.lab.mycnf import common_options, group_name, option_file
 from benchlib.lab.node import chown_tree, log_tail
-from benchlib.lab.secrets import ACCOUNTS, Credentials
+from benchlib.lab.secrets import ACCOUNTS, Credentials, account_statements
 from benchlib.lab.spec import AsyncCluster, GroupReplicationCluster, SemisyncCluster, SingleCluster, parse_size
 from benchlib.servers import Server
 from benchlib.systems import replication, semisync
@@ -146,19 +146,9 @@ def initialize(work: Path, run_as: str | None, server: Server) -> None:
 def accounts(creds) -> list[tuple[str, tuple]]:
     """root with its password; ``bench`` and ``repl`` per lab address (``repl`` also serves Group Replication's
     recovery, clone and the MYSQL communication stack)."""
-    stmts: list[tuple[str, tuple]] = [("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (creds.password("root"),))]
-    for host in ACCOUNT_HOSTS:
-        stmts += [
-            ("CREATE USER 'bench'@%s IDENTIFIED BY %s", (host, creds.password("bench"))),
-            ("GRANT ALL PRIVILEGES ON `sbtest`.* TO 'bench'@%s", (host,)),
-            ("GRANT ALL PRIVILEGES ON `benchlib`.* TO 'bench'@%s", (host,)),
-            ("GRANT PROCESS, REPLICATION CLIENT ON *.* TO 'bench'@%s", (host,)),
-            ("GRANT SELECT ON `performance_schema`.* TO 'bench'@%s", (host,)),
-            ("CREATE USER 'repl'@%s IDENTIFIED BY %s", (host, creds.password("repl"))),
-            ("GRANT REPLICATION SLAVE, BACKUP_ADMIN, CLONE_ADMIN, GROUP_REPLICATION_STREAM, CONNECTION_ADMIN "
-             "ON *.* TO 'repl'@%s", (host,)),
-        ]
-    return stmts
+    return account_statements(creds, ACCOUNT_HOSTS, "PROCESS, REPLICATION CLIENT",
+                              "REPLICATION SLAVE, BACKUP_ADMIN, CLONE_ADMIN, GROUP_REPLICATION_STREAM, CONNECTION_ADMIN",
+                              ("GRANT SELECT ON `performance_schema`.* TO 'bench'@%s",))
 
 
 def seed_statements(server: Server) -> list[str]:

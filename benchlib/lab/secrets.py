@@ -1,11 +1,11 @@
 """Generated account passwords of a lab, kept in a mode-600 file beside the lab record.
 
-Accounts every lab node has (the same on every node of a lab):
+Accounts every lab node has (the same on every node of a lab; ``account_statements`` creates them, each flavour
+naming the privileges its server spells differently):
 - ``root``@localhost: administration over the unix socket only;
-- ``bench``: load and monitoring (all on ``sbtest`` and ``benchlib``, PROCESS,
-  REPLICATION CLIENT, SLAVE MONITOR, BINLOG MONITOR), from loopback and the lab's
-  own namespace addresses;
-- ``repl``: REPLICATION SLAVE, same hosts.
+- ``bench``: load and monitoring (all on ``sbtest`` and ``benchlib``, PROCESS and the server's replication
+  monitoring privileges), from loopback and the lab's own namespace addresses;
+- ``repl``: REPLICATION SLAVE (and what Group Replication's recovery needs on MySQL), same hosts.
 No anonymous account and no account without a password exists.
 Passwords never appear on a command line, in a log or in ``repr``.
 """
@@ -21,6 +21,25 @@ from pathlib import Path
 from benchlib.errors import LabError
 
 ACCOUNTS = ("root", "bench", "repl")
+
+
+def account_statements(creds: "Credentials", hosts: tuple[str, ...], monitor: str, replicate: str,
+                       more_for_bench: tuple[str, ...] = ()) -> list[tuple[str, tuple]]:
+    """(statement, parameters) creating the accounts: root's password; ``bench`` and ``repl`` per host of ``hosts``,
+    ``bench`` with the global privileges ``monitor`` and the grants ``more_for_bench`` (each with %s for the host),
+    ``repl`` with the global privileges ``replicate``."""
+    stmts: list[tuple[str, tuple]] = [("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (creds.password("root"),))]
+    for host in hosts:
+        stmts += [
+            ("CREATE USER 'bench'@%s IDENTIFIED BY %s", (host, creds.password("bench"))),
+            ("GRANT ALL PRIVILEGES ON `sbtest`.* TO 'bench'@%s", (host,)),
+            ("GRANT ALL PRIVILEGES ON `benchlib`.* TO 'bench'@%s", (host,)),
+            (f"GRANT {monitor} ON *.* TO 'bench'@%s", (host,)),
+            *((grant, (host,)) for grant in more_for_bench),
+            ("CREATE USER 'repl'@%s IDENTIFIED BY %s", (host, creds.password("repl"))),
+            (f"GRANT {replicate} ON *.* TO 'repl'@%s", (host,)),
+        ]
+    return stmts
 
 
 @dataclass(frozen=True)
