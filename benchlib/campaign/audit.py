@@ -64,23 +64,21 @@ def audit(lab: "Lab", cluster: str, nodes: list[str], tables: list[str], timeout
             f"{lab.system(cluster)} shares one storage between its nodes: nothing to compare"
         return result
     writer, others = nodes[0], nodes[1:]
-    t0 = time.monotonic()
-    with lab.connect(writer) as conn:
-        target = pos.read(conn, True)
-    deadline = t0 + timeout
+    deadline = time.monotonic() + timeout
     behind = []
-    for node in others:
+    for node in nodes:  # one connection a node: the write node first (nothing writes any more: the run is over)
         with lab.connect(node) as conn:
-            if not pos.wait(conn, target, max(0.1, deadline - time.monotonic())):
+            t0 = time.monotonic()
+            if node == writer:
+                target = pos.read(conn, True)
+            elif not pos.wait(conn, target, max(0.1, deadline - time.monotonic())):
                 behind.append(node)
-    result.wait_s = time.monotonic() - t0
-    result.mismatches += [f"{n} did not reach {writer}'s {pos.what} {target} within {timeout:g} s" for n in behind]
-    t1 = time.monotonic()
-    for node in nodes:
-        with lab.connect(node) as conn:
-            result.positions[node] = pos.read(conn, node == writer)
+            t1 = time.monotonic()
+            result.positions[node] = target if node == writer else pos.read(conn, False)
             result.checksums[node] = _checksums(conn, tables)
-    result.check_s = time.monotonic() - t1
+            result.wait_s += t1 - t0
+            result.check_s += time.monotonic() - t1
+    result.mismatches += [f"{n} did not reach {writer}'s {pos.what} {target} within {timeout:g} s" for n in behind]
     mine = result.checksums[writer]
     for node in others:
         if node not in behind and result.positions[node] != result.positions[writer]:
