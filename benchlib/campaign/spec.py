@@ -118,7 +118,7 @@ class ProbeSpec(_Strict):
     """The stale-read probe beside every run (``benchlib.sampling.stale_reads``) and the read consistency axis."""
 
     write_rate: float = Field(default=10.0, gt=0, le=1000)  # commits per second on the write node
-    read_rate: float = Field(default=20.0, gt=0, le=1000)  # reads per second on each other node
+    read_rate: float = Field(default=10.0, gt=0, le=1000)  # reads per second on each other node
     consistency: list[str] = Field(default_factory=list)  # read consistency settings (empty: each system's default)
     wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
 

@@ -40,7 +40,7 @@ class ProbeOptions:
     """The probe's rates (campaign parameters) and the read consistency its sessions use."""
 
     write_rate: float = 10.0  # commits per second on the write node
-    read_rate: float = 20.0  # reads per second on each other node
+    read_rate: float = 10.0  # reads per second on each other node (10 and 10: about 1% of a core, bench/)
     consistency: str | None = None  # a name of benchlib.systems.consistency (None: the system's default)
     wait_timeout_s: float = 10.0  # a causal wait longer than this is a failed read
 

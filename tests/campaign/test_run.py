@@ -217,7 +217,7 @@ def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_read
     opts = replace(OPTS, workload="oltp_read_only", threads=2, time_s=6)
     with paused_at(2, 2.0, lambda: _sql_thread(lab, "STOP"), lambda: _sql_thread(lab, "START")) as pause:
         folder = execute_run(lab, "async", opts, writer(lab, tmp_path, f"stale-{setting}"), on_interval=pause,
-                             probe=ProbeOptions(consistency=setting))
+                             probe=ProbeOptions(read_rate=20, consistency=setting))
     run = read_run(folder)
     assert run.manifest.probe["consistency"] == setting
     assert run.manifest.status == "invalid" and "async-3" in run.manifest.reason  # its SQL thread stopped
