@@ -170,6 +170,7 @@ ANALYSIS_NOTEBOOKS: dict[str, Any] = {
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
     "wan": lambda r: bool(r.lab.get("sites")),
     "resources": lambda r: "host" in r.metrics,
+    "consistency": lambda r: bool(r.campaign.get("probe")),
     "study": lambda r: _study_named(r.name) is not None,
 }
 

@@ -21,7 +21,6 @@ import plotly.io as pio
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
-from benchlib.analysis.staleness import in_words
 from benchlib.charts.catalogue import CATALOGUE, figures
 
 
@@ -82,7 +81,7 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
                                             {"campaign": str(campaign), "baseline": baseline}, stream=False))
     report.headline = headline(a)
     report.audit = _audited(a)
-    report.consistency = [in_words(r) for _, r in a.stale_reads.iterrows()]
+    report.consistency = a.consistency_findings
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
@@ -138,6 +137,8 @@ def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
     t = c[c.metric == "tps"]
     keys = [k for k in a.param_columns if k in t.columns and k not in ("topology", "config", "cluster")]
     varying = [k for k in keys if t[k].nunique(dropna=True) > 1 or k in ("threads", "workload")]
+    if "consistency" in varying:  # the read consistency names the load's gr_consistency it sets: said once
+        varying = [k for k in varying if k != "gr_consistency"]
     sizes = views.cluster_sizes(a)
     lines = []
     for _, r in t.iterrows():
@@ -242,11 +243,20 @@ def _consistency(a: CampaignAnalysis, report: Report) -> str:
            "the read consistency named. A read is stale when it returns a value older than one already acknowledged "
            "(or read) before it was sent (Jepsen's definition); staleness is how long the first value it missed had "
            "been known. Intervals take runs as the unit.")
-    table = _table(a.stale_reads, ["cluster", "setting", "runs", "reads", "stale", "fraction", "low", "high",
-                                   "staleness_ms_p50", "staleness_ms_p99", "staleness_ms_max", "read_ms_p50",
-                                   "read_ms_p99", "wait_ms_p50", "failed"])
-    return (f"<h2>Stale reads</h2><ul>{items}</ul><p class=\"how\">{html.escape(how)}</p>"
-            + _fold("Stale reads by configuration", table))
+    s = a.stale_reads
+    keys = [c for c in s.columns if c in a.param_columns and c not in ("cluster",)]
+    table = _table(s, ["cluster", "setting", *keys, "runs", "reads", "stale", "fraction", "low", "high",
+                       "staleness_ms_p50", "staleness_ms_p99", "staleness_ms_max", "read_ms_p50", "read_ms_p99",
+                       "wait_ms_p50", "failed"])
+    out = (f"<h2>Stale reads</h2><ul>{items}</ul><p class=\"how\">{html.escape(how)}</p>"
+           + _fold("Stale reads by configuration", table))
+    costs = a.consistency_costs
+    if not costs.empty:
+        keys = [c for c in costs.columns if c in a.param_columns and c not in ("cluster",)]
+        out += _fold("What each setting costs the writer, against its cluster's weakest setting",
+                     _table(costs, ["cluster", "setting", "weakest", *keys, "metric", "ratio", "ci_low", "ci_high",
+                                    "verdict", "n", "n_baseline", "method"]))
+    return out
 
 
 def _fold(title: str, body: str, *, open_: bool = False) -> str:

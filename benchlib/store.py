@@ -193,7 +193,8 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 #: the columns of the ``runs`` table that are facts of a run, not its parameters (plus ``summary_*``)
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
-             "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s")
+             "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s",
+             "read_consistency", "default_consistency")
 
 
 def _run_facts(m: Manifest) -> dict[str, Any]:
@@ -211,7 +212,14 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
-            **_audit_facts(m.audit), **summary}
+            **_audit_facts(m.audit), **_probe_facts(m.probe), **summary}
+
+
+def _probe_facts(probe: dict[str, Any]) -> dict[str, Any]:
+    """The read consistency the stale-read probe's sessions ran under and its system's default (the weakest, what a
+    setting's cost is measured against); None without the probe."""
+    return {"read_consistency": probe.get("consistency") if probe else None,
+            "default_consistency": probe.get("default") if probe else None}
 
 
 def _audit_facts(audit: dict[str, Any]) -> dict[str, Any]:

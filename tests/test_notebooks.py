@@ -39,7 +39,7 @@ def test_unknown_notebook_names_the_known_ones():
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
 DEFAULTS = {"compare": "topologies", "stability": "apply", "flow_control": "apply", "lag": "apply",
-            "parallel_apply": "apply", "wan": "wan", "resources": "resources"}
+            "parallel_apply": "apply", "wan": "wan", "resources": "resources", "consistency": "consistency"}
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +62,8 @@ def test_every_analysis_notebook_executes_against_the_recorded_campaign(recorded
     nb = json.loads(out.read_text())
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o["output_type"] == "error"]
+    warned = [t for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr" for t in o["text"]]
+    assert not warned, "".join(warned)  # no warning printed under a chart or a table
     figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
     assert figures, f"{name} drew no chart"
 
@@ -72,6 +74,7 @@ def test_applicable_notebooks_follow_what_the_campaign_swept(recorded):
     assert set(applicable(recorded / "apply")) >= {"flow_control", "parallel_apply", "lag", "stability"}
     assert "wan" in applicable(recorded / "wan") and "wan" not in applicable(recorded / "topologies")
     assert "compare" in applicable(recorded / "topologies")
+    assert "consistency" in applicable(recorded / "consistency") and "consistency" not in applicable(recorded / "apply")
 
 
 @pytest.mark.kernel
@@ -88,3 +91,4 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     bad = subprocess.run([sys.executable, "-m", "benchlib.cli", "rerun", str(recorded)], capture_output=True, text=True)
     assert bad.returncode == 1 or bad.returncode == 2
     assert "not a campaign folder" in bad.stderr and "Traceback" not in bad.stderr
+

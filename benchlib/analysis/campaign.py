@@ -69,7 +69,46 @@ class CampaignAnalysis:
         if reads.empty:
             return pd.DataFrame()
         reads["setting"] = reads["setting"].astype(str)
-        return stale_fractions(reads, ["cluster", "setting"])
+        varying = [c for c in config_columns(self.param_columns) if c in reads and c not in
+                   ("cluster", "topology", "consistency", "gr_consistency")
+                   and self.runs.loc[self.runs.status == "ok", c].nunique() > 1]
+        return stale_fractions(reads, ["cluster", "setting", *varying])
+
+    @property
+    def consistency_findings(self) -> list[str]:
+        """The stale reads of each configuration in words, with what its setting cost the writer and the readers
+        against the same cluster's weakest setting (``staleness.in_words``); [] without the probe."""
+        import dataclasses
+
+        from benchlib.analysis.staleness import StaleFraction, in_words
+
+        s, costs = self.stale_reads, self.consistency_costs
+        if s.empty:
+            return []
+        keys = [k for k in s.columns if k not in {f.name for f in dataclasses.fields(StaleFraction)} | {"setting"}]
+        default = self.runs.drop_duplicates("cluster").set_index("cluster").get("default_consistency")
+        out = []
+        for _, row in s.iterrows():
+            same = np.logical_and.reduce([_column_is(s[k], row[k]) for k in keys]) if keys else np.ones(len(s), bool)
+            weakest = s[same & (s.setting == (default.get(row.cluster) if default is not None else None))]
+            mine = costs
+            if not costs.empty:
+                mine = costs[(costs.cluster == row.cluster) & (costs.setting == row.setting)]
+                for k in keys:
+                    if k in mine:
+                        mine = mine[_column_is(mine[k], row[k])]
+            out.append(in_words(row, mine, weakest.iloc[0] if len(weakest) else None))
+        return out
+
+    @cached_property
+    def consistency_costs(self) -> pd.DataFrame:
+        """Per cluster and read consistency setting, the writer's throughput and latency against the same cluster's
+        weakest (default) setting with the load otherwise the same: ratio, 95% interval, verdict (as
+        ``comparisons``); empty without the stale-read probe or with one setting a cluster."""
+        ok = self.runs[self.runs.status == "ok"]
+        if "search" in ok:
+            ok = ok[ok.search.isna()]
+        return _consistency_costs(ok, self.param_columns, self.record.margin)
 
 
 def _param_columns(runs: pd.DataFrame) -> list[str]:
@@ -301,41 +340,98 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
         base = next((b for k, b in base_groups.items() if _same(k, bkey)), None)
         if base is None:
             continue
-        family = None
-        if blocks is not None:
-            family = blocks.copy()
-            family.loc[base.index, "label"] = _BASE
-        for metric, higher in (("tps_mean", True), ("lat_pctl_ms", False)):
-            a_vals, b_vals = g[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
-            if len(a_vals) == 0 or len(b_vals) == 0:
-                continue
-            r = ratio(a_vals, b_vals, higher_is_better=higher, margin=margin)
-            blocked = None
-            if family is not None and metric in family:
-                fam = family.dropna(subset=[metric])
-                blocked = block_ratio(fam.label, fam.repetition, fam[metric], g.config.iloc[0], _BASE,
-                                      higher_is_better=higher, margin=margin)
-            main = blocked or r
-            results.append(main)
-            rows.append({**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
-                         "baseline_clusters": ",".join(sorted(map(str, base.cluster.unique()))) if "cluster" in base else "",
-                         "metric": metric.replace("_mean", ""), "ratio": main.ratio, "ci_low": main.ci_low,
-                         "ci_high": main.ci_high, "p": main.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": main.verdict,
-                         "runs_needed_per_side": blocked.rounds_needed if blocked else r.runs_needed_per_side,
-                         "margin": margin, "method": "blocks" if blocked else "fieller",
-                         "fieller_ratio": r.ratio, "fieller_low": r.ci_low, "fieller_high": r.ci_high,
-                         "fieller_verdict": r.verdict,
-                         "df": blocked.df if blocked else np.nan, "sigma_log": blocked.sigma if blocked else np.nan,
-                         "mde": blocked.mde if blocked else np.nan, "pooled": blocked.pooled if blocked else "",
-                         "round_p": blocked.round_p if blocked else np.nan,
-                         "levene_p": blocked.levene_p if blocked else np.nan,
-                         "notes": "; ".join([*(blocked.notes if blocked else []), *r.notes])})
-    for metric in {row["metric"] for row in rows}:  # false-discovery control within each metric
+        base = _same_reads(base, first)
+        head = {**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
+                "baseline_clusters": ",".join(sorted(map(str, base.cluster.unique()))) if "cluster" in base else ""}
+        for row, result in _ratios(g, base, blocks, margin):
+            rows.append({**head, **row})
+            results.append(result)
+    return _adjusted(rows, results)
+
+
+def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, margin: float):
+    """(row, result) per metric (throughput, latency): the runs ``g`` of one configuration against the runs
+    ``base``, by the two-way model over the campaign's rounds where there are rounds (``blocks``), else Fieller."""
+    family = None
+    if blocks is not None:
+        family = blocks.copy()
+        family.loc[base.index, "label"] = _BASE
+    for metric, higher in (("tps_mean", True), ("lat_pctl_ms", False)):
+        a_vals, b_vals = g[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
+        if len(a_vals) == 0 or len(b_vals) == 0:
+            continue
+        r = ratio(a_vals, b_vals, higher_is_better=higher, margin=margin)
+        blocked = None
+        if family is not None and metric in family:
+            fam = family.dropna(subset=[metric])
+            blocked = block_ratio(fam.label, fam.repetition, fam[metric], g.config.iloc[0], _BASE,
+                                  higher_is_better=higher, margin=margin)
+        main = blocked or r
+        yield ({"metric": metric.replace("_mean", ""), "ratio": main.ratio, "ci_low": main.ci_low,
+                "ci_high": main.ci_high, "p": main.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": main.verdict,
+                "runs_needed_per_side": blocked.rounds_needed if blocked else r.runs_needed_per_side,
+                "margin": margin, "method": "blocks" if blocked else "fieller",
+                "fieller_ratio": r.ratio, "fieller_low": r.ci_low, "fieller_high": r.ci_high,
+                "fieller_verdict": r.verdict,
+                "df": blocked.df if blocked else np.nan, "sigma_log": blocked.sigma if blocked else np.nan,
+                "mde": blocked.mde if blocked else np.nan, "pooled": blocked.pooled if blocked else "",
+                "round_p": blocked.round_p if blocked else np.nan,
+                "levene_p": blocked.levene_p if blocked else np.nan,
+                "notes": "; ".join([*(blocked.notes if blocked else []), *r.notes])}, main)
+
+
+def _adjusted(rows: list[dict], results: list) -> pd.DataFrame:
+    """``rows`` with Benjamini-Hochberg q-values, within each metric."""
+    for metric in {row["metric"] for row in rows}:
         idx = [i for i, row in enumerate(rows) if row["metric"] == metric]
         adjust([results[i] for i in idx])
         for i in idx:
             rows[i]["q"] = results[i].q
     return pd.DataFrame(rows)
+
+
+def _same_reads(base: pd.DataFrame, first: pd.Series) -> pd.DataFrame:
+    """With the stale-read probe on, the baseline's runs under the same read consistency as the configuration
+    (async causal against MySQL causal), else under its system's default: never a pool of its settings."""
+    if "read_consistency" not in base or base.read_consistency.isna().all():
+        return base
+    same = base[base.read_consistency == first.get("read_consistency")]
+    return same if len(same) else base[base.read_consistency == base.default_consistency]
+
+
+def _consistency_costs(ok: pd.DataFrame, params: list[str], margin: float) -> pd.DataFrame:
+    """Per cluster, each read consistency setting's writer (the sysbench load) against the same cluster's runs under
+    its default setting, the weakest: throughput and latency ratios by the campaign's ratio machinery, everything
+    else about the load the same. The columns a setting determines (GR's AFTER sets the load's
+    ``gr_consistency``) are part of the setting, not of the load it is matched on."""
+    if "read_consistency" not in ok or ok.read_consistency.isna().all() or "tps_mean" not in ok:
+        return pd.DataFrame()
+    ok = ok[ok.read_consistency.notna() & ok.default_consistency.notna()]
+    cols = [c for c in config_columns(params) if c not in ("consistency", "cluster", "topology", "system")]
+    rows, results = [], []
+    for cluster, mine in ok.groupby("cluster", sort=True):
+        blocks = _blocks(mine)  # the two-way model over this cluster's runs: its own settings' noise
+        fixed = [c for c in cols if c in mine and mine.groupby("read_consistency")[c].nunique(dropna=False).max() > 1
+                 or c in mine and mine[c].nunique(dropna=False) == 1]  # crossed with the setting, or the same
+        weakest = mine.default_consistency.iloc[0]
+        base_all = mine[mine.read_consistency == weakest]
+        for key, g in mine[mine.read_consistency != weakest].groupby(["read_consistency", *fixed], dropna=False,
+                                                                      sort=True):
+            first = g.iloc[0]
+            base = base_all[np.logical_and.reduce([_column_is(base_all[c], first[c]) for c in fixed])] if fixed \
+                else base_all
+            if base.empty:
+                continue
+            head = {"cluster": cluster, "setting": first.read_consistency, "weakest": weakest,
+                    **{c: first[c] for c in fixed if mine[c].nunique(dropna=False) > 1}}
+            for row, result in _ratios(g, base, blocks, margin):
+                rows.append({**head, **row})
+                results.append(result)
+    return _adjusted(rows, results) if rows else pd.DataFrame()
+
+
+def _column_is(column: pd.Series, value) -> np.ndarray:
+    return (column.isna() if pd.isna(value) else column == value).to_numpy()
 
 
 _BASE = "\0baseline"  # the baseline's label in the two-way model (all its runs of the comparison's load)
@@ -352,6 +448,7 @@ def _blocks(ok: pd.DataFrame) -> pd.DataFrame | None:
     return fam
 
 
+SHORT_OF_RATE = 0.05  # an open-loop configuration whose mean throughput is this far below its rate did not hold it
 TAIL_WARN = 0.02  # share of a run's transactions sysbench left out of its per-second lines worth a warning
 
 
@@ -447,6 +544,13 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
                and not (comparisons.verdict == "INCONCLUSIVE").any())
     keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]
     for _, c in configs.iterrows():
+        rate = c.get("rate")
+        if isinstance(rate, (int, float)) and rate > 0 and c.tps_mean < (1 - SHORT_OF_RATE) * rate:
+            add("warning", f"config {c.config} ({config_label(c, keys)})",
+                f"held {c.tps_mean:.0f} of the {rate:g} transactions/s asked ({c.tps_mean / rate:.0%}): the open-loop "
+                "load queued, so its latency measures the backlog, not a transaction",
+                "a lower rate (the sustained-throughput search finds the highest it holds), or fewer servers on the "
+                "host")
         if c.verdict != "AGREE":
             add("info" if settled else "warning", f"config {c.config} ({config_label(c, keys)})",
                 f"repetitions: {c.agreement}",

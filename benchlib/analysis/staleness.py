@@ -17,6 +17,7 @@ read, the one-sided 95% upper bound 1 - 0.05^(1/n).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass
 
@@ -143,21 +144,42 @@ def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _ms(x: float) -> str:
+    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
+
+
 def _pct(x: float) -> str:
     return f"{x:.2%}" if x < 0.001 else f"{x:.1%}"
 
 
-def in_words(row: pd.Series) -> str:
-    """One configuration's stale reads as a sentence (a row of ``stale_fractions`` by cluster and setting)."""
-    where = f"{row['cluster']} {row['setting']}"
+def in_words(row: pd.Series, costs: pd.DataFrame | None = None, weakest: pd.Series | None = None) -> str:
+    """One configuration's stale reads as a sentence (a row of ``stale_fractions`` by cluster and setting); with
+    ``costs`` (its rows of ``CampaignAnalysis.consistency_costs``: metric, ratio, ci_low, ci_high, weakest) what the
+    setting cost the writer, and with ``weakest`` (the weakest setting's row) how much slower its reads were."""
+    fields = {f.name for f in dataclasses.fields(StaleFraction)} | {"cluster", "setting"}
+    extra = [f"{k} {row[k]:g}" if isinstance(row[k], float) else f"{k} {row[k]}" for k in row.index
+             if k not in fields and pd.notna(row[k])]
+    where = " ".join([f"{row['cluster']} {row['setting']}", *extra])
     runs = f"{int(row['runs'])} run{'s' if row['runs'] != 1 else ''}"
     if row["stale"] == 0:
         said = (f"{where}: no stale read in {int(row['reads']):,} reads on the other nodes over {runs} "
                 f"(95% upper bound {_pct(row['high'])})")
     else:
         said = (f"{where}: {_pct(row['fraction'])} of {int(row['reads']):,} reads on the other nodes were stale "
-                f"(95% {_pct(row['low'])}–{_pct(row['high'])}, {runs}), by up to {row['staleness_ms_max']:.0f} ms "
-                f"(median {row['staleness_ms_p50']:.0f} ms)")
+                f"(95% {_pct(row['low'])}–{_pct(row['high'])}, {runs}), by up to {_ms(row['staleness_ms_max'])} ms "
+                f"(median {_ms(row['staleness_ms_p50'])} ms)")
     wait = f", the causal wait {row['wait_ms_p50']:.1f} ms of it" if row["wait_ms_p50"] == row["wait_ms_p50"] else ""
+    slower = ""
+    if weakest is not None and weakest["read_ms_p50"] > 0 and weakest["setting"] != row["setting"]:
+        slower = f", {row['read_ms_p50'] / weakest['read_ms_p50']:.1f}× {weakest['setting']}'s"
     failed = f"; {int(row['failed'])} reads failed" if row["failed"] else ""
-    return f"{said}; a read took {row['read_ms_p50']:.1f} ms (median){wait}{failed}."
+    cost = ""
+    if costs is not None and len(costs):
+        parts = [f"{WRITER_METRIC.get(c.metric, c.metric)} {c.ratio:.2f}× (95% {c.ci_low:.2f}–{c.ci_high:.2f})"
+                 for c in costs.itertuples() if np.isfinite(c.ratio)]
+        if parts:
+            cost = f"; against {costs.weakest.iloc[0]}, the writer's " + " and ".join(parts)
+    return f"{said}; a read took {row['read_ms_p50']:.1f} ms (median){wait}{slower}{failed}{cost}."
+
+
+WRITER_METRIC = {"tps": "throughput", "lat_pctl_ms": "latency"}

@@ -25,7 +25,9 @@ class Progress:
 
     def start(self, k: int, n: int, run: "PlannedRun") -> None:
         rate = f" rate {run.options.rate}" if run.options.rate else ""
-        self.run = f"{k}/{n} {run.cluster} {run.options.workload} t{run.options.threads}{rate} r{run.repetition}"
+        reads = f" reads {run.probe.consistency}" if run.probe is not None and run.probe.consistency else ""
+        self.run = (f"{k}/{n} {run.cluster} {run.options.workload} t{run.options.threads}{rate}{reads} "
+                    f"r{run.repetition}")
         self.bar.set_postfix_str(self.run + " preparing", refresh=True)
 
     def second(self, iv: "Interval", lag_ms: float | None) -> None:

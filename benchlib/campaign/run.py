@@ -135,7 +135,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     }
     if probe is not None:
         setting = consistency.for_system(facts.system, probe.consistency).name
-        extra["probe"] = {**probe.as_dict(), "consistency": setting}
+        extra["probe"] = {**probe.as_dict(), "consistency": setting,
+                          "default": consistency.supported(facts.system)[0]}  # the weakest: what costs are against
     if warmup_s > 0:
         warm = driver.run(write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,
                           source=f"{writer.run_id}/raw/warmup.txt", abort_if=lambda: nodes_down(lab, nodes))

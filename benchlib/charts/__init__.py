@@ -19,10 +19,11 @@ from benchlib.charts.builders import (
     sustained_vs_peak,
     throughput_vs_threads,
 )
+from benchlib.charts.consistency import consistency_plane, read_latency, stale_fractions, staleness_ecdf
 from benchlib.charts.errors import ChartError
 from benchlib.charts.export import use_renderer
 from benchlib.charts.theme import topology_color
 
-__all__ = ["ChartError", "axes", "catch_up", "cost_bars", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
-           "parallel_apply", "ratio_bars", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",
+__all__ = ["ChartError", "axes", "catch_up", "consistency_plane", "cost_bars", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
+           "parallel_apply", "ratio_bars", "read_latency", "stale_fractions", "staleness_ecdf", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",
            "use_renderer"]

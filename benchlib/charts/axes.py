@@ -48,6 +48,8 @@ def short_name(word: str) -> str:
         return NAME_TICKS[word]
     if word.startswith("oltp_"):
         return word[5:].replace("_", " ")
+    if word.startswith("wsrep_sync_wait="):  # a Galera read consistency
+        return "sync wait " + word.partition("=")[2]
     return word
 
 
@@ -71,9 +73,10 @@ def tick_text(label: str) -> str:
 
 #: how a setting reads in a tick (tick_text)
 SETTING_TICKS = {"fc_limit": "fc limit", "gr_applier_threshold": "fc limit", "parallel_threads": "appliers",
-                 "applier_threads": "appliers", "gr_consistency": ""}
+                 "applier_threads": "appliers", "gr_consistency": "", "consistency": ""}
 #: topologies and workloads whose names are too long for a tick
-NAME_TICKS = {"group_replication": "GR", "insert_single": "insert"}
+NAME_TICKS = {"group_replication": "GR", "insert_single": "insert", "BEFORE_AND_AFTER": "BEFORE+<br>AFTER",
+              "BEFORE_ON_PRIMARY_FAILOVER": "BEFORE<br>FAILOVER"}
 
 
 def natural(label: str) -> tuple:

@@ -18,7 +18,7 @@ from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 from benchlib.charts.theme import HEIGHT
 
-__all__ = ["CATALOGUE", "figures"]
+__all__ = ["CATALOGUE", "dress", "figures", "show"]
 
 
 #: a stability chart needs runs at least this long: shorter ones plot a handful of points, not a trend
@@ -96,6 +96,31 @@ def _costs(a):
     return charts.cost_bars(views.costs(a))
 
 
+def _stale(a):
+    return charts.stale_fractions(views.stale_reads(a))
+
+
+def _staleness(a):
+    return charts.staleness_ecdf(views.staleness(a))
+
+
+def _plane(a):
+    try:
+        points, metric = views.consistency_costs(a)
+    except AnalysisError as exc:
+        if a.stale_reads.empty:
+            raise
+        raise LeftOut(exc.message, hint=exc.hint) from None
+    if points.ratio.eq(1.0).all():
+        raise LeftOut("the cost-and-benefit plane needs two read consistency settings or more on a cluster; each "
+                      "cluster ran one", hint="list several settings in the campaign's [probe] consistency")
+    return charts.consistency_plane(points, metric)
+
+
+def _read_latency(a):
+    return charts.read_latency(views.stale_reads(a))
+
+
 def _sustained(a):
     return charts.sustained_vs_peak(views.sustained(a))
 
@@ -113,6 +138,10 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "parallel_apply": ("Parallel apply", _parallel),
     "sustained": ("Maximum sustained throughput vs peak", _sustained),
     "cost_per_trx": ("Cost per transaction by role", _costs),
+    "stale_reads": ("Stale reads by read consistency", _stale),
+    "staleness": ("How stale the stale reads were", _staleness),
+    "consistency_plane": ("What each read consistency costs and buys", _plane),
+    "read_latency": ("Read latency by read consistency", _read_latency),
 }
 
 
@@ -168,6 +197,14 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
     "parallel_apply": lambda a: f"Means of {_n_runs(a)} per setting; whisker: 95% interval over the runs.",
     "sustained": lambda a: ("Light: closed-loop peak; solid: highest fixed rate held with bounded lag; whisker: up "
                             "to the first rate that failed."),
+    "stale_reads": lambda a: ("Stale: a read older than a value acknowledged before it was sent. Whisker: 95% "
+                              "interval, runs as the unit; hollow: none stale, to its 95% upper bound."),
+    "staleness": lambda a: ("Staleness: how long the first value a read missed had been known when it was sent; "
+                            "stale reads per configuration in the legend."),
+    "consistency_plane": lambda a: ("x: stale fraction; y: the writer against its cluster's weakest setting (at 1); "
+                                    "whiskers: 95% intervals (runs as the unit; rounds model)."),
+    "read_latency": lambda a: ("Dot: median read latency on the other nodes; bar: to its p99; hollow diamond: the "
+                               "median causal wait, part of the read."),
     "cost_per_trx": lambda a: ("A counter's rate over the load window divided by throughput; geometric mean over "
                                "runs; whisker: 95% interval (computed on the log scale)."),
 }
@@ -199,6 +236,18 @@ def dress(fig: go.Figure, a: CampaignAnalysis, name: str | None = None) -> go.Fi
     the catalogue (``name``), its method under the plot; notebooks call it so JupyterLab shows the same look."""
     caption = CAPTIONS[name](a) if name in CAPTIONS else ""
     return with_servers(fig, views.servers(a), views.context(a), caption=caption)
+
+
+def show(a: CampaignAnalysis, name: str) -> None:
+    """For a notebook: the report's chart ``name`` (a key of ``CATALOGUE``), dressed as the report dresses it and
+    shown; or one line saying why it is left out (no data for it, or nothing it could say)."""
+    title, build = CATALOGUE[name]
+    try:
+        fig = build(a)
+    except (AnalysisError, charts.ChartError) as exc:  # LeftOut included
+        print(f"{title}: left out. {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        return
+    dress(fig, a, name).show()
 
 
 def with_caption(fig: go.Figure, caption: str) -> go.Figure:

@@ -128,6 +128,8 @@ def use_renderer() -> str:
     renderer = "plotly_mimetype"
     if static_export_available():
         keep_browser()  # one browser for every image of this process, stopped when it exits
+        # plotly passes kaleido options the kept browser does not need: its warning would print under every chart
+        warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
         renderer = "plotly_mimetype+png"
     pio.renderers.default = renderer
     return renderer

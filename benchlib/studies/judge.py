@@ -15,8 +15,8 @@ import pandas as pd
 
 from benchlib.analysis.campaign import CampaignAnalysis
 
-__all__ = ["NO", "NOT_MEASURED", "NOT_SHOWN", "SINGLE_RUN_FACTOR", "YES", "claim", "compare", "judge", "mean_of",
-           "paired", "pick", "ratio_claim", "ratio_row", "remote_claim", "values"]
+__all__ = ["NO", "NOT_MEASURED", "NOT_SHOWN", "SINGLE_RUN_FACTOR", "YES", "claim", "compare", "fewer_stale", "judge",
+           "mean_of", "paired", "pick", "ratio_claim", "ratio_row", "remote_claim", "stale_claim", "stale_rate", "values"]
 
 YES, NO, NOT_SHOWN, NOT_MEASURED = "yes", "no", "not shown", "not measured"
 
@@ -137,3 +137,53 @@ def values(df: pd.DataFrame, col: str) -> np.ndarray:
 
 def remote_claim(text: str, published: str, system: str) -> dict[str, Any]:
     return claim(text, published, None, NOT_MEASURED, f"{system} needs a remote lab (issue 6)")
+
+
+def stale_rate(a: CampaignAnalysis, **where: Any) -> pd.Series | None:
+    """The stale-read fraction (``benchlib.analysis.staleness.stale_fractions``: fraction, 95% low and high, reads,
+    stale, runs) of the probe's reads in the ok runs whose parameters match ``where`` (``pick``'s rules: the
+    ``system`` run fact, ``consistency`` the setting's name, any run parameter), pooled; None when there are none."""
+    from benchlib.analysis.staleness import stale_fractions
+
+    reads = a.frames.get("probe_reads")
+    if reads is None or reads.empty:
+        return None
+    runs = pick(a.runs[a.runs.status == "ok"], **{("read_consistency" if k == "consistency" else k): v
+                                                    for k, v in where.items()})
+    mine = reads[reads.run_id.isin(set(runs.run_id))].assign(all="all")
+    table = stale_fractions(mine, ["all"]) if len(mine) else pd.DataFrame()
+    return table.iloc[0] if len(table) else None
+
+
+def _rate_words(r: pd.Series) -> str:
+    if r["stale"] == 0:
+        return f"0 stale in {int(r['reads']):,} reads (95% upper bound {r['high']:.2%}, {int(r['runs'])} runs)"
+    return (f"{r['fraction']:.2%} stale (95% {r['low']:.2%}–{r['high']:.2%}) of {int(r['reads']):,} reads, "
+            f"{int(r['runs'])} runs, up to {r['staleness_ms_max']:.0f} ms")
+
+
+def stale_claim(text: str, published: str, rate: pd.Series | None, *, stale: bool, how: str,
+                control: pd.Series | None = None) -> dict[str, Any]:
+    """A claim that reads are stale (``stale``) or that they are not, from a ``stale_rate``. One stale read shows
+    that reads can be stale: yes for a claim of staleness, no for a claim of none. No stale read in n reads
+    bounds the fraction (its 95% upper bound is said); it refutes a claim of staleness only when ``control`` (the
+    same load under a weaker setting) did read stale values, so that the probe could see them; else not shown."""
+    if rate is None:
+        return claim(text, published, None, NOT_MEASURED, how + "; no stale-read probe in this campaign")
+    seen = _rate_words(rate)
+    if control is not None:
+        seen += f"; the weaker setting: {_rate_words(control)}"
+    if rate["stale"] > 0:
+        return claim(text, published, seen, YES if stale else NO, how)
+    could_see = control is not None and control["stale"] > 0
+    return claim(text, published, seen, (NO if stale else YES) if could_see else NOT_SHOWN, how)
+
+
+def fewer_stale(text: str, published: str, a: pd.Series | None, b: pd.Series | None, how: str) -> dict[str, Any]:
+    """A claim that ``a`` reads fewer stale values than ``b``: yes when a's 95% interval lies below b's, no when
+    above, else not shown."""
+    if a is None or b is None:
+        return claim(text, published, None, NOT_MEASURED, how + "; no stale-read probe in this campaign")
+    seen = f"{_rate_words(a)} vs {_rate_words(b)}"
+    holds = YES if a["high"] < b["low"] else NO if a["low"] > b["high"] else NOT_SHOWN
+    return claim(text, published, seen, holds, how)

@@ -9,7 +9,7 @@ import pandas as pd
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 from benchlib.studies.base import Study, register
-from benchlib.studies.judge import compare, paired, pick, remote_claim
+from benchlib.studies.judge import compare, paired, pick, remote_claim, stale_claim, stale_rate
 
 
 
@@ -36,6 +36,17 @@ def _claims_002(a: CampaignAnalysis) -> list[dict[str, Any]]:
                         paired(many, one, "lag_p95_ms", ("workload", "threads")), 1.0, less=True,
                         how="async replicas, parallel / serial apply, p95 lag, paired over workloads and writers"))
     out += _group_replication_claims(a, m)
+    out.append(stale_claim("With Group Replication, an application cannot split writes and reads and expect "
+                           "consistency", "'the gap is too high'",
+                           stale_rate(a, system="group_replication", consistency="EVENTUAL"), stale=True,
+                           how="stale-read probe: a writer on the primary, readers on the other members under the "
+                               "default consistency (EVENTUAL): yes when a read returned a value older than one "
+                               "already acknowledged"))
+    out.append(stale_claim("With Galera, reads can be split to other nodes and stay consistent",
+                           "'guaranteeing consistency across nodes allows you to transparently split write/read "
+                           "operations'", stale_rate(a, system="galera", consistency="wsrep_sync_wait=0"), stale=False,
+                           how="stale-read probe on the other Galera nodes under the default wsrep_sync_wait=0: no "
+                               "when a read returned a stale value (wsrep_sync_wait=1 is what makes reads causal)"))
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 from benchlib.studies.base import Study, register
-from benchlib.studies.judge import compare, paired, pick, remote_claim
+from benchlib.studies.judge import compare, fewer_stale, paired, pick, remote_claim, stale_claim, stale_rate
 
 
 
@@ -45,6 +45,34 @@ def _claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
                            paired(pick(g, gr_applier_threshold=tight), pick(g, gr_applier_threshold=loose), "tps_mean",
                                   ("workload", "threads")), 1.0, less=True,
                            how=f"gr_applier_threshold {tight:g} / {loose:g}, paired over workloads and clients"))
+    return out + _stale_claims_004(a)
+
+
+def _stale_claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
+    """The study's stale-read claims, judged on the stale-read probe's reads on the secondaries (GR 5.7.17 had no
+    consistency levels; 8.0.14 brought group_replication_consistency)."""
+    gr = {"system": "group_replication"}
+    runs = a.runs[a.runs.status == "ok"]
+    g = runs[runs.system == "group_replication"] if "system" in runs else runs[:0]
+    loose = g.gr_applier_threshold.max() if "gr_applier_threshold" in g and len(g) else None
+    tight = g.gr_applier_threshold.min() if "gr_applier_threshold" in g and len(g) else None
+    eventual = stale_rate(a, **gr, consistency="EVENTUAL", **({"gr_applier_threshold": loose} if loose else {}))
+    out = [stale_claim("With Group Replication's default flow control, reads on the other members can be stale",
+                       "'we risk reading very outdated data'", eventual, stale=True,
+                       how=f"stale-read probe on the secondaries, EVENTUAL, gr_applier_threshold {loose:g}"
+                       if loose else "stale-read probe on the secondaries, EVENTUAL")]
+    if loose and tight and loose != tight:
+        out.append(fewer_stale("A tighter Group Replication flow-control threshold leaves fewer stale reads",
+                               "flow_control=1000 'to minimize stale data'",
+                               stale_rate(a, **gr, consistency="EVENTUAL", gr_applier_threshold=tight), eventual,
+                               how=f"stale-read probe, EVENTUAL reads, gr_applier_threshold {tight:g} against "
+                                   f"{loose:g}; 95% intervals apart"))
+    out.append(stale_claim("Group Replication gives no way to protect reads from stale data",
+                           "'does not provide a way to protect from reading stale data' (5.7.17)",
+                           stale_rate(a, **gr, consistency="BEFORE"), stale=True,
+                           control=stale_rate(a, **gr, consistency="EVENTUAL"),
+                           how="group_replication_consistency BEFORE (8.0.14 on) under the same loads as EVENTUAL: "
+                               "no: BEFORE read no stale value while EVENTUAL did"))
     return out
 
 

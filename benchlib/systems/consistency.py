@@ -33,6 +33,9 @@ class ReadSetting:
     #: settings (``benchlib.systems`` vocabulary) the sysbench load runs under as well, so that its throughput shows
     #: the price (GR's AFTER levels); a campaign applies them with the run's other settings
     load: dict[str, str] | None = None
+    #: a read under it may wait (a causal wait, or the server holding it until the node has caught up): its reader
+    #: needs a thread of its own; readers that never wait share one and read together (one wake-up a tick)
+    waits: bool = True
 
 
 def _mariadb_token(conn) -> str:
@@ -67,28 +70,30 @@ def _gr(level: str, doc: str) -> ReadSetting:
     writes = level in ("AFTER", "BEFORE_AND_AFTER")  # the writer pays: its commits wait for every member
     # the load runs under the level when it makes writers pay, else under EVENTUAL (an earlier run may have set AFTER)
     return ReadSetting(level, doc, reader=statement, writer=statement,
-                       load={"gr_consistency": level if writes else "EVENTUAL"})
+                       load={"gr_consistency": level if writes else "EVENTUAL"},
+                       waits=level not in ("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER"))
 
 
 SETTINGS: dict[str, dict[str, ReadSetting]] = {
     "mariadb": {
-        "eventual": ReadSetting("eventual", _REPLICA["eventual"]),
+        "eventual": ReadSetting("eventual", _REPLICA["eventual"], waits=False),
         "causal": ReadSetting("causal", _REPLICA["causal"], token=_mariadb_token,
                               wait=_waits_for(positions.MARIADB)),
     },
     "mysql": {
-        "eventual": ReadSetting("eventual", _REPLICA["eventual"]),
+        "eventual": ReadSetting("eventual", _REPLICA["eventual"], waits=False),
         "causal": ReadSetting("causal", _REPLICA["causal"], token=_mysql_token, wait=_waits_for(positions.GTID)),
     },
     "galera": {
         f"wsrep_sync_wait={bits}": ReadSetting(f"wsrep_sync_wait={bits}",
                                                f"wsrep_sync_wait bitmask {bits} ({_GALERA_BITS})",
-                                               reader=(f"SET SESSION wsrep_sync_wait = {bits}",))
+                                               reader=(f"SET SESSION wsrep_sync_wait = {bits}",),
+                                               waits=bool(bits & 1))  # bit 1: a SELECT waits for the node to catch up
         for bits in range(16)
     },
     "group_replication": {level: _gr(level, doc) for level, doc in _GR.items()},
     "aurora": {"eventual": ReadSetting("eventual", "an Aurora replica reads the shared storage as of its last redo "
-                                                   "record applied")},
+                                                   "record applied", waits=False)},
 }
 SETTINGS["pxc"] = SETTINGS["galera"]
 
@@ -102,7 +107,7 @@ def for_system(system: str, name: str | None) -> ReadSetting:
     """``name`` of ``system`` (None: its default); a SpecError listing what it supports when it has no such."""
     known = SETTINGS.get(system, {})
     if name is None:
-        return next(iter(known.values()), ReadSetting("eventual", _REPLICA["eventual"]))
+        return next(iter(known.values()), ReadSetting("eventual", _REPLICA["eventual"], waits=False))
     if name not in known:
         raise SpecError(f"{system} has no read consistency {name!r}", hint=f"{system} supports {described(system)}")
     return known[name]

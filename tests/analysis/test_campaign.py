@@ -152,3 +152,43 @@ def test_wide_configuration_intervals_are_information_once_every_ratio_is_settle
     assert not (settled.comparisons.verdict == "INCONCLUSIVE").any()
     configs = settled.problems[settled.problems["where"].str.startswith("config ")]
     assert len(configs) and (configs.severity == "info").all()
+
+
+@pytest.fixture(scope="module")
+def consistency():
+    return analyze(DATA / "consistency")
+
+
+def test_each_read_consistency_is_costed_against_its_clusters_weakest_setting(consistency):
+    """The writer under each setting against its own cluster's default, the load otherwise the same: a row per
+    cluster, stronger setting, write rate and metric; the weakest setting never against itself."""
+    c = consistency.consistency_costs
+    runs = consistency.runs
+    weakest = runs.drop_duplicates("cluster").set_index("cluster").default_consistency
+    assert set(c.cluster) == {"async", "galera", "gr"}
+    assert (c.weakest == c.cluster.map(weakest)).all() and not (c.setting == c.weakest).any()
+    stronger = runs[runs.read_consistency != runs.default_consistency]
+    assert len(c) == 2 * len(stronger.drop_duplicates(["cluster", "read_consistency", "rate"]))  # tps and latency
+    assert set(c.metric) == {"tps", "lat_pctl_ms"} and c.q.notna().all()
+    assert (c.ci_low <= c.ratio).all() and (c.ratio <= c.ci_high).all()
+    assert (c.method == "blocks").all()  # two rounds: the two-way model over the cluster's own runs
+    # GR's AFTER applies to the load: its writer is matched with EVENTUAL's (which ran gr_consistency EVENTUAL)
+    after = c[(c.cluster == "gr") & (c.setting == "AFTER") & (c.metric == "tps")]
+    assert len(after) == 2 and (after.n_baseline == 2).all()
+
+
+def test_the_baseline_of_a_probe_campaign_is_matched_on_read_consistency(consistency):
+    """Against async, each configuration's baseline runs are the async runs under its own read consistency when
+    async has it (causal with causal), else async's default: never eventual and causal pooled."""
+    cmp = consistency.comparisons
+    assert not cmp.empty and (cmp.n_baseline == 2).all()
+
+
+def test_stale_reads_in_words_say_the_fraction_the_cost_and_the_read_slowdown(consistency):
+    s = consistency.stale_reads
+    said = consistency.consistency_findings
+    assert len(said) == len(s) and set(s.rate) == {100, 300}
+    before = next(x for x in said if x.startswith("gr BEFORE rate 300"))
+    assert "against EVENTUAL, the writer's throughput" in before and "× EVENTUAL's" in before
+    eventual = next(x for x in said if x.startswith("gr EVENTUAL rate 300"))
+    assert "against" not in eventual  # the weakest setting is what the others are against

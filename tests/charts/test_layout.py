@@ -20,7 +20,7 @@ needs_browser = pytest.mark.skipif(find_browser() is None, reason="needs Chromiu
 
 @pytest.mark.browser
 @needs_browser
-@pytest.mark.parametrize("campaign", ["topologies", "apply"])
+@pytest.mark.parametrize("campaign", ["topologies", "apply", "consistency"])
 def test_a_published_report_passes_at_1280_px(tmp_path, campaign):
     shutil.copytree(DATA / campaign, tmp_path / campaign, ignore=shutil.ignore_patterns("notebooks", ".lock", "report"))
     report = publish(tmp_path / campaign, notebooks=False, static=False)

@@ -1,9 +1,11 @@
-"""Judging published claims, on synthetic values: yes, no, not shown and not measured where each belongs."""
+"""Judging published claims, on synthetic values and on a recorded probe campaign: yes, no, not shown and not measured
+where each belongs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from benchlib.studies.judge import (NO, NOT_MEASURED, NOT_SHOWN, SINGLE_RUN_FACTOR, YES, compare, judge, paired, pick,
                                     ratio_claim)
@@ -58,3 +60,39 @@ def test_pick_filters_and_an_unknown_column_picks_nothing():
     assert list(pick(df, cluster="a").threads) == [1]
     assert list(pick(df, threads=[1, 8]).cluster) == ["a", "b"]
     assert pick(df, fc_limit=16).empty
+
+
+@pytest.fixture(scope="module")
+def probed():
+    """A recorded campaign with the stale-read probe (async, Group Replication, Galera; several settings each)."""
+    from pathlib import Path
+
+    from benchlib.analysis.campaign import analyze
+
+    return analyze(Path(__file__).resolve().parents[2] / "data" / "campaigns" / "consistency")
+
+
+def test_a_stale_rate_pools_the_reads_of_the_runs_picked(probed):
+    from benchlib.studies.judge import stale_rate
+
+    eventual = stale_rate(probed, system="group_replication", consistency="EVENTUAL")
+    both = probed.stale_reads.query("cluster == 'gr' and setting == 'EVENTUAL'")
+    assert eventual["reads"] == both.reads.sum() and eventual["stale"] == both.stale.sum() > 0
+    assert eventual["runs"] == both.runs.sum() and eventual["low"] <= eventual["fraction"] <= eventual["high"]
+    assert stale_rate(probed, system="aurora") is None
+
+
+def test_a_stale_read_proves_staleness_and_none_refutes_it_only_where_a_weaker_setting_read_stale(probed):
+    from benchlib.studies.judge import NO, NOT_MEASURED, NOT_SHOWN, YES, fewer_stale, stale_claim, stale_rate
+
+    gr = dict(system="group_replication")
+    eventual, before = stale_rate(probed, **gr, consistency="EVENTUAL"), stale_rate(probed, **gr, consistency="BEFORE")
+    assert stale_claim("stale", "", eventual, stale=True, how="")["holds"] == YES
+    assert stale_claim("never stale", "", eventual, stale=False, how="")["holds"] == NO
+    # BEFORE read nothing stale; that refutes "no protection" because EVENTUAL did read stale values meanwhile
+    refuted = stale_claim("no protection", "", before, stale=True, how="", control=eventual)
+    assert refuted["holds"] == NO and "0 stale in" in refuted["measured"] and "upper bound" in refuted["measured"]
+    assert stale_claim("no protection", "", before, stale=True, how="")["holds"] == NOT_SHOWN
+    assert stale_claim("x", "", None, stale=True, how="h")["holds"] == NOT_MEASURED
+    assert fewer_stale("fewer", "", before, eventual, how="")["holds"] in (YES, NOT_SHOWN)
+    assert fewer_stale("fewer", "", eventual, eventual, how="")["holds"] == NOT_SHOWN
