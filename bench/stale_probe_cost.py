@@ -1,4 +1,4 @@
-"""Cost of the stale-read probe at its default rates (10 commits/s, 20 reads/s on each replica), on the demo lab's
+"""Cost of the stale-read probe at its default rates (10 commits/s, 10 reads/s on each replica), on the demo lab's
 async cluster (1 primary + 2 replicas). The rest of the sampling runs in both arms: the difference is the probe's.
 
 1. Idle: this process's CPU (exact, /proc/self/task/*/schedstat) and the three servers' CPU, sampling with the probe
