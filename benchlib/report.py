@@ -21,6 +21,7 @@ import plotly.io as pio
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
+from benchlib.analysis.staleness import configuration_columns
 from benchlib.charts.catalogue import CATALOGUE, figures
 
 
@@ -137,8 +138,7 @@ def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
     t = c[c.metric == "tps"]
     keys = [k for k in a.param_columns if k in t.columns and k not in ("topology", "config", "cluster")]
     varying = [k for k in keys if t[k].nunique(dropna=True) > 1 or k in ("threads", "workload")]
-    if "consistency" in varying:  # the read consistency names the load's gr_consistency it sets: said once
-        varying = [k for k in varying if k != "gr_consistency"]
+    varying = [k for k in varying if k == "consistency" or k not in a.set_by_consistency]  # a setting: said once
     sizes = views.cluster_sizes(a)
     lines = []
     for _, r in t.iterrows():
@@ -244,7 +244,7 @@ def _consistency(a: CampaignAnalysis, report: Report) -> str:
            "(or read) before it was sent (Jepsen's definition); staleness is how long the first value it missed had "
            "been known. Intervals take runs as the unit.")
     s = a.stale_reads
-    keys = [c for c in s.columns if c in a.param_columns and c not in ("cluster",)]
+    keys = [c for c in configuration_columns(s) if c not in ("cluster", "setting")]
     table = _table(s, ["cluster", "setting", *keys, "runs", "reads", "stale", "fraction", "low", "high",
                        "staleness_ms_p50", "staleness_ms_p99", "staleness_ms_max", "read_ms_p50", "read_ms_p99",
                        "wait_ms_p50", "failed"])
@@ -252,7 +252,6 @@ def _consistency(a: CampaignAnalysis, report: Report) -> str:
            + _fold("Stale reads by configuration", table))
     costs = a.consistency_costs
     if not costs.empty:
-        keys = [c for c in costs.columns if c in a.param_columns and c not in ("cluster",)]
         out += _fold("What each setting costs the writer, against its cluster's weakest setting",
                      _table(costs, ["cluster", "setting", "weakest", *keys, "metric", "ratio", "ci_low", "ci_high",
                                     "verdict", "n", "n_baseline", "method"]))

@@ -56,47 +56,66 @@ class CampaignAnalysis:
         return self.problems[self.problems.severity != "info"]
 
     @cached_property
-    def stale_reads(self) -> pd.DataFrame:
-        """The stale-read fraction per cluster and read consistency, with its interval and quantiles
-        (``benchlib.analysis.staleness``), over the ok runs that had the probe; empty when none had."""
-        from benchlib.analysis.staleness import stale_fractions
-
+    def probe_reads(self) -> pd.DataFrame:
+        """The stale-read probe's reads of the ok runs (``setting`` as text); empty when no ok run had the probe."""
         reads = self.frames.get("probe_reads")
         if reads is None or reads.empty:
             return pd.DataFrame()
-        ok = set(self.runs.run_id[self.runs.status == "ok"])
-        reads = reads[reads.run_id.isin(ok)].copy()
+        reads = reads[reads.run_id.isin(set(self.runs.run_id[self.runs.status == "ok"]))].copy()
+        reads["setting"] = reads["setting"].astype(str)
+        return reads
+
+    @cached_property
+    def set_by_consistency(self) -> list[str]:
+        """The run parameters that the read consistency decides, ``consistency`` itself included (GR's AFTER levels
+        set the load's ``gr_consistency``): a configuration is named once by its setting, and matched with another
+        setting's runs on the rest."""
+        ok = self.runs[self.runs.status == "ok"]
+        return _set_by_consistency(ok, config_columns(self.param_columns))
+
+    @cached_property
+    def weakest(self) -> dict[str, str]:
+        """Per cluster that ran the stale-read probe, its system's default read consistency: the weakest, what the
+        other settings' costs are against."""
+        if "default_consistency" not in self.runs:
+            return {}
+        d = self.runs.dropna(subset=["default_consistency"]).drop_duplicates("cluster")
+        return dict(zip(d.cluster, d.default_consistency))
+
+    @cached_property
+    def stale_reads(self) -> pd.DataFrame:
+        """The stale-read fraction per configuration (cluster, read consistency, and what else the campaign varied
+        that the setting does not decide), with its interval and quantiles (``benchlib.analysis.staleness``), over
+        the ok runs that had the probe; empty when none had."""
+        from benchlib.analysis.staleness import stale_fractions
+
+        reads = self.probe_reads
         if reads.empty:
             return pd.DataFrame()
-        reads["setting"] = reads["setting"].astype(str)
+        ok = self.runs[self.runs.status == "ok"]
         varying = [c for c in config_columns(self.param_columns) if c in reads and c not in
-                   ("cluster", "topology", "consistency", "gr_consistency")
-                   and self.runs.loc[self.runs.status == "ok", c].nunique() > 1]
+                   ("cluster", "topology", *self.set_by_consistency) and ok[c].nunique() > 1]
         return stale_fractions(reads, ["cluster", "setting", *varying])
 
     @property
     def consistency_findings(self) -> list[str]:
         """The stale reads of each configuration in words, with what its setting cost the writer and the readers
         against the same cluster's weakest setting (``staleness.in_words``); [] without the probe."""
-        import dataclasses
-
-        from benchlib.analysis.staleness import StaleFraction, in_words
+        from benchlib.analysis.staleness import configuration_columns, in_words
 
         s, costs = self.stale_reads, self.consistency_costs
         if s.empty:
             return []
-        keys = [k for k in s.columns if k not in {f.name for f in dataclasses.fields(StaleFraction)} | {"setting"}]
-        default = self.runs.drop_duplicates("cluster").set_index("cluster").get("default_consistency")
+        keys = [k for k in configuration_columns(s) if k != "setting"]  # the load a setting's row is matched on
+
+        def same_load(df: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+            return df[np.logical_and.reduce([_column_is(df[k], row[k]) for k in keys if k in df])]
+
         out = []
         for _, row in s.iterrows():
-            same = np.logical_and.reduce([_column_is(s[k], row[k]) for k in keys]) if keys else np.ones(len(s), bool)
-            weakest = s[same & (s.setting == (default.get(row.cluster) if default is not None else None))]
-            mine = costs
-            if not costs.empty:
-                mine = costs[(costs.cluster == row.cluster) & (costs.setting == row.setting)]
-                for k in keys:
-                    if k in mine:
-                        mine = mine[_column_is(mine[k], row[k])]
+            weakest = same_load(s, row)
+            weakest = weakest[weakest.setting == self.weakest.get(row.cluster)]
+            mine = same_load(costs[costs.setting == row.setting], row) if not costs.empty else costs
             out.append(in_words(row, mine, weakest.iloc[0] if len(weakest) else None))
         return out
 
@@ -407,12 +426,12 @@ def _consistency_costs(ok: pd.DataFrame, params: list[str], margin: float) -> pd
     if "read_consistency" not in ok or ok.read_consistency.isna().all() or "tps_mean" not in ok:
         return pd.DataFrame()
     ok = ok[ok.read_consistency.notna() & ok.default_consistency.notna()]
-    cols = [c for c in config_columns(params) if c not in ("consistency", "cluster", "topology", "system")]
+    cols = [c for c in config_columns(params) if c not in ("cluster", "topology", "system")]
     rows, results = [], []
     for cluster, mine in ok.groupby("cluster", sort=True):
         blocks = _blocks(mine)  # the two-way model over this cluster's runs: its own settings' noise
-        fixed = [c for c in cols if c in mine and mine.groupby("read_consistency")[c].nunique(dropna=False).max() > 1
-                 or c in mine and mine[c].nunique(dropna=False) == 1]  # crossed with the setting, or the same
+        decided = _set_by_consistency(mine, cols)
+        fixed = [c for c in cols if c in mine and c not in decided]  # the load a setting's runs are matched on
         weakest = mine.default_consistency.iloc[0]
         base_all = mine[mine.read_consistency == weakest]
         for key, g in mine[mine.read_consistency != weakest].groupby(["read_consistency", *fixed], dropna=False,
@@ -428,6 +447,23 @@ def _consistency_costs(ok: pd.DataFrame, params: list[str], margin: float) -> pd
                 rows.append({**head, **row})
                 results.append(result)
     return _adjusted(rows, results) if rows else pd.DataFrame()
+
+
+def _set_by_consistency(runs: pd.DataFrame, columns: list[str]) -> list[str]:
+    """Of ``columns``, those that vary within a cluster and take one value per cluster and read consistency
+    (``read_consistency``): the ones the setting decides."""
+    if "read_consistency" not in runs or runs.read_consistency.isna().all():
+        return []
+    probed = runs.dropna(subset=["read_consistency"])
+    out = []
+    for c in columns:
+        if c not in probed:
+            continue
+        within = probed.groupby("cluster")[c].nunique(dropna=False)
+        per_setting = probed.groupby(["cluster", "read_consistency"])[c].nunique(dropna=False)
+        if within.max() > 1 and per_setting.max() == 1:
+            out.append(c)
+    return out
 
 
 def _column_is(column: pd.Series, value) -> np.ndarray:

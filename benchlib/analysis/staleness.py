@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["StaleFraction", "classify", "in_words", "stable_latency", "stale_fractions", "wilson"]
+__all__ = ["StaleFraction", "classify", "configuration_columns", "in_words", "stable_latency", "stale_fractions", "wilson"]
 
 Z95 = 1.959963984540054
 
@@ -124,10 +124,11 @@ def _fraction(per_run: pd.DataFrame) -> tuple[float, float, float, float]:
 
 
 def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """One row per configuration (``by``: e.g. cluster, setting): the stale fraction of its reads with a 95%
-    interval, runs as the unit (``reads`` needs a ``run_id`` column), and staleness and read latency quantiles."""
+    """One row per configuration (``by``: e.g. cluster, setting; [] pools every read into one row): the stale
+    fraction of its reads with a 95% interval, runs as the unit (``reads`` needs a ``run_id`` column), and staleness
+    and read latency quantiles."""
     rows = []
-    for key, g in reads.groupby(by, sort=True, dropna=False):
+    for key, g in (reads.groupby(by, sort=True, dropna=False) if by else [((), reads)] if len(reads) else []):
         ok = g[g["stale"].notna()]
         per_run = ok.groupby("run_id").agg(reads=("stale", "size"), stale=("stale", "sum"))
         if per_run.empty:
@@ -144,6 +145,13 @@ def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def configuration_columns(table: pd.DataFrame | pd.Series) -> list[str]:
+    """The columns of a ``stale_fractions`` table (or the index of one of its rows) that name its configuration
+    (the ``by`` it was grouped by), not a figure of it."""
+    figures = {f.name for f in dataclasses.fields(StaleFraction)}
+    return [k for k in (table.index if isinstance(table, pd.Series) else table.columns) if k not in figures]
+
+
 def _ms(x: float) -> str:
     return f"{x:.1f}" if x < 10 else f"{x:.0f}"
 
@@ -156,9 +164,8 @@ def in_words(row: pd.Series, costs: pd.DataFrame | None = None, weakest: pd.Seri
     """One configuration's stale reads as a sentence (a row of ``stale_fractions`` by cluster and setting); with
     ``costs`` (its rows of ``CampaignAnalysis.consistency_costs``: metric, ratio, ci_low, ci_high, weakest) what the
     setting cost the writer, and with ``weakest`` (the weakest setting's row) how much slower its reads were."""
-    fields = {f.name for f in dataclasses.fields(StaleFraction)} | {"cluster", "setting"}
-    extra = [f"{k} {row[k]:g}" if isinstance(row[k], float) else f"{k} {row[k]}" for k in row.index
-             if k not in fields and pd.notna(row[k])]
+    extra = [f"{k} {row[k]:g}" if isinstance(row[k], float) else f"{k} {row[k]}" for k in configuration_columns(row)
+             if k not in ("cluster", "setting") and pd.notna(row[k])]
     where = " ".join([f"{row['cluster']} {row['setting']}", *extra])
     runs = f"{int(row['runs'])} run{'s' if row['runs'] != 1 else ''}"
     if row["stale"] == 0:

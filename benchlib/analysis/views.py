@@ -272,10 +272,10 @@ def config_labels(a: CampaignAnalysis, df: pd.DataFrame) -> list[str]:
 def _varying(a: CampaignAnalysis, df: pd.DataFrame, skip: tuple[str, ...] = ()) -> list[str]:
     """The campaign's configuration columns (not the cluster, its topology nor ``skip``) that differ between
     the rows of ``df``."""
-    keys = [k for k in config_columns(a.param_columns)
-            if k in df and k not in ("cluster", "topology", *skip) and df[k].nunique(dropna=True) > 1]
-    # a read consistency sets the load's gr_consistency (GR's AFTER levels): said once, by the setting's name
-    return [k for k in keys if not (k == "gr_consistency" and "consistency" in keys)]
+    # what a read consistency decides (the load's gr_consistency under GR's AFTER levels) is said once, by its name
+    decided = [k for k in a.set_by_consistency if k != "consistency"]
+    return [k for k in config_columns(a.param_columns)
+            if k in df and k not in ("cluster", "topology", *decided, *skip) and df[k].nunique(dropna=True) > 1]
 
 
 def _settings(a: CampaignAnalysis, df: pd.DataFrame, skip: tuple[str, ...] = ()) -> list[str]:
@@ -382,7 +382,7 @@ def _consistency_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
     colour) and ``label``: the cluster and setting, then what else differs between the rows ("gr AFTER rate=400")."""
     out = df.copy()
     out["topology"] = out.cluster.map(measured(a).drop_duplicates("cluster").set_index("cluster").topology)
-    keys = _varying(a, out, ("consistency", "gr_consistency"))
+    keys = _varying(a, out, ("consistency",))
     out["label"] = [" ".join(filter(None, [f"{r['cluster']} {r['setting']}", label(r, keys)]))
                     for _, r in out.iterrows()]
     return out
@@ -403,24 +403,19 @@ def stale_reads(a: CampaignAnalysis, *, pooled: bool | None = None) -> pd.DataFr
     if s.empty:
         raise AnalysisError("no stale-read probe in this campaign", hint="add a [probe] table to the campaign spec")
     if pooled or (pooled is None and len(s) > MAX_STALE_ROWS):
-        reads = a.frames["probe_reads"]
-        reads = reads[reads.run_id.isin(set(a.runs.run_id[a.runs.status == "ok"]))].copy()
-        reads["setting"] = reads["setting"].astype(str)
-        s = stale_fractions(reads, ["cluster", "setting"])
+        s = stale_fractions(a.probe_reads, ["cluster", "setting"])
     return _consistency_labels(a, s)
 
 
 def staleness(a: CampaignAnalysis) -> pd.DataFrame:
     """Every stale read of the ok runs (node, staleness in ms and versions) with its configuration's ``label``
     (``stale_reads``'s) and ``reads``: how many reads that configuration made in all."""
+    from benchlib.analysis.staleness import configuration_columns
+
     s = stale_reads(a, pooled=False)
-    reads = a.frames.get("probe_reads")
-    ok = set(a.runs.run_id[a.runs.status == "ok"])
-    r = reads[reads.run_id.isin(ok)].copy()
-    r["setting"] = r["setting"].astype(str)
-    keys = [k for k in s.columns if k in ("cluster", "setting") or k in r and k in config_columns(a.param_columns)
-            and k not in ("topology", "label")]
-    r = r[r.stale.fillna(False).astype(bool)]
+    keys = configuration_columns(a.stale_reads)
+    r = a.probe_reads
+    r = r[r.stale.fillna(False).astype(bool)].copy()
     for k in keys:
         if isinstance(r[k].dtype, pd.CategoricalDtype):
             r[k] = r[k].astype(object)
@@ -442,17 +437,14 @@ def consistency_costs(a: CampaignAnalysis) -> tuple[pd.DataFrame, str]:
     held by every setting: what a setting costs shows in latency); an open-loop load that queued measures the most
     the writer could do, its throughput."""
     from benchlib.analysis.campaign import SHORT_OF_RATE
+    from benchlib.analysis.staleness import configuration_columns
 
     s = stale_reads(a, pooled=False)
-    if len(s) > MAX_STALE_ROWS:
-        raise AnalysisError(f"{len(s)} configurations with the stale-read probe: too many points for one plane",
-                            hint="a campaign that varies the read consistency and a few loads (examples/campaigns/"
-                                 "consistency.toml); the table 'What each setting costs the writer' has them all")
     costs = a.consistency_costs
     c = a.configs
     held = "rate" in c and c.rate.notna().all() and (c.tps_mean >= (1 - SHORT_OF_RATE) * c.rate).all()
     metric = "lat_pctl_ms" if held else "tps"
-    keys = [k for k in s.columns if k in ("cluster", "setting") or k in config_columns(a.param_columns)]
+    keys = configuration_columns(a.stale_reads)
     c = costs[costs.metric == metric] if not costs.empty else pd.DataFrame(columns=[*keys, "ratio"])
     c = c.rename(columns={"ci_low": "ratio_low", "ci_high": "ratio_high", "verdict": "ratio_verdict"})
     keys = [k for k in keys if k in c.columns]
@@ -460,8 +452,5 @@ def consistency_costs(a: CampaignAnalysis) -> tuple[pd.DataFrame, str]:
         if column not in c:
             c[column] = pd.Series(dtype=float)
     out = s.merge(c[[*keys, "ratio", "ratio_low", "ratio_high", "ratio_verdict", "weakest"]], on=keys, how="left")
-    weakest = out.ratio.isna() & out.cluster.map(
-        measured(a).drop_duplicates("cluster").set_index("cluster").get("default_consistency", pd.Series(dtype=str))
-    ).eq(out.setting)
-    out.loc[weakest, "ratio"] = 1.0
+    out.loc[out.ratio.isna() & out.cluster.map(a.weakest).eq(out.setting), "ratio"] = 1.0
     return out.dropna(subset=["ratio"]), metric

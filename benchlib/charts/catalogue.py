@@ -105,12 +105,11 @@ def _staleness(a):
 
 
 def _plane(a):
-    try:
-        points, metric = views.consistency_costs(a)
-    except AnalysisError as exc:
-        if a.stale_reads.empty:
-            raise
-        raise LeftOut(exc.message, hint=exc.hint) from None
+    if len(a.stale_reads) > views.MAX_STALE_ROWS:
+        raise LeftOut(f"{len(a.stale_reads)} configurations with the stale-read probe: too many points for one plane",
+                      hint="a campaign that varies the read consistency and a few loads (examples/campaigns/"
+                           "consistency.toml); the table 'What each setting costs the writer' has them all")
+    points, metric = views.consistency_costs(a)
     if points.ratio.eq(1.0).all():
         raise LeftOut("the cost-and-benefit plane needs two read consistency settings or more on a cluster; each "
                       "cluster ran one", hint="list several settings in the campaign's [probe] consistency")

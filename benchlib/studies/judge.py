@@ -145,13 +145,12 @@ def stale_rate(a: CampaignAnalysis, **where: Any) -> pd.Series | None:
     ``system`` run fact, ``consistency`` the setting's name, any run parameter), pooled; None when there are none."""
     from benchlib.analysis.staleness import stale_fractions
 
-    reads = a.frames.get("probe_reads")
-    if reads is None or reads.empty:
+    reads = a.probe_reads
+    if reads.empty:
         return None
     runs = pick(a.runs[a.runs.status == "ok"], **{("read_consistency" if k == "consistency" else k): v
                                                     for k, v in where.items()})
-    mine = reads[reads.run_id.isin(set(runs.run_id))].assign(all="all")
-    table = stale_fractions(mine, ["all"]) if len(mine) else pd.DataFrame()
+    table = stale_fractions(reads[reads.run_id.isin(set(runs.run_id))], [])
     return table.iloc[0] if len(table) else None
 
 
