@@ -95,6 +95,9 @@ class Manifest(_Open):
     breaches: list[dict[str, Any]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
     audit: dict[str, Any] = Field(default_factory=dict)  # the consistency audit after the run (campaign.audit.Audit)
     probe: dict[str, Any] = Field(default_factory=dict)  # the stale-read probe's options and read consistency
+    #: the read side of a read-split load: threads, nodes, the read consistency its sessions ran under and its
+    #: statements, sysbench's summary per node
+    read_split: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Manifest":

@@ -135,7 +135,7 @@ def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
     c = a.comparisons
     if c.empty:
         return []
-    t = c[c.metric == "tps"]
+    t = c[c.metric.isin(["tps", "read_tps"])]  # the writers', and a read-split load's readers
     keys = [k for k in a.param_columns if k in t.columns and k not in ("topology", "config", "cluster")]
     varying = [k for k in keys if t[k].nunique(dropna=True) > 1 or k in ("threads", "workload")]
     varying = [k for k in varying if k == "consistency" or k not in a.set_by_consistency]  # a setting: said once
@@ -153,8 +153,10 @@ def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
         interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if bounded else "no interval"
         runs = f"{int(r.n)} run{'s' if r.n != 1 else ''}" + (f" against {int(r.n_baseline)}"
                                                             if pd.notna(r.get("n_baseline")) else "")
-        lines.append((f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) delivers {r.ratio:.2f}× "
-                      f"{r.baseline}'s throughput {where} ({interval}; {runs})", _verdict_words(r)))
+        what = ("serves {:.2f}× {}'s reads on the nodes besides the write node (read split)" if r.metric == "read_tps"
+                else "delivers {:.2f}× {}'s throughput").format(r.ratio, r.baseline)
+        lines.append((f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) {what} {where} ({interval}; {runs})",
+                      _verdict_words(r)))
     return lines
 
 

@@ -71,6 +71,13 @@ INTERVALS = Schema("intervals", {
     "concurrency": Column("Int64", "open loop (--rate): events in progress; missing when closed"),
 })
 
+#: the read side of a read-split load (``[load] read_threads``): sysbench's per-second lines on each reading node
+READ_INTERVALS = Schema("read_intervals", {
+    "node": Column("str", "the node the reads ran on (every node but the write node)"),
+    **{c: Column(col.dtype, col.doc.replace("transactions", "read-only transactions"))
+       for c, col in INTERVALS.columns.items()},
+})
+
 HISTOGRAM = Schema("histogram", {
     "lat_ms": Column("float64", "latency bucket value, ms"),
     "count": Column("int64", "events in that bucket over the whole run"),

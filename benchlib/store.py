@@ -34,13 +34,14 @@ import pandas as pd
 
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, CampaignRecord, Manifest, upgrade
-from benchlib.schema import CLUSTER, HISTOGRAM, INTERVALS, LAG, PROBE_READS, PROBE_WRITES, Schema
+from benchlib.schema import CLUSTER, HISTOGRAM, INTERVALS, LAG, PROBE_READS, PROBE_WRITES, READ_INTERVALS, Schema
 
 __all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter", "SecretRefusedError",
            "StoreError", "list_runs", "load_campaign", "read_campaign_record", "read_manifest", "read_run"]
 
 FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM,
-                             "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS}
+                             "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS,
+                             "read_intervals": READ_INTERVALS}
 TMP_PREFIX = ".tmp-"
 
 

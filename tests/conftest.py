@@ -2,7 +2,9 @@
 
 Markers (``pyproject.toml``): ``lab`` needs real servers (a test using ``labs``, ``fresh_labs``, ``study_run``,
 ``remote`` or ``client_hosts`` gets it by itself; a test that brings a lab up otherwise says so); ``measures``
-asserts a timing a busy machine would spoil; ``kernel`` executes notebooks; ``browser`` drives headless Chromium.
+asserts a timing a busy machine would spoil; ``kernel`` executes notebooks; ``browser`` drives headless Chromium;
+``heavy`` loads the host for minutes (the heavy tests run one at a time); ``alone`` looks at every lab or kernel on
+the machine (it runs when no other test does).
 A test without ``lab`` cannot bring a lab up: ``./scripts/test fast`` (``-m "not lab"``) runs with no server.
 """
 
@@ -25,8 +27,11 @@ from benchlib.lab.spec import LabSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "labs"
-# A short root: node socket paths must stay under 107 characters.
-LAB_ROOT = Path(f"/tmp/blt{os.getpid()}")
+# A short root: node socket paths must stay under 107 characters. One root for a whole session, its xdist workers
+# included (a worker's parent is the session's controller): labs of two workers share the root's lock, so they
+# never pick the same ports or WAN network.
+_SESSION = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
+LAB_ROOT = Path(f"/tmp/blt{_SESSION}")
 os.environ["BENCHLIB_LAB_ROOT"] = str(LAB_ROOT)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)")
@@ -34,10 +39,52 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network n
 LAB_FIXTURES = {"labs", "fresh_labs", "study_run", "remote", "client_hosts"}
 
 
+#: the tests that load the host for minutes (campaigns of closed-loop runs): marked ``heavy``; ./scripts/test runs
+#: them one after another on one worker while the other takes the light lab tests, module by module
+HEAVY = ("tests/lab/test_check.py::test_demo_command_is_the_main_job",
+         "tests/studies/test_studies.py::test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_"
+         "judged[000]",
+         "tests/studies/test_studies.py::test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_"
+         "judged[003]",
+         "tests/studies/test_studies.py::test_000_",  # the live studies' own checks: their campaign runs once
+         "tests/studies/test_studies.py::test_003_")
+
+
+def pytest_itemcollected(item):
+    if item.nodeid.startswith(HEAVY):
+        item.add_marker(pytest.mark.heavy)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if LAB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
+    # the heavy tests first: the first worker starts on them (the longest group) while the other takes the rest
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+def group_of(nodeid: str) -> str:
+    """The work unit of a test under ``--dist loadgroup`` (``pytest_xdist_make_scheduler``): its module (a module's
+    labs are brought up once), except the heavy ones together (one at a time, beside the light ones) and the
+    remote-lab tests together (their client hosts use one network)."""
+    if nodeid.startswith(HEAVY):
+        return "heavy"
+    module = nodeid.split("::")[0]
+    return "tests/remote" if module.startswith("tests/remote/") else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` schedules by ``group_of`` (xdist's own reads ``xdist_group`` marks through a node id
+    that pytest 9 no longer lets it change)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return Groups(config, log)
 
 
 @pytest.fixture(autouse=True)
@@ -125,13 +172,22 @@ def leftovers(lab) -> list[str]:
 @pytest.fixture(scope="session", autouse=True)
 def lab_root():
     LAB_ROOT.mkdir(exist_ok=True)
-    yield LAB_ROOT
+    return LAB_ROOT
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Once the whole session is over (in the controller, after every worker): take down whatever lab a test left,
+    and fail the session if a lab process had to be stopped."""
+    if hasattr(session.config, "workerinput") or not LAB_ROOT.exists():
+        return
     from benchlib.lab.cleanup import cleanup
 
     cleanup(LAB_ROOT, all_labs=True)
     stray = procs.find(f"{LAB_ROOT}/")
     shutil.rmtree(LAB_ROOT, ignore_errors=True)
-    assert not stray, f"processes left behind: {stray}"
+    if stray:
+        session.config.get_terminal_writer().line(f"processes left behind: {stray}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 class LabFactory:

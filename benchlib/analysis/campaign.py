@@ -253,6 +253,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     batches = dict(zip(assessed.run_id, assessed.pop("_batches"))) if "_batches" in assessed else {}
     table = runs.merge(assessed, on="run_id", how="left") if not assessed.empty else runs.copy()
     table = _unreported_tail(table, frames.get("intervals", pd.DataFrame()))
+    table = _read_side(table, frames.get("read_intervals", pd.DataFrame()))
     # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
     # pooled into configurations or ratios
     measured = table[table.search.isna()] if "search" in table else table
@@ -375,7 +376,9 @@ def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, ma
     if blocks is not None:
         family = blocks.copy()
         family.loc[base.index, "label"] = _BASE
-    for metric, higher in (("tps_mean", True), ("lat_pctl_ms", False)):
+    for metric, higher in READ_AND_WRITE_METRICS:
+        if metric not in g or metric not in base:
+            continue
         a_vals, b_vals = g[metric].dropna().to_numpy(), base[metric].dropna().to_numpy()
         if len(a_vals) == 0 or len(b_vals) == 0:
             continue
@@ -482,6 +485,26 @@ def _blocks(ok: pd.DataFrame) -> pd.DataFrame | None:
     fam = ok.copy()
     fam["label"] = fam.config.astype(str)
     return fam
+
+
+#: what a ratio is taken of (run column, higher is better): the writers' throughput and latency, and with a
+#: read-split load the readers' (every reading node's read-only transactions per second, their p95 latency)
+READ_AND_WRITE_METRICS = (("tps_mean", True), ("lat_pctl_ms", False), ("read_tps", True), ("read_lat_ms", False))
+
+
+def _read_side(table: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
+    """A read-split load's readers per run: ``read_tps`` (read-only transactions per second, summed over the reading
+    nodes, the first second left out) and ``read_lat_ms`` (their latency percentile, the median second, averaged over
+    the nodes); absent without a read-split run."""
+    if reads is None or reads.empty:
+        return table
+    r = reads[reads.t_s > 1].astype({"run_id": str, "node": str})
+    per_node = r.groupby(["run_id", "node"]).agg(tps=("tps", "mean"), lat=("lat_pctl_ms", "median"))
+    per_run = per_node.groupby(level="run_id").agg(read_tps=("tps", "sum"), read_lat_ms=("lat", "mean"))
+    out, run = table.copy(), table.run_id.astype(str)
+    for column in per_run:
+        out[column] = run.map(per_run[column])
+    return out
 
 
 SHORT_OF_RATE = 0.05  # an open-loop configuration whose mean throughput is this far below its rate did not hold it

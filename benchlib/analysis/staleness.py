@@ -182,11 +182,18 @@ def in_words(row: pd.Series, costs: pd.DataFrame | None = None, weakest: pd.Seri
     failed = f"; {int(row['failed'])} reads failed" if row["failed"] else ""
     cost = ""
     if costs is not None and len(costs):
-        parts = [f"{WRITER_METRIC.get(c.metric, c.metric)} {c.ratio:.2f}× (95% {c.ci_low:.2f}–{c.ci_high:.2f})"
-                 for c in costs.itertuples() if np.isfinite(c.ratio)]
-        if parts:
-            cost = f"; against {costs.weakest.iloc[0]}, the writer's " + " and ".join(parts)
+        said_of = {}
+        for c in costs.itertuples():
+            if np.isfinite(c.ratio) and c.metric in METRIC_WORDS:
+                who, what = METRIC_WORDS[c.metric]
+                said_of.setdefault(who, []).append(f"{what} {c.ratio:.2f}× (95% {c.ci_low:.2f}–{c.ci_high:.2f})")
+        if said_of:
+            cost = f"; against {costs.weakest.iloc[0]}, " + ", ".join(
+                f"{who} " + " and ".join(parts) for who, parts in said_of.items())
     return f"{said}; a read took {row['read_ms_p50']:.1f} ms (median){wait}{slower}{failed}{cost}."
 
 
-WRITER_METRIC = {"tps": "throughput", "lat_pctl_ms": "latency"}
+#: a cost ratio's metric: whose (the sysbench writers, or a read-split load's readers) and what, in words
+METRIC_WORDS = {"tps": ("the writer's", "throughput"), "lat_pctl_ms": ("the writer's", "latency"),
+                "read_tps": ("the read split's readers'", "throughput"), "read_lat_ms": ("the read split's readers'",
+                                                                                        "latency")}

@@ -17,7 +17,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from benchlib.campaign.ids import RunId
 from benchlib.environment import git_revision, host_facts
@@ -43,10 +43,12 @@ class CampaignFolder:
         self._lock: int | None = None
 
     # -- claim -------------------------------------------------------------------------
-    def claim(self, description: dict[str, Any], recorded: dict[str, Any] | None = None) -> "CampaignFolder":
+    def claim(self, description: dict[str, Any], recorded: dict[str, Any] | None = None,
+              upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> "CampaignFolder":
         """Create or reopen the folder; refuse one that holds another campaign (a different ``description``) or is
         in use. The host facts, the git revision and ``recorded`` (facts of this benchlib, such as what its runs
-        sample) are written once, when the folder is created, and never compared."""
+        sample) are written once, when the folder is created, and never compared. ``upgrade`` turns a description
+        an earlier benchlib wrote into today's (fields added since, at their defaults) before comparing."""
         path = self.path
         path.mkdir(parents=True, exist_ok=True)
         fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -59,6 +61,8 @@ class CampaignFolder:
         record = path / "campaign.json"
         if record.exists():
             old = read_campaign_record(path).model_dump(mode="json")
+            if upgrade is not None:
+                old = upgrade(old)
             if {k: old.get(k) for k in description} != description:
                 os.close(fd)
                 differs = [k for k in description if old.get(k) != description[k]]

@@ -164,7 +164,8 @@ class CampaignSession:
         try:
             done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
                                stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s, on_interval=hook,
-                               on_second=self.progress.second, context=self.context(), probe=run.probe)
+                               on_second=self.progress.second, context=self.context(), probe=run.probe,
+                               read_threads=run.read_threads)
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:
             if isinstance(exc, SecretRefusedError):
                 writer.abandon()
@@ -199,6 +200,15 @@ class CampaignSession:
             self.progress.say(f"healed the lab: restarted {', '.join(restarted)}")
 
 
+def _with_defaults(old: dict[str, Any]) -> dict[str, Any]:
+    """A campaign folder's recorded campaign spec with the fields added since it was written at their defaults (a
+    campaign started before ``load.read_threads`` existed resumes)."""
+    try:
+        return {**old, "campaign": CampaignSpec.model_validate(old.get("campaign") or {}).model_dump(mode="json")}
+    except ValidationError:
+        return old
+
+
 def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str = "spec",
                  keep_lab: bool = False, progress: str = "auto",
                  before_run: Callable[["Lab", PlannedRun], None] | None = None,
@@ -214,7 +224,8 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
     policy = campaign.failed if params.failed == "spec" else params.failed
     folder = CampaignFolder(campaign_dir(campaign, params.runs_dir).resolve())
     folder.claim({"campaign": campaign.model_dump(mode="json"), "lab": lab_spec.model_dump(mode="json"),
-                  "plan": [{"run_id": r.run_id, **r.params} for r in runs]}, recorded={"metrics": list(METRICS)})
+                  "plan": [{"run_id": r.run_id, **r.params} for r in runs]}, recorded={"metrics": list(METRICS)},
+                 upgrade=_with_defaults)
     result = CampaignResult(folder.path, runs)
     todo: list[PlannedRun] = []
     for run in runs:

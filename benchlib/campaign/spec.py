@@ -15,6 +15,7 @@
     rates = []                          # open loop: target TPS values (empty: closed loop)
     warmup_s = 0                        # unmeasured load before each run's measured window
     rows_per_trx = 50                   # insert_batch: single-row INSERTs per transaction
+    read_threads = 0                    # read split: sysbench threads reading (oltp_read_only) on every other node
 
     [matrix]                            # runtime settings swept on a running lab
     clusters = ["async", "galera"]      # clusters of the lab to measure (default: all)
@@ -84,6 +85,9 @@ class Load(_Strict):
     percentile: int = Field(default=95, ge=1, le=100)
     warmup_s: int = Field(default=0, ge=0, le=3600)
     rows_per_trx: int = Field(default=50, ge=1, le=10_000)  # insert_batch
+    #: a read-split load: this many sysbench threads on every node but the write node read the dataset
+    #: (oltp_read_only, each session under the run's read consistency) beside the writers; 0: none
+    read_threads: int = Field(default=0, ge=0, le=10_000)
 
     @field_validator("workloads")
     @classmethod
@@ -161,6 +165,7 @@ class PlannedRun:
     config_key: str
     search: str | None = None  # the sustained-throughput search this open-loop run belongs to
     probe: ProbeOptions | None = None  # the stale-read probe, its read consistency chosen
+    read_threads: int = 0  # the read side of a read-split load: sysbench threads on each other node
 
     def again(self, index: int, repetition: int) -> "PlannedRun":
         """The same configuration as another repetition, at ``index``."""
@@ -175,6 +180,8 @@ class PlannedRun:
         extra = {"search": self.search} if self.search else {}
         if self.probe is not None:
             extra["consistency"] = self.probe.consistency
+        if self.read_threads:
+            extra["read_threads"] = self.read_threads
         return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
                 "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
                 "config": self.config_key, **self.settings, **extra}
@@ -203,15 +210,26 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
     used = set()
     configs = []
     reads = _read_settings(spec, lab, clusters, source)
+    _check_read_split(spec, lab, clusters, source)
     for cluster in clusters:
         topology = lab.clusters[cluster].topology
         rules = lab.setting_rules(cluster)
-        dims = {k: [rules.parse(k, v) for v in values] for k, values in matrix.items() if k in rules}
+        dims = {k: [rules.parse(k, v) for v in values] for k, values in matrix.items() if k in rules
+                and _applies(rules.settings[k].only_with, topology, matrix)}
         used |= set(dims)
         loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])
+        seen = set()
         for (workload, threads, rate), combo, read in itertools.product(loads, itertools.product(*dims.values()),
                                                                          reads[cluster]):
             settings = dict(zip(dims, combo))
+            for k in [k for k in settings if rules.settings[k].only_with in settings]:
+                if settings[rules.settings[k].only_with] is False:  # its switch is off in this combination
+                    del settings[k]
+            once = json.dumps([workload, threads, rate, settings, read.name if read else None], sort_keys=True,
+                              default=str)
+            if once in seen:
+                continue
+            seen.add(once)
             if read is not None:
                 clash = sorted(set(read.load or {}) & set(dims))
                 if clash:
@@ -223,13 +241,15 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                                    percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
             probe = None if spec.probe is None else ProbeOptions(
                 spec.probe.write_rate, spec.probe.read_rate, read.name if read else None, spec.probe.wait_timeout_s)
-            identity = [cluster, settings, workload, threads, rate] + ([probe.consistency] if probe else [])
+            identity = [cluster, settings, workload, threads, rate] + ([probe.consistency] if probe else []) \
+                + ([{"read_threads": spec.load.read_threads}] if spec.load.read_threads else [])
             key = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
             configs.append((cluster, topology, settings, opts, key, probe))
     unused = sorted(set(matrix) - used)
     if unused:
         raise SpecError(f"{source}: matrix settings {unused} apply to none of the clusters {clusters}",
-                        hint="remove them, or add a cluster whose topology has them")
+                        hint="remove them, or add a cluster whose topology has them (the semi-sync wait point and "
+                             "timeout: a semisync cluster, or sweep semisync too)")
     rng = random.Random(spec.seed)
     order = []
     for rep in range(1, spec.repetitions + 1):
@@ -239,7 +259,28 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             block[0], block[1] = block[1], block[0]  # never the same configuration twice in a row
         order += [(rep, c) for c in block]
     return [PlannedRun(i, str(RunId(i, c[0], c[3].workload, c[3].threads, c[4], rep)), c[0], c[1], c[2], c[3],
-                       rep, c[4], probe=c[5]) for i, (rep, c) in enumerate(order, start=1)]
+                       rep, c[4], probe=c[5], read_threads=spec.load.read_threads)
+            for i, (rep, c) in enumerate(order, start=1)]
+
+
+def _applies(switch: str | None, topology: str, matrix: dict[str, list[Any]]) -> bool:
+    """A setting that means something only while ``switch`` is on (the semi-sync wait point) is swept on a cluster
+    whose topology has it on, or where the matrix sweeps the switch too; elsewhere it would only repeat runs."""
+    return switch is None or topology == switch or switch in matrix
+
+
+def _check_read_split(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str], source: str) -> None:
+    """A read-split load needs other nodes to read on, and the oltp dataset (sbtest1..N) to read."""
+    if not spec.load.read_threads:
+        return
+    alone = [c for c in clusters if lab.clusters[c].node_count < 2]
+    if alone:
+        raise SpecError(f"{source}: load.read_threads reads on the nodes besides the write node; cluster {alone[0]} "
+                        "has one node", hint="leave it out of matrix.clusters, or set load.read_threads = 0")
+    wide = [w for w in spec.load.workloads if WORKLOADS[w].dataset != "oltp"]
+    if wide:
+        raise SpecError(f"{source}: load.read_threads reads the sbtest tables; workload {wide[0]} writes others",
+                        hint="an oltp_* workload (oltp_write_only is the usual write side of a read split)")
 
 
 def _read_settings(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],

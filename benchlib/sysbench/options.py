@@ -1,7 +1,8 @@
 """What sysbench is asked to run: the workloads, the options of one run, and the connection config.
 
 A workload is sysbench's own test (``oltp_read_write`` ...) or a Lua file bundled with
-benchlib (``insert_single``/``insert_batch`` write into a wide table). ``SysbenchOptions``
+benchlib (``insert_single``/``insert_batch`` write into a wide table; ``replica_reads`` is
+``oltp_read_only`` whose sessions first run ``session_sql``: the read side of a read-split load). ``SysbenchOptions``
 is one run's options; ``argv``/``run_args`` turn them into sysbench's command line. The
 password never appears there: sysbench reads its connection options from its standard
 input (``--config-file=/dev/stdin``, see ``connection_config``).
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from benchlib.errors import BenchlibError
 
-__all__ = ["WORKLOADS", "RunError", "SysbenchOptions", "Workload", "connection_config"]
+__all__ = ["READ_SPLIT", "WORKLOADS", "RunError", "SysbenchOptions", "Workload", "connection_config"]
 
 WORKLOAD_DIR = Path(__file__).resolve().parents[1] / "workloads"
 
@@ -41,6 +42,9 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     Workload("insert_single", str(WORKLOAD_DIR / "insert_rows.lua"), "wide"),
     Workload("insert_batch", str(WORKLOAD_DIR / "insert_rows.lua"), "wide", rows_per_trx=True),
 ]}
+#: the read side of a read-split load (``[load] read_threads``): oltp_read_only on the other nodes, each session
+#: under the run's read consistency; not a campaign workload of its own
+READ_SPLIT = Workload("replica_reads", str(WORKLOAD_DIR / "replica_reads.lua"), "oltp")
 
 
 class RunError(BenchlibError):
@@ -59,17 +63,23 @@ class SysbenchOptions:
     histogram: bool = True
     rows_per_trx: int = 50  # insert_batch only
     extra: tuple[str, ...] = ()
+    session_sql: tuple[str, ...] = ()  # replica_reads only: statements each session runs first
 
     def __post_init__(self):
-        if self.workload not in WORKLOADS:
+        if self.workload not in WORKLOADS and self.workload != READ_SPLIT.name:
             raise RunError(f"unknown workload {self.workload!r}", hint=f"workloads: {', '.join(sorted(WORKLOADS))}")
         for name in ("tables", "table_size", "threads", "time_s", "rows_per_trx"):
             if getattr(self, name) < 1:
                 raise RunError(f"{name} must be at least 1 (got {getattr(self, name)})")
 
+        if self.session_sql and self.workload != READ_SPLIT.name:
+            raise RunError(f"session statements need the {READ_SPLIT.name} workload, not {self.workload!r}")
+        if any(";" in s for s in self.session_sql):
+            raise RunError("a session statement holds a ';'", hint="give each statement on its own")
+
     @property
     def spec(self) -> Workload:
-        return WORKLOADS[self.workload]
+        return READ_SPLIT if self.workload == READ_SPLIT.name else WORKLOADS[self.workload]
 
     @property
     def dataset_key(self) -> str:
@@ -101,6 +111,8 @@ class SysbenchOptions:
             args.append("--histogram")
         if self.rate:
             args.append(f"--rate={self.rate}")
+        if self.session_sql:
+            args.append("--session-sql=" + ";".join(self.session_sql))
         return [*args, *self.extra]
 
 

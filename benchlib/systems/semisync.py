@@ -90,14 +90,15 @@ def settings(names: Names) -> list[Setting]:
                 apply=_switch(names)),
         Setting("semisync_wait_point", choice("AFTER_SYNC", "AFTER_COMMIT"), names.var("wait_point"),
                 set_global(names.var("wait_point"), ("primary",)), read_var(names.var("wait_point")),
-                replicas_only=True),
+                replicas_only=True, only_with="semisync"),
         Setting("semisync_timeout_ms", int_range(1, 3_600_000), f"{names.var('timeout')} in ms",
-                set_global(names.var("timeout"), ("primary",)), read_var(names.var("timeout")), replicas_only=True),
+                set_global(names.var("timeout"), ("primary",)), read_var(names.var("timeout")), replicas_only=True,
+                only_with="semisync"),
     ]
     if names.replica_count:
         out.append(Setting("semisync_replica_count", int_range(1, 65535), f"{names.replica_count}: replica acks "
                            "a commit waits for", set_global(names.replica_count, ("primary",)),
-                           read_var(names.replica_count), replicas_only=True))
+                           read_var(names.replica_count), replicas_only=True, only_with="semisync"))
     return out
 
 

@@ -98,6 +98,9 @@ class Setting:
     matches: Callable[[Any, Any], bool] = same_value
     variables: tuple[str, ...] = ()  # variables to read first (names that differ by version)
     replicas_only: bool = False  # means something only in a cluster with replicas
+    #: means something only while this on/off setting is on (the semi-sync wait point and timeout: semi-sync); a
+    #: campaign sweeps it on the clusters whose topology has it on, or where it sweeps that setting too
+    only_with: str | None = None
     restart: str | None = None  # read only at server start: this variable (SET PERSIST_ONLY + RESTART)
     apply: Callable[[ClusterTarget, Any, list[NodeRef]], None] | None = None  # a whole-cluster applier
 

@@ -192,3 +192,29 @@ def test_stale_reads_in_words_say_the_fraction_the_cost_and_the_read_slowdown(co
     assert "against EVENTUAL, the writer's throughput" in before and "× EVENTUAL's" in before
     eventual = next(x for x in said if x.startswith("gr EVENTUAL rate 300"))
     assert "against" not in eventual  # the weakest setting is what the others are against
+
+
+@pytest.fixture(scope="module")
+def read_split():
+    return analyze(DATA / "read-split")
+
+
+def test_a_read_split_load_costs_the_readers_per_setting_and_against_async(read_split):
+    """The recorded read-split campaign (examples/campaigns/read-split.toml): per run the readers' throughput and
+    latency; per setting their ratios against the cluster's weakest, beside the writer's; against async the
+    readers' throughput, said in the findings."""
+    from benchlib.report import headline
+
+    a = read_split
+    ok = a.runs[a.runs.status == "ok"]
+    assert (ok.read_tps > 0).all() and (ok.read_lat_ms > 0).all() and (ok.read_threads == 2).all()
+    costs = a.consistency_costs
+    for cluster, setting in (("galera", "wsrep_sync_wait=1"), ("gr", "BEFORE")):
+        mine = costs[(costs.cluster == cluster) & (costs.setting == setting)]
+        assert set(mine.metric) == {"tps", "lat_pctl_ms", "read_tps", "read_lat_ms"}, mine
+    assert {"read_tps", "read_lat_ms"} <= set(a.comparisons.metric)
+    words = " ".join(a.consistency_findings)
+    assert "the read split's readers' throughput" in words and "the writer's throughput" in words
+    said = [h for h in headline(a) if "reads on the nodes besides the write node (read split)" in h]
+    assert len(said) == len(a.comparisons[a.comparisons.metric == "read_tps"]) >= 2 and all("95% interval" in h
+                                                                                                for h in said)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -241,3 +242,38 @@ def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_read
 def _sql_thread(lab, verb: str) -> None:
     with lab.connect("async-3") as conn:
         sql.execute(conn, f"{verb} SLAVE SQL_THREAD")
+
+
+def test_a_read_split_reads_on_every_replica_beside_the_writers(lab, tmp_path):
+    opts = replace(OPTS, workload="oltp_write_only", threads=2)
+    run = read_run(execute_run(lab, "async", opts, writer(lab, tmp_path, "split"), read_threads=2))
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    reads = run.frames["read_intervals"]
+    assert set(reads.node) == {"async-2", "async-3"} and (reads.groupby("node").size() >= 3).all()
+    assert (reads[reads.t_s > 1].tps > 0).all() and (reads.writes_per_s == 0).all() and (reads.threads == 2).all()
+    assert (run.frames["intervals"].writes_per_s > 0).all()  # the writers wrote on the primary meanwhile
+    split = m.read_split
+    assert split["consistency"] == "eventual" and split["statements"] == [] and split["nodes"] == ["async-2", "async-3"]
+    assert set(split["summary"]) == {"async-2", "async-3"} and split["summary"]["async-2"]["events"] > 0
+    assert {"reads-async-2.txt", "reads-async-3.txt"} <= {p.name for p in (run.path / "raw").iterdir()}
+    blob = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
+    assert not any(pw.encode() in blob for pw in lab.creds.passwords.values())
+
+
+def test_a_reader_that_fails_fails_the_run_at_once_naming_its_node(lab, tmp_path, monkeypatch):
+    """The readers' sessions run the read consistency's statements first: one the server refuses stops the run
+    within seconds, the reason naming the node and the server's error."""
+    from benchlib.campaign import run as run_module
+    from benchlib.systems.consistency import ReadSetting
+
+    refused = ReadSetting("bogus", "a statement the server refuses", reader=("SET SESSION no_such_variable = 1",),
+                          waits=False)
+    monkeypatch.setattr(run_module.consistency, "for_system", lambda system, name: refused)
+    started = time.monotonic()
+    folder = execute_run(lab, "async", replace(OPTS, workload="oltp_write_only", time_s=30),
+                         writer(lab, tmp_path, "refused"), read_threads=1)
+    run = read_run(folder)
+    assert run.manifest.status == "failed" and time.monotonic() - started < 20
+    assert re.search(r"^FAILED: the reads on async-[23] ended: .*no_such_variable", run.manifest.reason), \
+        run.manifest.reason

@@ -81,8 +81,9 @@ def _our_processes() -> list[str]:
 
 @pytest.mark.kernel
 @pytest.mark.lab
+@pytest.mark.alone  # no Jupyter kernel may be left on the machine
 def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_path):
-    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-intr", clusters=["async"], repetitions=3)
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-ctrlc", clusters=["async"], repetitions=3)
     runs = tmp_path / "runs"
     cmd = [sys.executable, "-m", "benchlib.cli", "run", str(spec), "--runs-dir", str(runs)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
@@ -101,7 +102,7 @@ def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_pa
     assert "interrupted" in out and "Traceback" not in out
     folder = runs / "t"
     assert not list(folder.glob(".tmp-*"))  # no half-written run
-    assert "t-intr" not in list_labs() and not _our_processes()  # the campaign's lab is down, nothing runs
+    assert "t-ctrlc" not in list_labs() and not _our_processes()  # the campaign's lab is down, nothing runs
     stored = {p.name: (p / "manifest.json").stat().st_mtime for p in folder.glob("0*")}
     assert 1 <= len(stored) < 3
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1  # the interrupted execution, kept
@@ -113,7 +114,7 @@ def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_pa
     events = [json.loads(line)["event"] for line in (folder / "events.jsonl").read_text().splitlines()]
     assert events.count("interrupted") == 1 and events[-1] == "end"
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 2  # earlier copies are kept
-    lab = LocalLab.open("t-intr")
+    lab = LocalLab.open("t-ctrlc")
     try:
         passwords = [pw.encode() for pw in lab.creds.passwords.values()]
         files = [p for p in runs.rglob("*") if p.is_file()]

@@ -70,6 +70,14 @@ def test_quick_example_loads_and_plans():
     assert lab.name == "demo" and len(runs) == 3 * 1 * 5  # clusters x threads x repetitions
 
 
+@pytest.mark.parametrize("name, runs", [("consistency.toml", 72), ("read-split.toml", 15), ("resources.toml", None)])
+def test_every_example_campaign_loads_and_plans_what_its_comment_says(name, runs):
+    cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / name)
+    planned = plan(cspec, lab)
+    assert runs is None or len(planned) == runs
+    assert f"{len(planned)} runs" in (ROOT / "examples" / "campaigns" / name).read_text() or runs is None
+
+
 def test_bad_campaign_spec_names_the_field(tmp_path):
     bad = tmp_path / "c.toml"
     bad.write_text('name = "x"\nlab = "l.toml"\n[load]\nworkloads = ["oltp_magic"]\nthreads = [0]\n')
@@ -110,3 +118,29 @@ def test_a_read_consistency_no_cluster_has_is_refused_saying_what_each_supports(
 
 def test_without_a_probe_runs_have_no_consistency():
     assert all(r.probe is None and "consistency" not in r.params for r in plan(spec(), DEMO))
+
+
+def test_the_semisync_wait_point_is_swept_where_semisync_is_on():
+    runs = plan(spec(repetitions=1, load={"threads": [4]}, matrix={"semisync_wait_point": ["AFTER_SYNC", "AFTER_COMMIT"]}),
+                DEMO)
+    by = Counter((r.cluster, r.settings.get("semisync_wait_point")) for r in runs)
+    assert by == {("semisync", "AFTER_SYNC"): 1, ("semisync", "AFTER_COMMIT"): 1, ("async", None): 1,
+                  ("galera", None): 1}  # async replicas have semi-sync off: the wait point would only repeat runs
+    both = plan(spec(repetitions=1, load={"threads": [4]}, matrix={
+        "clusters": ["async"], "semisync": [False, True], "semisync_wait_point": ["AFTER_SYNC", "AFTER_COMMIT"]}), DEMO)
+    assert sorted((r.settings["semisync"], r.settings.get("semisync_wait_point", "")) for r in both) == [
+        (False, ""), (True, "AFTER_COMMIT"), (True, "AFTER_SYNC")]  # switched off: one run, not one per wait point
+    with pytest.raises(SpecError, match="apply to none of the clusters"):
+        plan(spec(matrix={"clusters": ["async"], "semisync_wait_point": ["AFTER_SYNC"]}), DEMO)
+
+
+def test_a_read_split_load_reads_on_the_other_nodes_of_oltp_tables():
+    runs = plan(spec(repetitions=1, load={"threads": [4], "read_threads": 2, "workloads": ["oltp_write_only"]}), DEMO)
+    assert all(r.read_threads == 2 and r.params["read_threads"] == 2 for r in runs)
+    assert {r.config_key for r in runs}.isdisjoint(r.config_key for r in plan(spec(repetitions=1, load={
+        "threads": [4], "workloads": ["oltp_write_only"]}), DEMO))  # a read split is another configuration
+    single = load_spec(EXAMPLES / "single.toml")
+    with pytest.raises(SpecError, match="has one node"):
+        plan(spec(lab="../labs/single.toml", load={"read_threads": 2}), single)
+    with pytest.raises(SpecError, match="workload insert_single writes others"):
+        plan(spec(load={"read_threads": 2, "workloads": ["insert_single"]}), DEMO)

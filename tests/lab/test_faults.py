@@ -71,6 +71,7 @@ def test_two_labs_side_by_side_get_distinct_ports(fresh_labs):
 
 
 @pytest.mark.lab
+@pytest.mark.alone  # cleanup() looks at every lab under the root
 def test_cleanup_stops_orphans_of_a_crashed_run():
     lab = LocalLab.up(example_spec("async-1p2r.toml", "t-orphan"))
     pids = list(lab.record.pids.values())
@@ -84,6 +85,7 @@ def test_cleanup_stops_orphans_of_a_crashed_run():
 
 @pytest.mark.lab
 @needs_root
+@pytest.mark.alone  # cleanup() looks at every lab under the root
 def test_cleanup_removes_orphan_namespaces():
     lab = LocalLab.up(example_spec("wan-semisync.toml", "t-orphns"))
     state.record_path(lab.dir).unlink()  # a crashed run: no record, servers, relay and namespace still there

@@ -308,9 +308,17 @@ def test_a_node_lost_mid_run_fails_the_run_and_stops_the_campaign(remote, tmp_pa
             exc.value.message
         m = read_manifest(tmp_path / "rdown" / killed[0])
         assert m.status == "failed" and m.reason == "FAILED: galera-3 went down during the run"
-        left = subprocess.run(["pgrep", "-af", "sysbench --config-file=/dev/stdin"], capture_output=True, text=True)
-        assert left.stdout == ""  # nothing left running on the client hosts
+        left = subprocess.run(["pgrep", "-f", "sysbench --config-file=/dev/stdin"], capture_output=True, text=True)
+        marker = f"BENCHLIB_LOAD=r{lab.name}".encode()  # this remote lab's loads (another test's may run beside it)
+        assert [p for p in left.stdout.split() if _environ_has(p, marker)] == []  # nothing left on the client hosts
     finally:
         lab.refresh()
         lab.heal()
     assert lab.broken() == []
+
+
+def _environ_has(pid: str, entry: bytes) -> bool:
+    try:
+        return entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # gone meanwhile
+        return False
