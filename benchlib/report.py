@@ -254,7 +254,9 @@ def _consistency(a: CampaignAnalysis, report: Report) -> str:
            + _fold("Stale reads by configuration", table))
     costs = a.consistency_costs
     if not costs.empty:
-        out += _fold("What each setting costs the writer, against its cluster's weakest setting",
+        split = costs.metric.astype(str).str.startswith("read_").any()
+        whom = "the writer and the read split's readers" if split else "the writer"
+        out += _fold(f"What each setting costs {whom}, against its cluster's weakest setting",
                      _table(costs, ["cluster", "setting", "weakest", *keys, "metric", "ratio", "ci_low", "ci_high",
                                     "verdict", "n", "n_baseline", "method"]))
     return out

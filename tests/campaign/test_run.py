@@ -251,7 +251,7 @@ def test_a_read_split_reads_on_every_replica_beside_the_writers(lab, tmp_path):
     assert m.status == "ok", m.reason
     reads = run.frames["read_intervals"]
     assert set(reads.node) == {"async-2", "async-3"} and (reads.groupby("node").size() >= 3).all()
-    assert (reads[reads.t_s > 1].tps > 0).all() and (reads.writes_per_s == 0).all() and (reads.threads == 2).all()
+    assert (reads[reads.t_s > 1].tps > 0).all() and (reads.writes_per_s == 0).all() and reads.threads.max() == 2
     assert (run.frames["intervals"].writes_per_s > 0).all()  # the writers wrote on the primary meanwhile
     split = m.read_split
     assert split["consistency"] == "eventual" and split["statements"] == [] and split["nodes"] == ["async-2", "async-3"]

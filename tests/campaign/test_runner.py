@@ -164,6 +164,7 @@ def test_adaptive_mode_adds_rounds_until_the_cap(labs, tmp_path):
     assert again.ran == [] and len(again.plan) == 3
 
 
+@pytest.mark.measures  # a search judges the rates the host holds: a busy neighbour moves the peak it starts from
 def test_a_sustained_search_brackets_a_rate_and_resumes_where_it_was_interrupted(labs, tmp_path):
     spec = write_campaign(tmp_path, "async-1p2r.toml", "t-sust", clusters=["async"], repetitions=1, time_s=3,
                           threads=[4], extra="sustained = true\n[search]\ntime_s = 10\nprecision = 0.25\n"

@@ -70,7 +70,7 @@ def test_quick_example_loads_and_plans():
     assert lab.name == "demo" and len(runs) == 3 * 1 * 5  # clusters x threads x repetitions
 
 
-@pytest.mark.parametrize("name, runs", [("consistency.toml", 72), ("read-split.toml", 15), ("resources.toml", None)])
+@pytest.mark.parametrize("name, runs", [("consistency.toml", 84), ("read-split.toml", 15), ("resources.toml", None)])
 def test_every_example_campaign_loads_and_plans_what_its_comment_says(name, runs):
     cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / name)
     planned = plan(cspec, lab)
