@@ -179,8 +179,11 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
             inner = "".join(f"<li>{html.escape(w)}.</li>" for w in whats)
             items += (f"<li>{html.escape(verdict[:1].upper() + verdict[1:])}, for these {len(whats)} ratios:"
                       f"<ul>{inner}</ul></li>")
-    lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline (ratio of mean TPS; margin δ = '
-            f"{a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is not called real).</p>"
+    whose = ("the writers', and the read split's readers' on the other nodes"
+             if (a.comparisons.metric == "read_tps").any() else "")
+    lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline{", " + whose if whose else ""} '
+            f"(ratio of mean TPS; margin δ = {a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is "
+            "not called real).</p>"
             f"<ul>{items}</ul>"]
     stopped = _stopped_on(campaign)
     if stopped:
