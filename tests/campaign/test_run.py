@@ -34,8 +34,10 @@ def test_a_run_end_to_end(lab, tmp_path):
     run = read_run(execute_run(lab, "async", OPTS, writer(lab, tmp_path, "r1"), on_interval=seen.append))
     m = run.manifest
     assert m.status == "ok" and 0 <= m.catch_up_low_s <= m.catch_up_s < 2
-    assert len(seen) == 4 and [iv.t_s for iv in seen] == [1.0, 2.0, 3.0, 4.0]  # parsed live
-    assert len(run.frames["intervals"]) == 4 and run.frames["histogram"]["count"].sum() == m.summary["events"]
+    # parsed live; sysbench sometimes leaves out its last report when the host is busy (measured as the unreported
+    # tail in the analysis)
+    assert len(seen) in (3, 4) and [iv.t_s for iv in seen] == [1.0, 2.0, 3.0, 4.0][:len(seen)]
+    assert len(run.frames["intervals"]) == len(seen) and run.frames["histogram"]["count"].sum() == m.summary["events"]
     lag = run.frames["lag"]
     assert set(lag.node) == {"async-2", "async-3"} and lag.lag_ms.notna().mean() > 0.9
     assert {"trx_behind", "cpu_s", "rss_mib", "gtid_seq"} <= set(run.frames["cluster"].metric)
