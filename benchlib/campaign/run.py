@@ -12,18 +12,18 @@ Nothing here knows which kind of lab it has (``benchlib.lab.base.Lab``).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from benchlib.campaign.audit import audit, dataset_tables
+from benchlib.campaign.read_split import ReadSplit
 from benchlib.manifest import ClusterFacts, LabFacts
 from benchlib.sampling.session import build_sampling
 from benchlib.sampling.stale_reads import TABLE as STALE_TABLE
 from benchlib.sampling.stale_reads import ProbeOptions
 from benchlib.store import RunWriter
-from benchlib.sysbench.options import READ_SPLIT, SysbenchOptions
+from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
 from benchlib import systems
@@ -156,8 +156,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     extra["server_variables"] = variables
     facts = facts.model_copy(update={"version": variables.get(write_node, {}).get("version")})  # the write node's
     extra["lab"] = lab_record(facts, lab.settings(cluster))
-    reads = _ReadSplit(nodes[1:], opts, read_threads, consistency.for_system(
-        facts.system, probe.consistency if probe else None), consistency.supported(facts.system)[0]) \
+    reads = ReadSplit(nodes[1:], opts, read_threads, facts.system, probe.consistency if probe else None) \
         if read_threads else None
     if reads is not None:
         extra["read_split"] = reads.as_dict()
@@ -252,88 +251,6 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     if catch_up is None:
         return writer.fail(f"replicas did not catch up within {catch_up_timeout:g} s after the load", **extra)
     return writer.finish(**extra)
-
-
-class _ReadSplit:
-    """The read side of a read-split load: ``threads`` sysbench threads of oltp_read_only on each of ``nodes``,
-    each session under ``setting`` where sessions can carry it (a causal wait on a replica needs the writer's GTID,
-    which sysbench cannot pass: there the reads run under the system's ``default``), beside the write load."""
-
-    def __init__(self, nodes: list[str], opts: SysbenchOptions, threads: int, setting, default: str):
-        by_statement = setting.token is None
-        self.nodes, self.threads = nodes, threads
-        self.consistency = setting.name if by_statement else default
-        self.opts = replace(opts, workload=READ_SPLIT.name, threads=threads, rate=None, histogram=False,
-                            session_sql=tuple(setting.reader) if by_statement else ())
-        self.results: dict[str, LoadResult] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._futures: dict = {}
-        self._stopping = False
-
-    WRITERS_ENDED, OTHER_ENDED = "the write load ended first", "another node's reads ended"
-
-    def start(self, driver, run_id: str, stall_s: float, outside: Callable[[], str | None]) -> None:
-        """Every reader's load, in threads; ``outside()``: why the whole run must stop (a node down ...)."""
-        def watch() -> str | None:
-            if self._stopping:
-                return self.WRITERS_ENDED
-            return outside() or (self.OTHER_ENDED if self.failed() else None)
-
-        self._pool = ThreadPoolExecutor(max_workers=len(self.nodes), thread_name_prefix="read-split")
-        self._futures = {n: self._pool.submit(driver.run, n, self.opts, stall_s=stall_s,
-                                              source=f"{run_id}/raw/reads-{n}.txt", abort_if=watch)
-                         for n in self.nodes}
-
-    def failed(self) -> str | None:
-        """The reader that ended badly first, in words (the writers' watchdog stops the load on it): one that failed
-        on its own rather than because another did."""
-        bad = {}
-        for node, f in self._futures.items():
-            if f.done():
-                exc = f.exception()
-                if exc is not None or f.result().status != "ok":
-                    bad[node] = f"{type(exc).__name__}: {exc}" if exc else f.result().reason
-        first = [n for n, why in bad.items() if why not in (self.WRITERS_ENDED, self.OTHER_ENDED)] or list(bad)
-        return f"the reads on {first[0]} ended: {bad[first[0]]}" if first else None
-
-    def join(self, loaded: LoadResult) -> LoadResult:
-        """The write load's result, failed when a reader failed (naming the node)."""
-        if loaded.status != "ok":
-            self._stopping = True
-        for node, f in self._futures.items():
-            try:
-                self.results[node] = f.result()
-            except Exception as exc:  # noqa: BLE001 - a reader's failure is the run's, named
-                self.results[node] = LoadResult("failed", f"{type(exc).__name__}: {exc}", "", None)
-        bad = self.failed()
-        if loaded.status == "ok" and bad:
-            return replace(loaded, status="failed", reason=bad)
-        return loaded
-
-    def stop(self) -> None:
-        self._stopping = True
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-
-    def outputs(self) -> dict[str, str]:
-        return {n: r.output for n, r in self.results.items()}
-
-    def frame(self):
-        import pandas as pd
-
-        from benchlib.schema import READ_INTERVALS
-
-        parts = [r.result.intervals.assign(node=n) for n, r in self.results.items()
-                 if r.result is not None and not r.result.intervals.empty]
-        if not parts:
-            return READ_INTERVALS.empty()
-        return READ_INTERVALS.validate(pd.concat(parts, ignore_index=True).astype({"node": "str"}))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"threads": self.threads, "nodes": self.nodes, "workload": "oltp_read_only",
-                "consistency": self.consistency, "statements": list(self.opts.session_sql),
-                "summary": {n: r.result.summary for n, r in self.results.items()
-                            if r.result is not None and r.result.summary}}
 
 
 def invalid_reason(sentences: list[str], most: int = 3) -> str:

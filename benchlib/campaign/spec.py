@@ -225,11 +225,6 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             for k in [k for k in settings if rules.settings[k].only_with in settings]:
                 if settings[rules.settings[k].only_with] is False:  # its switch is off in this combination
                     del settings[k]
-            once = json.dumps([workload, threads, rate, settings, read.name if read else None], sort_keys=True,
-                              default=str)
-            if once in seen:
-                continue
-            seen.add(once)
             if read is not None:
                 clash = sorted(set(read.load or {}) & set(dims))
                 if clash:
@@ -244,6 +239,9 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             identity = [cluster, settings, workload, threads, rate] + ([probe.consistency] if probe else []) \
                 + ([{"read_threads": spec.load.read_threads}] if spec.load.read_threads else [])
             key = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+            if key in seen:  # a combination whose switch is off repeats another: one configuration
+                continue
+            seen.add(key)
             configs.append((cluster, topology, settings, opts, key, probe))
     unused = sorted(set(matrix) - used)
     if unused:
