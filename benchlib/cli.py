@@ -335,7 +335,7 @@ def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. run
     timing = (f"; static images {statistics.median(r.image_seconds):.2f} s median each"
               if r.image_seconds else "")
     typer.echo(f"{len(r.files)} chart files, {len(r.notebooks)} notebooks{timing}")
-    for line in [*r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
+    for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
         typer.echo(line)
     typer.echo(f"report: {r.page}")
 
@@ -411,7 +411,7 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     (campaign_folder,) = [p.parent for p in folder.glob("*/campaign.json")]
     typer.echo(f"publishing {campaign_folder} ...")
     r = publish_report(campaign_folder)
-    for line in [*r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
+    for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
         typer.echo(line)
     typer.echo(f"report: {r.page}")
     if code:

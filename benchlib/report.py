@@ -36,6 +36,7 @@ class Report:
     left_out: dict[str, str] = field(default_factory=dict)  # chart -> why it is not drawn
     audit: str = ""  # what the consistency audit after every run found, in one sentence
     consistency: list[str] = field(default_factory=list)  # stale reads per cluster and read consistency, in words
+    failover: list[str] = field(default_factory=list)  # unavailability and lost writes per fault configuration
 
 
 def _table(df: pd.DataFrame, columns: list[str]) -> str:
@@ -83,6 +84,7 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
     report.headline = headline(a)
     report.audit = _audited(a)
     report.consistency = a.consistency_findings
+    report.failover = a.failover_findings
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
@@ -181,9 +183,12 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
                       f"<ul>{inner}</ul></li>")
     whose = ("the writers', and the read split's readers' on the other nodes"
              if (a.comparisons.metric == "read_tps").any() else "")
+    faulted = "" if a.failover.empty else (
+        " Every run had a fault inside its load window, so these ratios price the fault and the recovery together "
+        "with the replication: the failover section above says what the fault did.")
     lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline{", " + whose if whose else ""} '
             f"(ratio of mean TPS; margin δ = {a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is "
-            "not called real).</p>"
+            f"not called real).{faulted}</p>"
             f"<ul>{items}</ul>"]
     stopped = _stopped_on(campaign)
     if stopped:
@@ -265,6 +270,42 @@ def _consistency(a: CampaignAnalysis, report: Report) -> str:
     return out
 
 
+def _failover(a: CampaignAnalysis, report: Report) -> str:
+    """What each fault did, per configuration: sentences, how it was measured, each system's promise, the tables."""
+    if not report.failover:
+        return ""
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in report.failover)
+    runs = a.runs[a.runs.get("fault_at_s", pd.Series(dtype=float)).notna()]
+    promised = runs.drop_duplicates("system")
+    promises = ""
+    if "failover_how" in runs:
+        from benchlib.analysis.failover import PROMISES
+
+        promises = "".join(f"<li><b>{html.escape(str(r.system))}</b>: {html.escape(PROMISES.get(str(r.system), ''))}"
+                           "</li>" for r in promised.itertuples() if PROMISES.get(str(r.system)))
+    how = ("A ledger writer beside sysbench commits one row with its own id per tick on the node that takes the writes, "
+           "follows the failover at once, and records each write as acknowledged, failed or unknown. Unavailability: "
+           "the longest wait between two acknowledged writes from the last one before the fault on. Lost: "
+           "acknowledged, and absent from the surviving primary after the heal. Intervals: order statistics for the "
+           "median and p90 (distribution-free), Clopper-Pearson for the share of faults that lose writes. sysbench "
+           "cannot follow a failover: it is started again on the new primary, so its throughput is 0 until then.")
+    out = (f'<h2 id="failover">Failover</h2><ul>{items}</ul><p class="how">{html.escape(how)}</p>'
+           + (f"<p>What each system promises when the node taking writes fails:</p><ul>{promises}</ul>"
+              if promises else ""))
+    s = a.failover_summary
+    keys = [c for c in s.columns if c == "cluster" or c == "fault" or c.startswith("semisync")]
+    out += _fold("Failover by configuration", _table(s, [*keys, "runs", "unavail_median_s", "unavail_median_low_s",
+                                                          "unavail_median_high_s", "unavail_p90_s", "unavail_max_s",
+                                                          "new_primary_median_s", "writes_elsewhere_median_s",
+                                                          "lost_total", "runs_losing", "losing_share_high",
+                                                          "recovered_95_median_s", "heal_median_s", "heal_how"]))
+    out += _fold("Failover by run", _table(a.failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
+                                                        "new_primary_s", "acked", "failed", "unknown", "lost",
+                                                        "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
+                                                        "heal_s", "heal_how"]))
+    return out
+
+
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
     """A collapsible section (a table the reader opens when the findings and charts raise a question)."""
     return f"<details{' open' if open_ else ''}><summary><h2>{html.escape(title)}</h2></summary>{body}</details>"
@@ -299,7 +340,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}. "
              f"{html.escape(_audited(a))}</p>",
-             _invalid(a), *_findings(a, campaign)]
+             _invalid(a), _failover(a, report), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
     parts.append(_consistency(a, report))

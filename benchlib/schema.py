@@ -131,3 +131,23 @@ PROBE_READS = Schema("probe_reads", {
                                       "(0: fresh; NaN: failed)"),
     "read_ms": Column("float64", "t_returned - t_sent, ms: the causal wait included"),
 })
+
+LEDGER = Schema("ledger", {
+    "seq": Column("int64", "the write's unique id within the run (the ledger writer's sequence)"),
+    "node": Column("str", "the node the writer sent it to"),
+    "t_sent_s": Column("float64", "sampler clock when the INSERT was sent, s"),
+    "t_done_s": Column("float64", "sampler clock when it returned or failed, s"),
+    "outcome": Column("str", "acked (the commit returned), failed (refused before it could commit: the server "
+                             "said no, or no connection) or unknown (the connection was lost or timed out mid-commit)"),
+    "error": Column("str", "why it was not acknowledged (empty: acked)"),
+    "present": Column("boolean", "after the heal: the write is in the surviving primary's ledger (missing: not "
+                                 "audited)"),
+})
+
+FAULT_EVENTS = Schema("fault_events", {
+    "t_s": Column("float64", "sampler clock of the event, s"),
+    "event": Column("str", "fault, released, primary (a node took the writes), step (a promotion step), "
+                           "writer_moved (the ledger writer switched node), load_restarted, heal"),
+    "node": Column("str", "the node the event is about (empty: the cluster)"),
+    "detail": Column("str", "what happened, in words"),
+})

@@ -120,6 +120,28 @@ class CampaignAnalysis:
         return out
 
     @cached_property
+    def failover(self) -> pd.DataFrame:
+        """One row per ok fault run: unavailability, new primary, lost writes, recovery (``benchlib.analysis.failover``);
+        empty without fault runs."""
+        from benchlib.analysis.failover import measures
+
+        return measures(self.runs, self.frames)
+
+    @cached_property
+    def failover_summary(self) -> pd.DataFrame:
+        """Per fault configuration: unavailability's distribution with intervals, lost writes with their bound."""
+        from benchlib.analysis.failover import summary
+
+        return summary(self.failover)
+
+    @property
+    def failover_findings(self) -> list[str]:
+        """The failover summary in words, a sentence per configuration ([] without fault runs)."""
+        from benchlib.analysis.failover import in_words
+
+        return in_words(self.failover_summary)
+
+    @cached_property
     def consistency_costs(self) -> pd.DataFrame:
         """Per cluster and read consistency setting, the writer's throughput and latency against the same cluster's
         weakest (default) setting with the load otherwise the same: ratio, 95% interval, verdict (as
@@ -257,6 +279,8 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
     # pooled into configurations or ratios
     measured = table[table.search.isna()] if "search" in table else table
+    # fault runs are judged by what the fault did (analysis.failover), not pooled into throughput configurations
+    measured = measured[measured.fault_at_s.isna()] if "fault_at_s" in measured else measured
     configs = _configs(measured, params, batches, target)
     comparisons = _comparisons(measured, params, baseline, margin)
     problems = validate(table, configs, params, comparisons)
@@ -563,6 +587,11 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
             continue
         if r["status"] != "ok":
             add("error", rid, f"run failed: {r['reason']}", "rerun the campaign: failed runs are redone")
+            continue
+        if pd.notna(r.get("fault_at_s", float("nan"))):  # a fault run: its gaps and lost sync are the fault's
+            if pd.isna(r.get("lost_writes")):
+                add("warning", rid, "the ledger was not audited after the heal: lost writes unknown",
+                    "see the run's manifest.json (ledger, heal)")
             continue
         if r.get("gaps", 0) > 0:
             add("error", rid, f"{r['gaps']} per-second intervals missing", "rerun this run")

@@ -18,9 +18,11 @@ from benchlib.analysis.campaign import config_label as label
 
 def measured(a: CampaignAnalysis) -> pd.DataFrame:
     """The successful runs of the campaign's matrix (the open-loop runs of sustained-throughput searches
-    are left out: they are judged by rate, in ``sustained``)."""
+    are left out: they are judged by rate, in ``sustained``; fault runs too: their throughput holds the fault, and
+    they are judged by ``failover_*``)."""
     runs = a.runs[a.runs.status == "ok"]
-    return runs[runs.search.isna()] if "search" in runs else runs
+    runs = runs[runs.search.isna()] if "search" in runs else runs
+    return runs[runs.fault_at_s.isna()] if "fault_at_s" in runs else runs
 
 
 def sustained(a: CampaignAnalysis) -> pd.DataFrame:
@@ -254,7 +256,10 @@ def context(a: CampaignAnalysis) -> str:
 def catch_up(a: CampaignAnalysis) -> pd.DataFrame:
     """Catch-up time per configuration (mean over its runs, min-max as the interval, ``runs``), labelled with the
     cluster and what varies between configurations (the workload first when there are several)."""
-    runs = measured(a).dropna(subset=["catch_up_s"])
+    runs = measured(a)
+    runs = runs.dropna(subset=["catch_up_s"]) if "catch_up_s" in runs else runs.iloc[:0]
+    if runs.empty:
+        raise AnalysisError("no run measured a catch-up (fault runs heal instead)")
     keys = [k for k in config_columns(a.param_columns) if k in runs and runs[k].notna().any()]
     g = (runs.groupby(keys, dropna=False).catch_up_s.agg(["mean", "min", "max", "count"]).reset_index()
          .rename(columns={"mean": "catch_up_s", "min": "catch_up_min", "max": "catch_up_max", "count": "runs"}))
@@ -454,3 +459,64 @@ def consistency_costs(a: CampaignAnalysis) -> tuple[pd.DataFrame, str]:
     out = s.merge(c[[*keys, "ratio", "ratio_low", "ratio_high", "ratio_verdict", "weakest"]], on=keys, how="left")
     out.loc[out.ratio.isna() & out.cluster.map(a.weakest).eq(out.setting), "ratio"] = 1.0
     return out.dropna(subset=["ratio"]), metric
+
+
+def _fault_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (rows per fault configuration or run) with ``topology`` (the colour) and ``label`` (the cluster, what
+    else differs, and the fault when the campaign varied it: "semisync AFTER_SYNC", "gr freeze write_node")."""
+    from benchlib.analysis.failover import label as fault_label
+
+    out = df.copy()
+    out["topology"] = out.cluster.map(a.runs.drop_duplicates("cluster").set_index("cluster").topology)
+    keys = [c for c in a.failover_summary.columns if c in out.columns and (
+        c == "cluster" or c.startswith(("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush")))]
+    many = "fault" in out and a.failover.fault.nunique() > 1
+    out["label"] = [fault_label(r, keys).removesuffix(f" ({r['fault']})") + (f" {r['fault']}" if many else "")
+                    for _, r in out.iterrows()]
+    return out
+
+
+def failover_runs(a: CampaignAnalysis) -> pd.DataFrame:
+    """Every fault run's measures with its configuration's ``label`` and ``topology`` (the unavailability chart)."""
+    if a.failover.empty:
+        raise AnalysisError("no fault runs in this campaign", hint="add a [fault] table to the campaign spec "
+                                                                 "(examples/campaigns/failover.toml)")
+    return _fault_labels(a, a.failover)
+
+
+def failover_summary(a: CampaignAnalysis) -> pd.DataFrame:
+    """The per-configuration failover summary with ``label`` and ``topology``."""
+    failover_runs(a)
+    return _fault_labels(a, a.failover_summary)
+
+
+def failover_timeline(a: CampaignAnalysis, bin_s: float = 0.1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per fault configuration, its median run by unavailability: the ledger writer's acknowledged writes per
+    second in ``bin_s`` bins around the fault (t = 0), and that run's marks (unavailability window, new primary,
+    sysbench restarted) as (label, what, t_s) rows."""
+    from benchlib.analysis.failover import timeline
+
+    runs = failover_runs(a)
+    ledger, events = a.frames["ledger"], a.frames["fault_events"]
+    series, marks = [], []
+    for lab, g in runs.groupby("label", sort=True):
+        g = g.assign(u=g.unavailability_s.fillna(g.get("unavailable_at_least_s", np.inf)))
+        pick = g.sort_values("u").iloc[(len(g) - 1) // 2]
+        rid = str(pick.run_id)
+        t_fault = float(a.runs.set_index("run_id").loc[rid, "fault_at_s"])
+        mine = ledger[ledger.run_id.astype(str) == rid]
+        tl = timeline(mine, t_fault, bin_s=bin_s, after_s=max(10.0, min(40.0, float(pick.u) + 8)))
+        series.append(tl.assign(label=lab, topology=pick.topology, run_id=rid))
+        ev = events[events.run_id.astype(str) == rid]
+        for what in ("primary", "load_restarted", "released"):
+            t = ev[ev.event == what].t_s
+            if len(t):
+                marks.append({"label": lab, "what": what, "t_s": float(t.min() - t_fault)})
+        acked = np.sort(mine.t_done_s[mine.outcome == "acked"].to_numpy(dtype=float))
+        before = acked[acked <= t_fault]
+        times = acked[acked >= before.max()] if len(before) else acked
+        if len(times) > 1 and pick.unavailability_s == pick.unavailability_s:
+            k = int(np.argmax(np.diff(times)))
+            marks += [{"label": lab, "what": "gap_start", "t_s": float(times[k] - t_fault)},
+                      {"label": lab, "what": "gap_end", "t_s": float(times[k + 1] - t_fault)}]
+    return pd.concat(series, ignore_index=True), pd.DataFrame(marks, columns=["label", "what", "t_s"])

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from benchlib.campaign.adaptive import next_round
 from benchlib.campaign.folder import CampaignError, CampaignFolder
 from benchlib.campaign.progress import Progress
+from benchlib.campaign.fault_run import execute_fault_run
 from benchlib.campaign.run import execute_run
 from benchlib.campaign.search import SearchDriver
 from benchlib.campaign.spec import CampaignSpec, PlannedRun, load_campaign_spec, plan, plan_searches
@@ -162,10 +163,17 @@ class CampaignSession:
         hook = (lambda iv: self.on_interval(lab, run, iv)) if self.on_interval else None
         spec = self.campaign
         try:
-            done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
-                               stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s, on_interval=hook,
-                               on_second=self.progress.second, context=self.context(), probe=run.probe,
-                               read_threads=run.read_threads)
+            if run.fault is not None:
+                done = execute_fault_run(lab, run.cluster, run.options, writer, run.fault, stall_s=spec.stall_s,
+                                         context=self.context(), on_second=self.progress.second)
+            else:
+                done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
+                                   stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s,
+                                   on_interval=hook, on_second=self.progress.second, context=self.context(),
+                                   probe=run.probe,
+                                   read_threads=run.read_threads)
+        except CampaignError:
+            raise  # a lab that could not be healed: stop rather than measure a broken lab
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:
             if isinstance(exc, SecretRefusedError):
                 writer.abandon()

@@ -127,6 +127,60 @@ class ProbeSpec(_Strict):
     wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
+class FaultSpec(_Strict):
+    """[fault]: every run injects a fault under load and measures what follows (``benchlib.campaign.fault_run``)."""
+
+    kind: list[Literal["kill", "freeze", "cut"]] = Field(default=["kill"], min_length=1)  # an axis
+    target: list[str] = Field(default=["write_node"], min_length=1)  # write_node | replica | site:NAME (an axis)
+    at_s: float = Field(default=10.0, gt=0)  # into the load
+    duration_s: float = Field(default=10.0, gt=0, le=3600)  # freeze and cut: until released; kill: until the heal
+    #: async and semi-sync clusters: "promote" (the lab promotes the most advanced replica once the write node has
+    #: not answered for detect_s) or "none"; a table gives it per cluster. Galera and Group Replication fail over
+    #: by themselves.
+    failover: Literal["none", "promote"] | dict[str, Literal["none", "promote"]] = "none"
+    detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
+    write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
+    timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
+    heal_timeout_s: float = Field(default=300.0, gt=0)
+
+    @field_validator("kind", "target", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("target")
+    @classmethod
+    def _targets(cls, v: list[str]) -> list[str]:
+        bad = [t for t in v if t not in ("write_node", "replica") and not (t.startswith("site:") and len(t) > 5)]
+        if bad:
+            raise ValueError(f"unknown fault targets {bad}: write_node, replica or site:NAME")
+        return v
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """One run's fault: what, where, when, and whether the lab promotes a replica."""
+
+    kind: str
+    target: str  # write_node | replica | site:NAME
+    at_s: float
+    duration_s: float
+    promote: bool
+    detect_s: float
+    write_rate: float
+    timeout_s: float
+    heal_timeout_s: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.target}"
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
 class CampaignSpec(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     lab: str
@@ -150,6 +204,7 @@ class CampaignSpec(_Strict):
     sustained: bool = False
     search: Search = Field(default_factory=Search)
     probe: ProbeSpec | None = None  # [probe]: the stale-read probe on every run, its consistency settings an axis
+    fault: FaultSpec | None = None  # [fault]: a fault in every run, what follows measured (failover, lost writes)
     note: str = ""  # what the campaign reproduces, what it cannot (printed by the CLI, kept in campaign.json)
 
 
@@ -166,6 +221,7 @@ class PlannedRun:
     search: str | None = None  # the sustained-throughput search this open-loop run belongs to
     probe: ProbeOptions | None = None  # the stale-read probe, its read consistency chosen
     read_threads: int = 0  # the read side of a read-split load: sysbench threads on each other node
+    fault: FaultPlan | None = None  # the fault this run injects (a fault run)
 
     def again(self, index: int, repetition: int) -> "PlannedRun":
         """The same configuration as another repetition, at ``index``."""
@@ -182,6 +238,8 @@ class PlannedRun:
             extra["consistency"] = self.probe.consistency
         if self.read_threads:
             extra["read_threads"] = self.read_threads
+        if self.fault is not None:
+            extra.update(fault=self.fault.label, failover="promote" if self.fault.promote else "")
         return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
                 "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
                 "config": self.config_key, **self.settings, **extra}
@@ -211,6 +269,7 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
     configs = []
     reads = _read_settings(spec, lab, clusters, source)
     _check_read_split(spec, lab, clusters, source)
+    faults = _fault_plans(spec, lab, clusters, source)
     for cluster in clusters:
         topology = lab.clusters[cluster].topology
         rules = lab.setting_rules(cluster)
@@ -219,8 +278,8 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
         used |= set(dims)
         loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])
         seen = set()
-        for (workload, threads, rate), combo, read in itertools.product(loads, itertools.product(*dims.values()),
-                                                                         reads[cluster]):
+        for (workload, threads, rate), combo, read, fault in itertools.product(
+                loads, itertools.product(*dims.values()), reads[cluster], faults[cluster]):
             settings = dict(zip(dims, combo))
             for k in [k for k in settings if rules.settings[k].only_with in settings]:
                 if settings[rules.settings[k].only_with] is False:  # its switch is off in this combination
@@ -237,12 +296,13 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             probe = None if spec.probe is None else ProbeOptions(
                 spec.probe.write_rate, spec.probe.read_rate, read.name if read else None, spec.probe.wait_timeout_s)
             identity = [cluster, settings, workload, threads, rate] + ([probe.consistency] if probe else []) \
-                + ([{"read_threads": spec.load.read_threads}] if spec.load.read_threads else [])
+                + ([{"read_threads": spec.load.read_threads}] if spec.load.read_threads else []) \
+                + ([fault.as_dict()] if fault else [])
             key = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
             if key in seen:  # a combination whose switch is off repeats another: one configuration
                 continue
             seen.add(key)
-            configs.append((cluster, topology, settings, opts, key, probe))
+            configs.append((cluster, topology, settings, opts, key, probe, fault))
     unused = sorted(set(matrix) - used)
     if unused:
         raise SpecError(f"{source}: matrix settings {unused} apply to none of the clusters {clusters}",
@@ -257,8 +317,73 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             block[0], block[1] = block[1], block[0]  # never the same configuration twice in a row
         order += [(rep, c) for c in block]
     return [PlannedRun(i, str(RunId(i, c[0], c[3].workload, c[3].threads, c[4], rep)), c[0], c[1], c[2], c[3],
-                       rep, c[4], probe=c[5], read_threads=spec.load.read_threads)
+                       rep, c[4], probe=c[5], read_threads=spec.load.read_threads, fault=c[6])
             for i, (rep, c) in enumerate(order, start=1)]
+
+
+def _fault_plans(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
+                 source: str) -> dict[str, list[FaultPlan | None]]:
+    """Per cluster, the faults of ``[fault]`` ([None]: no fault). What the lab cannot inject, or a promotion on a
+    system that fails over by itself, is refused here, saying why."""
+    f = spec.fault
+    if f is None:
+        return {c: [None] for c in clusters}
+    from benchlib.lab.faults import refusal as fault_refusal
+    from benchlib.lab.spec import LabSpec
+    from benchlib.systems import failover
+
+    def refuse(what: str, hint: str) -> SpecError:
+        return SpecError(f"{source}: {what}", hint=hint)
+
+    if not isinstance(lab, LabSpec):
+        raise refuse("[fault] needs a lab benchlib runs: a remote lab's servers are not benchlib's to kill, freeze "
+                     "or cut off", "point the campaign at a local lab spec (examples/labs/)")
+    for other, why in ((spec.probe, "[probe]"), (spec.load.read_threads, "load.read_threads"),
+                       (spec.sustained, "sustained = true")):
+        if other:
+            raise refuse(f"[fault] runs measure a fault with their own writer; {why} cannot run beside it",
+                         f"a campaign of its own for {why}, or drop it here")
+    if spec.load.warmup_s:
+        raise refuse("[fault] runs have no warm-up (the fault comes at fault.at_s into the load)",
+                     "set load.warmup_s = 0, or move fault.at_s later")
+    if f.at_s >= spec.load.time_s:
+        raise refuse(f"fault.at_s = {f.at_s:g} is not within the load (load.time_s = {spec.load.time_s})",
+                     "a fault at_s smaller than load.time_s, leaving time to see the recovery")
+    wanted = f.failover if isinstance(f.failover, dict) else {}
+    unknown = sorted(set(wanted) - set(clusters))
+    if unknown:
+        raise refuse(f"fault.failover names {unknown}, not clusters of this campaign", f"clusters: {clusters}")
+    out: dict[str, list[FaultPlan | None]] = {}
+    for c in clusters:
+        system = lab.system_of(c)
+        how = failover.of(system)
+        promote = (wanted.get(c, "none") if wanted else f.failover) == "promote"
+        if promote and (how is None or how.automatic):
+            if c in wanted:
+                raise refuse(f"fault.failover promotes on cluster {c}, but {system} fails over by itself "
+                             f"({how.promise if how else 'benchlib knows no failover of it'})",
+                             f"leave {c} out of fault.failover")
+            promote = False  # "promote" for the whole campaign: the clusters that have none of their own
+        size = lab.clusters[c].node_count
+        plans: list[FaultPlan | None] = []
+        for kind, target in itertools.product(f.kind, f.target):
+            if target == "replica" and size < 2:
+                raise refuse(f"fault.target replica: cluster {c} has one node", f"leave {c} out, or target write_node")
+            nodes = [f"{c}-1"] if target == "write_node" else [f"{c}-{size}"] if target == "replica" else []
+            site = target[5:] if target.startswith("site:") else None
+            if site is not None and kind != "cut":
+                raise refuse(f"fault.target {target}: a site is a target of a cut only", "kind = \"cut\"")
+            if site is not None and not any(lab.site_of(f"{c}-{i}") == site for i in range(1, size + 1)):
+                raise refuse(f"fault.target {target}: no node of cluster {c} is in site {site}",
+                             f"sites: {', '.join(lab.sites) or 'none'}")
+            why = fault_refusal(lab, kind, nodes, site)
+            if why:
+                raise refuse(f"fault {kind} of {target} on cluster {c}: {why}",
+                             "a site in the lab spec for a cut ([sites]), or another fault kind")
+            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
+                                   f.write_rate, f.timeout_s, f.heal_timeout_s))
+        out[c] = plans
+    return out
 
 
 def _applies(switch: str | None, topology: str, matrix: dict[str, list[Any]]) -> bool:

@@ -56,6 +56,9 @@ def _latency(a):
 
 def _stability(a):
     """Each configuration's runs averaged second by second (one run: its own line), min-max band."""
+    if views.measured(a).empty and not a.failover.empty:
+        raise LeftOut("every run had a fault in its load: the failover timeline shows its throughput around the "
+                      "fault instead")
     s = views.stability_by_config(a)
     iv = s["intervals"]
     longest = iv.groupby("run_id", observed=True).t_s.max().max() if len(iv) else 0
@@ -120,6 +123,18 @@ def _read_latency(a):
     return charts.read_latency(views.stale_reads(a))
 
 
+def _failover_timeline(a):
+    return charts.failover_timeline(*views.failover_timeline(a))
+
+
+def _unavailability(a):
+    return charts.unavailability(views.failover_runs(a), views.failover_summary(a))
+
+
+def _lost(a):
+    return charts.lost_writes(views.failover_summary(a))
+
+
 def _sustained(a):
     return charts.sustained_vs_peak(views.sustained(a))
 
@@ -141,6 +156,9 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "staleness": ("How stale the stale reads were", _staleness),
     "consistency_plane": ("What each read consistency costs and buys", _plane),
     "read_latency": ("Read latency by read consistency", _read_latency),
+    "failover_timeline": ("Failover timeline", _failover_timeline),
+    "unavailability": ("Unavailability after the fault", _unavailability),
+    "lost_writes": ("Acknowledged writes lost", _lost),
 }
 
 
@@ -204,6 +222,14 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
                                     "whiskers: 95% intervals (runs as the unit; rounds model)."),
     "read_latency": lambda a: ("Dot: median read latency on the other nodes; bar: to its p99; hollow diamond: the "
                                "median causal wait, part of the read."),
+    "failover_timeline": lambda a: ("The ledger writer's acknowledged writes/s in 100 ms bins, in each configuration's "
+                                    "median run by unavailability; red line: the fault; shaded: the longest wait "
+                                    "for an acknowledgement."),
+    "unavailability": lambda a: ("Dot: one fault's longest wait between acknowledged writes; bar mark: the median, "
+                                 "whisker: its 95% order-statistic interval; hollow triangle: never again "
+                                 "acknowledged, at least that long."),
+    "lost_writes": lambda a: ("Acknowledged by the writer, absent from the surviving primary after the heal; with "
+                              "none lost, the 95% Clopper-Pearson bound on the share of faults that lose any."),
     "cost_per_trx": lambda a: ("A counter's rate over the load window divided by throughput; geometric mean over "
                                "runs; whisker: 95% interval (computed on the log scale)."),
 }

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from benchlib.systems.settings import SettingRules
     from benchlib.sysbench.driver import LoadDriver
 
-__all__ = ["Lab", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress", "quiet"]
+__all__ = ["Fault", "Lab", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress", "Promotion", "quiet"]
 
 Progress = Callable[[str], None]
 
@@ -43,6 +43,31 @@ class NodeInfo:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault the lab injects into one cluster: ``kill`` (SIGKILL: the node stays down until the heal),
+    ``freeze`` (SIGSTOP until released: the process keeps its sockets and answers nothing) or ``cut`` (the
+    network link of ``site`` goes down until released: the nodes there run on, unreachable)."""
+
+    kind: str
+    nodes: tuple[str, ...]
+    site: str | None = None
+
+    def words(self) -> str:
+        where = f"site {self.site} ({', '.join(self.nodes)})" if self.site else ", ".join(self.nodes)
+        return {"kill": f"killed {where} (SIGKILL)", "freeze": f"froze {where} (SIGSTOP)",
+                "cut": f"cut the network link of {where}"}[self.kind]
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """What a promotion did: the new primary and each step with its time (seconds since the promotion began)."""
+
+    primary: str
+    steps: tuple[tuple[str, float], ...]
+    discarded: str = ""  # what the old primary held that the new one lacks, when it could be told
 
 
 @dataclass
@@ -89,8 +114,9 @@ class Lab(Protocol):
 
     def system(self, cluster: str) -> str: ...
 
-    def connect(self, node: Any, *, database: str | None = None) -> Any:
-        """A pymysql connection (DictCursor, autocommit) with the lab's administrative account."""
+    def connect(self, node: Any, *, database: str | None = None, timeout: float = 5.0) -> Any:
+        """A pymysql connection (DictCursor, autocommit) with the lab's administrative account; ``timeout``: the
+        connect timeout, s."""
 
     def is_up(self, node: Any) -> bool: ...
 
@@ -110,9 +136,25 @@ class Lab(Protocol):
     def heal(self, *, timeout: float = 120.0, progress: Progress = quiet) -> list[str]:
         """Repair what ``broken`` lists (a remote lab refuses, naming the nodes); returns the nodes restarted."""
 
+    def heal_report(self) -> list[str]:
+        """What the last ``heal`` did, in words (how each node came back)."""
+
     def status(self) -> list[NodeStatus]: ...
 
     def load_driver(self) -> "LoadDriver": ...
+
+    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        """Why this lab cannot inject a ``kind`` fault into ``nodes`` (or ``site``) of ``cluster`` (None: it can)."""
+
+    def inject(self, cluster: str, fault: Fault) -> None:
+        """Inject ``fault`` now (see ``Fault``)."""
+
+    def release(self, cluster: str, fault: Fault) -> None:
+        """End a ``freeze`` or ``cut`` (a ``kill`` lasts until the heal)."""
+
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
+        """Make the most advanced surviving replica of an async or semi-sync ``cluster`` its primary and the other
+        replicas follow it (as orchestrator does); ``heal`` gives the original write node its role back."""
 
     def extra_probes(self, nodes: list[str], log: "StatusLog", clock: Callable[[], float]) -> list["Probe"]:
         """Probes the placement provides (processes of a local lab, server clocks of a remote one)."""

@@ -203,6 +203,10 @@ class GroupReplication(Topology):
         except (LabError, pymysql.err.MySQLError):  # down, or not answering: not a member to join through
             return False
 
+    def rejoin_path(self, restarted):
+        return "; ".join(f"{n.name} by {'clone' if 'Clone' in self.since_start(n) or self._cloned(n) else 'incremental recovery'}"
+                         for n in restarted)
+
     def after_heal(self, restarted, timeout):
         self.wait_ready(timeout)
         if self.spec.single_primary:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -18,9 +20,9 @@ from typing import Any
 import pymysql
 
 from benchlib.errors import BenchlibError, LabError, LabSpecMismatch, NodeStartError
-from benchlib.lab import build, flavors, procs, secrets, sql, state, wan
+from benchlib.lab import build, faults, flavors, procs, secrets, sql, state, wan
 from benchlib.lab import node as nodeops
-from benchlib.lab.base import NodeInfo, NodeStatus, Progress
+from benchlib.lab.base import Fault, NodeInfo, NodeStatus, Progress, Promotion
 from benchlib.lab.base import quiet as _quiet
 from benchlib.lab.layout import Layout, NodePlan, build_layout, lab_root
 from benchlib.lab.spec import LabSpec, load_spec
@@ -44,6 +46,7 @@ class LocalLab:
         self.record = record
         self.creds = creds
         self._servers: dict[str, Server] = {}
+        self._healed_how: list[str] = []  # what the last heal did, in words (heal_report)
 
     # -- attach -------------------------------------------------------------------------
     @property
@@ -120,10 +123,11 @@ class LocalLab:
         return self.spec.setting_rules(cluster)
 
     def connect(self, node: NodePlan | NodeInfo | str, *, user: str = "root", tcp: bool = False,
-                database: str | None = None, read_timeout: float = 60.0):
+                database: str | None = None, read_timeout: float = 60.0, timeout: float = 5.0):
         node = self._node_of(node)
         try:
-            return sql.connect(node, self.creds, user=user, tcp=tcp, database=database, read_timeout=read_timeout)
+            return sql.connect(node, self.creds, user=user, tcp=tcp, database=database, read_timeout=read_timeout,
+                               timeout=timeout)
         except pymysql.err.OperationalError as exc:
             raise LabError(f"cannot connect to {node.name} ({exc.args[-1] if exc.args else exc})",
                            hint="benchlib lab status shows which nodes are down; benchlib lab heal restarts them") from None
@@ -321,18 +325,52 @@ class LocalLab:
 
     # -- heal ---------------------------------------------------------------------------------
     def broken(self) -> list[str]:
-        """What heal would repair, cheaply (no connections): nodes not running, WAN links down."""
+        """What heal would repair, cheaply (no connections): nodes not running, WAN links down, clusters whose
+        replica a fault run promoted, and why the last heal failed."""
         out = [n.name for n in self.layout.nodes.values() if not self.is_up(n)]
         if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
             out.append("WAN links")
+        out += [f"{c} (promoted {n})" for c, n in self.record.promoted.items()]
+        if self.record.broken:
+            out.append(f"the last heal failed: {self.record.broken}")
         return out
 
     def heal(self, *, timeout: float = 120.0, progress: Progress = _quiet) -> list[str]:
-        """Restart every node that is not running and wait until it has rejoined."""
+        """Restart every node that is not running and wait until it has rejoined; give a promoted cluster its
+        original primary back. A heal that fails marks the lab broken with the reason (``broken``) until one
+        succeeds."""
+        try:
+            restarted = self._heal(timeout, progress)
+        except BenchlibError as exc:
+            self._mark_broken(exc.message)
+            raise
+        if self.record.broken:
+            self._mark_broken("")
+        return restarted
+
+    def _mark_broken(self, reason: str) -> None:
+        with state.update(self.dir) as rec:
+            rec.broken = reason
+        self.record.broken = reason
+
+    def _heal(self, timeout: float, progress: Progress) -> list[str]:
+        self._healed_how = []
         if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
             progress("WAN links are down: restoring them")
             self._relink()
+        for site in self.layout.sites.values():  # a cut a run did not release
+            if self._link_down(site.name):
+                faults.set_site_link(self.layout, site.name, up=True)
+                self._healed_how.append(f"site {site.name}'s link up again")
+        for name, pid in self.record.pids.items():  # a freeze a run did not release
+            if pid and (info := procs.proc_info(pid)) is not None and info.state == "T":
+                procs.signal_if_ours(pid, self.layout.nodes[name].marker, signal.SIGCONT)
+                self._healed_how.append(f"{name} thawed (SIGCONT)")
         restarted: list[str] = []
+        for cluster, promoted in list(self.record.promoted.items()):
+            progress(f"{cluster}: giving {self.topology(cluster).nodes[0].name} its primary role back")
+            self._healed_how.append(self._restore(cluster, self.node(promoted), timeout))
+            restarted.append(self.topology(cluster).nodes[0].name)
         for cluster in self.spec.clusters:
             topo = self.topology(cluster)
             dead = [n for n in topo.nodes if not self.is_up(n)]
@@ -354,7 +392,57 @@ class LocalLab:
                 raise LabError(f"{cluster}: heal failed: {exc.args[-1] if exc.args else exc}",
                                hint="benchlib lab status; if a node cannot rejoin: benchlib lab down, then up") from None
             restarted += [n.name for n in dead]
+            self._healed_how.append(f"restarted {', '.join(n.name for n in dead)}: "
+                                    + topo.rejoin_path(dead))
         return restarted
+
+    # -- faults -----------------------------------------------------------------------------------
+    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        return faults.refusal(self.spec, kind, nodes, site)
+
+    def inject(self, cluster: str, fault: Fault) -> None:
+        faults.inject(self.layout, self.record.pids, fault)
+
+    def release(self, cluster: str, fault: Fault) -> None:
+        faults.release(self.layout, self.record.pids, fault)
+
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
+        topo = self.topology(cluster)
+        if not hasattr(topo, "point_at"):
+            raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
+        done = faults.promote(topo, self.node(failed), self.is_up, timeout)
+        with state.update(self.dir) as rec:
+            rec.promoted[cluster] = done.primary
+        self.record.promoted[cluster] = done.primary
+        return done
+
+    def _link_down(self, site: str) -> bool:
+        s = self.layout.sites[site]
+        res = subprocess.run(["ip", "-n", s.netns, "-o", "link", "show", s.tun], capture_output=True, text=True)
+        flags = res.stdout.partition("<")[2].partition(">")[0].split(",")
+        return res.returncode == 0 and "UP" not in flags
+
+    def heal_report(self) -> list[str]:
+        return list(self._healed_how)
+
+    def _restore(self, cluster: str, promoted: NodePlan, timeout: float) -> str:
+        topo = self.topology(cluster)
+
+        def stop(nodes: list[NodePlan]) -> None:
+            running = [(p, n.marker) for n in nodes if (p := self.pid(n)) and self.is_up(n)]
+            procs.stop(running, graceful=True, timeout=timeout)
+            procs.wait_gone([p for n in nodes if (p := self.pid(n))], 30)
+
+        def start(nodes: list[NodePlan]) -> None:
+            self.start_nodes(nodes)
+            self.wait_connectable(nodes, timeout, "restart")
+
+        how = faults.restore(topo, promoted, stop, start, self.record.run_as, timeout)
+        self._reapply_settings(topo, topo.nodes)
+        with state.update(self.dir) as rec:
+            rec.promoted.pop(cluster, None)
+        self.record.promoted.pop(cluster, None)
+        return how
 
     def _reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
         for key, value in self.settings(topo.cluster).items():

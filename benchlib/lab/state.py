@@ -36,6 +36,8 @@ class LabRecord:
     shaper: str | None = None  # link shaper of the WAN sites (see wan.SHAPERS)
     link_pid: int | None = None  # its helper process (the TUN relay), if it has one
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    promoted: dict[str, str] = field(default_factory=dict)  # cluster -> the replica a fault run promoted
+    broken: str = ""  # why the last heal failed (empty: it did not); a campaign stops on a broken lab
     format: int = FORMAT
 
     def lab_spec(self):

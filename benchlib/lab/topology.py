@@ -26,7 +26,7 @@ from benchlib.servers import Server
 from benchlib.systems import get as get_system
 from benchlib.systems import semisync
 from benchlib.systems.replication import threads_running as replication_threads
-from benchlib.systems.settings import ClusterTarget, SettingRules, apply_setting
+from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting
 
 __all__ = ["REGISTRY", "ClusterContext", "Topology", "for_cluster", "recover_position", "register"]
 
@@ -112,6 +112,22 @@ class Topology:
         """Whether the heartbeat's apply-time trigger fires on this cluster's replicas (row events)."""
         return False
 
+    def rejoin_path(self, restarted: list[NodePlan]) -> str:
+        """How restarted nodes came back, in words, from what their error logs say since their last start."""
+        return "rejoined"
+
+    @staticmethod
+    def since_start(node: NodePlan, size: int = 262144) -> str:
+        """The error log of ``node`` since it last started."""
+        try:
+            with open(node.error_log, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - size))
+                text = f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+        cut = max(text.rfind("starting as process"), text.rfind("Starting MariaDB"), text.rfind("mysqld (mysqld "))
+        return text[cut:] if cut >= 0 else text
+
     # -- inspection ---------------------------------------------------------------
     def node_status(self, node: NodePlan, conn) -> dict[str, Any]:
         """What ``lab status`` shows of ``node``: its system's view of a node in its role."""
@@ -190,11 +206,25 @@ class Async(Topology):
         return self.flavor.replica_triggers
 
     def _point_at_primary(self, conn) -> None:
+        self.point_at(conn, self.primary)
+
+    def point_at(self, conn, source: NodePlan) -> None:
+        """Make the replica on ``conn`` replicate from ``source`` (GTID positioning)."""
         names = self.flavor.replication
         sql.execute(conn, names.stop)
         with conn.cursor() as cur:
-            cur.execute(names.change_source, (self.primary.listen_host, self.primary.port, self.ctx.secret_of("repl")))
+            cur.execute(names.change_source, (source.listen_host, source.port, self.ctx.secret_of("repl")))
         sql.execute(conn, names.start)
+
+    def semisync_on(self, primary: NodePlan, replicas: list[NodePlan], timeout: float) -> None:
+        """Semi-sync with ``primary`` as its primary (after a promotion), with the cluster's semi-sync settings."""
+        target = ClusterTarget(self.cluster, [NodeRef(primary.name, "primary")]
+                               + [NodeRef(r.name, "replica") for r in replicas],
+                               lambda name: self.connect(next(n for n in self.nodes if n.name == name)))
+        semisync.enable(target, self.flavor.semisync, timeout)
+        for key, value in self.ctx.settings().items():
+            if self.ctx.rules.settings[key].only_with == "semisync":
+                apply_setting(target, self.ctx.rules.settings[key], value, target.nodes)
 
     def _replica_threads(self, conn) -> tuple[bool, str]:
         rows = sql.query(conn, self.flavor.replication.status)
@@ -229,6 +259,9 @@ class Async(Topology):
         finally:
             for c in conns.values():
                 c.close()
+
+    def rejoin_path(self, restarted):
+        return "caught up from their GTID position (async catch-up)"
 
     def restart_order(self, dead):
         # the primary first, so restarted replicas find it
@@ -294,6 +327,18 @@ class Galera(Topology):
 
     def after_group(self, group, timeout):
         self.wait_ready(timeout)  # a joiner is Synced before the next one asks for IST
+
+    def rejoin_path(self, restarted):
+        paths = []
+        for n in restarted:
+            log = self.since_start(n)
+            if "IST received" in log or "Receiving IST" in log:
+                paths.append(f"{n.name} by IST")
+            elif "SST" in log and ("State transfer required" in log or "Requesting state transfer" in log):
+                paths.append(f"{n.name} by SST")
+            else:
+                paths.append(f"{n.name} without a state transfer")
+        return "; ".join(paths)
 
     def restart_order(self, dead):
         alive = [n for n in self.nodes if n not in dead]

@@ -198,6 +198,25 @@ class RemoteLab:
                              hint="RESTART needs a supervisor (systemd, mysqld_safe) that starts the server again")
 
     # -- what a run needs ---------------------------------------------------------------
+    def heal_report(self) -> list[str]:
+        return []
+
+    #: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
+    NO_FAULTS = ("a remote lab's servers are not benchlib's to kill, freeze or cut off: faults run on the embedded "
+                 "lab (a local lab spec)")
+
+    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        return self.NO_FAULTS
+
+    def inject(self, cluster: str, fault) -> None:
+        raise RemoteLabError(self.NO_FAULTS)
+
+    def release(self, cluster: str, fault) -> None:
+        raise RemoteLabError(self.NO_FAULTS)
+
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0):
+        raise RemoteLabError(self.NO_FAULTS)
+
     def load_driver(self):
         """sysbench on the client hosts together; on this host when the spec has no [clients]."""
         if self.spec.clients:

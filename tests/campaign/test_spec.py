@@ -144,3 +144,44 @@ def test_a_read_split_load_reads_on_the_other_nodes_of_oltp_tables():
         plan(spec(lab="../labs/single.toml", load={"read_threads": 2}), single)
     with pytest.raises(SpecError, match="workload insert_single writes others"):
         plan(spec(load={"read_threads": 2, "workloads": ["insert_single"]}), DEMO)
+
+
+# -- [fault] -----------------------------------------------------------------------------------------------------
+CONSISTENCY = load_spec(EXAMPLES / "consistency.toml")
+
+
+def fault_spec(fault, **kw):
+    return spec(repetitions=2, load={"workloads": ["oltp_write_only"], "threads": [4], "time_s": 30},
+                fault=fault, **kw)
+
+
+def test_the_fault_is_an_axis_and_promotion_goes_where_the_system_has_no_failover_of_its_own():
+    runs = plan(fault_spec({"kind": ["kill", "freeze"], "failover": "promote"},
+                           matrix={"clusters": ["semisync", "gr", "galera"]}), CONSISTENCY)
+    assert len(runs) == 3 * 2 * 2
+    by = {(r.cluster, r.fault.kind): r.fault for r in runs}
+    assert by[("semisync", "kill")].promote and not by[("gr", "kill")].promote and not by[("galera", "freeze")].promote
+    assert runs[0].params["fault"] in ("kill write_node", "freeze write_node")
+
+
+@pytest.mark.parametrize("fault, kw, words", [
+    ({"failover": {"galera": "promote"}}, {"matrix": {"clusters": ["galera"]}}, "galera fails over by itself"),
+    ({"kind": "cut"}, {}, "this lab has no [sites]"),
+    ({"at_s": 40}, {}, "not within the load"),
+    ({"target": "site:far", "kind": "kill"}, {}, "a site is a target of a cut only"),
+    ({"target": "elsewhere"}, {}, "unknown fault targets"),
+])
+def test_a_fault_the_lab_cannot_inject_is_refused_when_the_spec_is_loaded(fault, kw, words):
+    with pytest.raises(Exception) as err:  # SpecError, or the spec's own validation
+        plan(fault_spec(fault, **kw), CONSISTENCY)
+    assert words in str(err.value) + str(getattr(err.value, "detail", ""))
+
+
+def test_a_fault_on_a_remote_lab_is_refused():
+    from benchlib.remote.spec import RemoteLabSpec
+
+    remote = RemoteLabSpec.model_validate({"kind": "remote", "name": "r", "credentials": {
+        "user": "bench", "password_env": "P"}, "clusters": {"c": {"system": "mariadb", "nodes": [
+            {"name": "a", "host": "h1", "role": "primary"}, {"name": "b", "host": "h2", "role": "replica"}]}}})
+    with pytest.raises(SpecError, match="remote lab's servers are not benchlib's"):
+        plan(fault_spec({}), remote)

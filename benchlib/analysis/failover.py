@@ -1,0 +1,249 @@
+"""What a fault cost, per run and per configuration: unavailability, failover time, lost writes, recovery.
+
+Per fault run (``measures``), from its ledger, its fault events and sysbench's per-second lines:
+
+- **unavailability_s**: the longest wait between two writes the ledger writer had acknowledged, from the last one
+  before the fault on, as the writer saw it (CockroachDB's failover suite measures the worst-case unavailability the
+  same way; a write in flight may still be acknowledged by the failing node just after the fault, so the first
+  acknowledgement after the fault is not the end of it); when no write was acknowledged again before the load ended,
+  it is missing and ``unavailable_at_least_s`` says how long the writer had waited;
+- **new_primary_s**: from the fault until the cluster named another node to take the writes (the group's election,
+  a Synced Galera survivor, the lab's promotion), missing when none was; **writes_elsewhere_s**: until another node
+  acknowledged the writer's first write (a Galera survivor is named at once, but commits wait until the cluster's
+  view has dropped the failed node);
+- **lost** (acknowledged, absent from the surviving primary after the heal), **phantoms** (failed or unknown, present:
+  allowed), and the acknowledged / failed / unknown counts;
+- **sysbench's throughput**: its median before the fault, the lowest second after it (a second sysbench did not
+  report counts as 0) and **recovered_95_s**: from the fault until the first of three seconds in a row at 95% of the
+  pre-fault median.
+
+Per configuration (``summary``): the distribution of unavailability over the repetitions: median, p90 and max, the
+median's and p90's distribution-free 95% intervals from order statistics (``scipy.stats.quantile_test``: with 9
+runs the p90's upper bound is beyond the data, so it is reported as open), and lost writes as a count, the share of
+faults that lost any with its exact (Clopper-Pearson) 95% interval: "0 lost in 9 kills" still bounds the share of
+kills that lose writes at 34%.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["PROMISES", "in_words", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
+
+#: what each system promises when the node that takes the writes fails (the report quotes them)
+PROMISES = {
+    "group_replication": "the group elects a new primary once it has expelled the failed one (5 s of suspicion, then "
+                         "group_replication_member_expel_timeout); an acknowledged transaction was certified by a "
+                         "majority, so none is lost.",
+    "galera": "every node of the primary component takes writes; a commit returns once the cluster has ordered it, so "
+              "the survivors hold every acknowledged write; they go on once the view has dropped the failed node.",
+    "mariadb": "nothing fails over by itself (here the lab promotes the most advanced replica, as orchestrator "
+               "would); async acknowledges before any replica has the write, so it can lose what the replicas had "
+               "not received; semi-sync acknowledges once a replica received it (AFTER_SYNC before the commit is "
+               "visible, AFTER_COMMIT after), so a promotion that first applies the relay logs loses none, unless "
+               "the primary had fallen back to async.",
+    "mysql": "as MariaDB: nothing fails over by itself (here the lab promotes); async can lose what the replicas had "
+             "not received.",
+}
+RECOVERED = 0.95  # the share of the pre-fault throughput that counts as recovered
+RECOVERED_SECONDS = 3  # ... for this many seconds in a row
+
+
+def quantile_interval(values: np.ndarray, p: float, level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the ``p`` quantile from order statistics (NaN: beyond the data)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    x = x[~np.isnan(x)]
+    if len(x) < 2:
+        return (math.nan, math.nan)
+    ci = stats.quantile_test(x, q=float(np.quantile(x, p)), p=p).confidence_interval(level)
+    return (float(ci.low), float(ci.high))
+
+
+def share_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson interval of a share ``k`` of ``n``."""
+    if n == 0:
+        return (math.nan, math.nan)
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return (float(ci.low), float(ci.high))
+
+
+def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, intervals: pd.DataFrame) -> dict[str, Any]:
+    t_fault = run.get("fault_at_s")
+    out: dict[str, Any] = {"run_id": run.run_id}
+    if t_fault is None or not t_fault == t_fault:
+        return out
+    acked = ledger[ledger.outcome == "acked"]
+    before = acked[acked.t_done_s <= t_fault]
+    last = before.t_done_s.max() if not before.empty else math.nan
+    end = run.get("load_end_s")
+    # the longest wait between two acknowledgements from the last one before the fault on: a write in flight may
+    # still be acknowledged by the failing node a moment after the fault was injected
+    times = np.sort(acked.t_done_s[acked.t_done_s >= last].to_numpy(dtype=float)) if last == last else np.array([])
+    gaps = np.diff(times)
+    tail = float(end - times[-1]) if len(times) and end == end else math.nan
+    if len(gaps) and not (tail > gaps.max()):
+        out["unavailability_s"] = float(gaps.max())
+    else:  # never acknowledged again before the load ended
+        out["unavailability_s"] = math.nan
+        out["unavailable_at_least_s"] = tail
+    moved = events[(events.event == "primary") & (events.t_s >= t_fault)]
+    out["new_primary_s"] = float(moved.t_s.min() - t_fault) if not moved.empty else math.nan
+    out["new_primary_node"] = str(moved.sort_values("t_s").node.iloc[0]) if not moved.empty else ""
+    failed = events[(events.event == "fault")].node.astype(str).str.split(",").explode()
+    elsewhere = acked[(acked.t_sent_s > t_fault) & ~acked.node.astype(str).isin(set(failed))]
+    out["writes_elsewhere_s"] = float(elsewhere.t_done_s.min() - t_fault) if not elsewhere.empty else math.nan
+    present = ledger.present
+    out["acked"] = int(len(acked))
+    out["failed"] = int((ledger.outcome == "failed").sum())
+    out["unknown"] = int((ledger.outcome == "unknown").sum())
+    audited = present.notna().any()
+    out["lost"] = int((acked.present == False).sum()) if audited else math.nan  # noqa: E712 - a nullable boolean
+    out["phantoms"] = int(((ledger.outcome != "acked") & (present == True)).sum()) if audited else math.nan  # noqa
+    if not intervals.empty:
+        tps = intervals.sort_values("t_s")
+        pre = tps[tps.t_s <= t_fault].tps
+        base = float(pre.iloc[1:].median()) if len(pre) > 1 else float(pre.median()) if len(pre) else math.nan
+        out["tps_before"] = base
+        # whole seconds after the fault, a second without a report as 0
+        stop = float(end) if end == end else float(tps.t_s.max())
+        grid = np.arange(math.floor(t_fault) + 1, math.floor(stop) + 1)
+        seen = pd.Series(tps.tps.to_numpy(), index=np.ceil(tps.t_s.to_numpy() - 1e-6)).groupby(level=0).sum()
+        series = pd.Series([float(seen.get(g, 0.0)) for g in grid], index=grid)
+        out["tps_lowest"] = float(series.min()) if len(series) else math.nan
+        ok = (series >= RECOVERED * base).astype(int)
+        run_len = ok.groupby((ok != ok.shift()).cumsum()).cumsum()
+        hit = run_len[(ok == 1) & (run_len >= RECOVERED_SECONDS)]
+        out["recovered_95_s"] = math.nan
+        if len(hit):
+            first = hit.index[0] - RECOVERED_SECONDS + 1  # the end of the first of those seconds
+            out["recovered_95_s"] = float(max(0.0, first - 1 - t_fault))  # from the fault to that second's start
+    return out
+
+
+def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per fault run (see the module docstring); empty without fault runs."""
+    if "fault_at_s" not in runs:
+        return pd.DataFrame()
+    faulted = runs[runs.fault_at_s.notna() & (runs.status == "ok")]
+    ledger, events, intervals = (frames.get(k, pd.DataFrame()) for k in ("ledger", "fault_events", "intervals"))
+    rows = []
+    for _, run in faulted.iterrows():
+        rid = run.run_id
+        pick = (lambda f: f[f.run_id.astype(str) == rid] if not f.empty and "run_id" in f else pd.DataFrame(
+            columns=list(f.columns) + ["t_s", "event", "node", "outcome", "t_done_s", "present", "tps"]))
+        rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals)))
+    m = pd.DataFrame(rows)
+    keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "repetition", "heal_s",
+                        "heal_how", "survivor") if c in faulted]
+    extra = [c for c in faulted.columns if c.startswith(("semisync", "durability", "gr_", "fc_", "sync_binlog",
+                                                            "flush"))]
+    return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
+
+
+def configuration(m: pd.DataFrame) -> list[str]:
+    """The columns that tell one fault configuration from another."""
+    return [c for c in m.columns if c in ("cluster", "fault") or c.startswith(("semisync", "durability", "gr_",
+                                                                               "fc_", "sync_binlog", "flush"))
+            and m[c].nunique(dropna=False) > 1 or c in ("cluster", "fault")]
+
+
+def summary(m: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: runs, unavailability's median / p90 / max with intervals, new-primary time, lost writes
+    with the share of faults that lost any and its interval, recovery to 95% throughput."""
+    if m.empty:
+        return pd.DataFrame()
+    keys = configuration(m)
+    rows = []
+    for key, g in m.groupby(keys, observed=True, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        u = g.unavailability_s.to_numpy(dtype=float)
+        done = u[~np.isnan(u)]
+        lost = g.lost.dropna().astype(int)
+        k = int((lost > 0).sum())
+        med_ci, p90_ci = quantile_interval(done, 0.5), quantile_interval(done, 0.9)
+        lo, hi = share_interval(k, len(lost))
+        rows.append({**dict(zip(keys, key)), "runs": len(g), "recovered_runs": int(len(done)),
+                     "unavail_median_s": float(np.median(done)) if len(done) else math.nan,
+                     "unavail_median_low_s": med_ci[0], "unavail_median_high_s": med_ci[1],
+                     "unavail_p90_s": float(np.quantile(done, 0.9)) if len(done) else math.nan,
+                     "unavail_p90_low_s": p90_ci[0], "unavail_p90_high_s": p90_ci[1],
+                     "unavail_max_s": float(done.max()) if len(done) else math.nan,
+                     "unavail_at_least_s": float(g.get("unavailable_at_least_s", pd.Series(dtype=float)).max())
+                     if "unavailable_at_least_s" in g else math.nan,
+                     "new_primary_median_s": float(g.new_primary_s.median()),
+                     "writes_elsewhere_median_s": float(g.writes_elsewhere_s.median()),
+                     "lost_total": int(lost.sum()), "lost_max": int(lost.max()) if len(lost) else 0,
+                     "runs_losing": k, "audited_runs": int(len(lost)),
+                     "losing_share_low": lo, "losing_share_high": hi,
+                     "acked_total": int(g.acked.sum()),
+                     "recovered_95_median_s": float(g.recovered_95_s.median()) if "recovered_95_s" in g else math.nan,
+                     "heal_median_s": float(g.heal_s.median()) if "heal_s" in g else math.nan,
+                     "heal_how": str(g.heal_how.mode().iloc[0]) if "heal_how" in g and len(g.heal_how.dropna())
+                     else ""})
+    return pd.DataFrame(rows)
+
+
+def _s(x: float) -> str:
+    return "?" if not x == x else f"{x:.2f} s" if x < 10 else f"{x:.1f} s"
+
+
+def label(row: pd.Series, keys: list[str]) -> str:
+    parts = [str(row[k]) for k in keys if k not in ("fault",) and str(row[k]) not in ("", "nan", "None")]
+    return " ".join(parts) + (f" ({row['fault']})" if "fault" in row else "")
+
+
+def in_words(s: pd.DataFrame) -> list[str]:
+    """One sentence per configuration: unavailability, the new primary, lost writes with their bound, recovery."""
+    if s.empty:
+        return []
+    keys = [c for c in s.columns if c in ("cluster", "fault") or c.startswith(("semisync", "durability", "gr_",
+                                                                               "fc_", "sync_binlog", "flush"))]
+    out = []
+    for _, r in s.iterrows():
+        name = label(r, keys)
+        n = int(r.runs)
+        if r.recovered_runs == 0:
+            unavail = f"no write was acknowledged after the fault in any of its {n} runs (the writer waited at " \
+                      f"least {_s(r.unavail_at_least_s)})"
+        else:
+            high = "open" if not r.unavail_p90_high_s == r.unavail_p90_high_s else _s(r.unavail_p90_high_s)
+            unavail = (f"writes were unavailable for a median {_s(r.unavail_median_s)} (95% "
+                       f"{_s(r.unavail_median_low_s)}–{_s(r.unavail_median_high_s)}), p90 {_s(r.unavail_p90_s)} "
+                       f"(95% from {_s(r.unavail_p90_low_s)}, upper bound {high}), max {_s(r.unavail_max_s)} over "
+                       f"{int(r.recovered_runs)} fault{'s' if r.recovered_runs != 1 else ''}" + (f" ({n - int(r.recovered_runs)} more never recovered "
+                                                            "within the run)" if r.recovered_runs < n else ""))
+        primary = (f"; another node was named to take the writes after a median {_s(r.new_primary_median_s)}"
+                   if r.new_primary_median_s == r.new_primary_median_s else "")
+        if r.writes_elsewhere_median_s == r.writes_elsewhere_median_s:
+            primary += (" and acknowledged" if primary else "; another node acknowledged") + \
+                f" the writer's first write there after {_s(r.writes_elsewhere_median_s)}"
+        audited = int(r.audited_runs)
+        if audited == 0:
+            lost = "; lost writes were not audited"
+        elif r.lost_total == 0:
+            lost = (f"; no acknowledged write lost in {audited} fault{'s' if audited != 1 else ''} (95% bound: at most "
+                    f"{100 * r.losing_share_high:.0f}% of such faults lose any)")
+        else:
+            lost = (f"; {int(r.lost_total)} acknowledged write{'s' if r.lost_total != 1 else ''} lost, in "
+                    f"{int(r.runs_losing)} of {audited} faults "
+                    f"(95% {100 * r.losing_share_low:.0f}–{100 * r.losing_share_high:.0f}% of such faults), at most "
+                    f"{int(r.lost_max)} in one")
+        back = f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}" \
+            if r.recovered_95_median_s == r.recovered_95_median_s else ""
+        out.append(f"{name}: {unavail}{primary}{lost}{back}.")
+    return out
+
+
+def timeline(ledger: pd.DataFrame, t_fault: float, bin_s: float = 0.1, before_s: float = 5.0,
+             after_s: float = 30.0) -> pd.DataFrame:
+    """The ledger writer's acknowledged writes per second in ``bin_s`` bins around the fault (t relative to it)."""
+    acked = ledger[ledger.outcome == "acked"]
+    t = acked.t_done_s.to_numpy(dtype=float) - t_fault
+    edges = np.arange(-before_s, after_s + bin_s / 2, bin_s)
+    counts, _ = np.histogram(t, bins=edges)
+    return pd.DataFrame({"t_s": edges[:-1] + bin_s / 2, "acked_per_s": counts / bin_s})

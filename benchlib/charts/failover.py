@@ -1,0 +1,129 @@
+"""What a fault cost: the failover timeline, unavailability by configuration, acknowledged writes lost. Frames from
+``benchlib.analysis.views`` (``failover_timeline``, ``failover_runs``, ``failover_summary``); one row per
+configuration, labelled ``label``, coloured by its ``topology``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from benchlib.charts.axes import log_axis
+from benchlib.charts.builders import _colors, _figure, _need
+from benchlib.charts.errors import ChartError
+from benchlib.charts.theme import TEMPLATE, WIDTH
+
+__all__ = ["failover_timeline", "lost_writes", "unavailability"]
+
+ROW_PX = 34
+
+
+def _rows_height(n: int) -> int:
+    return max(360, 190 + ROW_PX * n)
+
+
+def failover_timeline(series: pd.DataFrame, marks: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """A panel per configuration: the ledger writer's acknowledged writes per second in 100 ms bins around the fault
+    (t = 0), the unavailability shaded, the new primary and sysbench's restart marked."""
+    _need(series, ["t_s", "acked_per_s", "label", "topology"], "failover_timeline")
+    labels = list(dict.fromkeys(series.sort_values(["topology", "label"]).label))
+    colors = _colors(series.topology)
+    rows = len(labels)
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=min(0.08, 0.3 / max(rows, 1)),
+                        subplot_titles=labels)
+    names = {"primary": ("another node named", "#333", "dash"), "load_restarted": ("sysbench restarted", "#888", "dot"),
+             "released": ("fault released", "#2a7", "dashdot")}
+    shown = set()
+    for i, lab in enumerate(labels, start=1):
+        g = series[series.label == lab]
+        c = colors[g.topology.iloc[0]]
+        fig.add_scatter(x=g.t_s, y=g.acked_per_s, mode="lines", line=dict(color=c, width=1.5, shape="hv"),
+                        name=lab, showlegend=False, row=i, col=1,
+                        hovertemplate=f"{lab}: %{{y:.0f}} writes/s at %{{x:.1f}} s<extra></extra>")
+        m = marks[marks.label == lab]
+        start, end = m[m.what == "gap_start"].t_s, m[m.what == "gap_end"].t_s
+        if len(start) and len(end):
+            fig.add_vrect(x0=float(start.iloc[0]), x1=float(end.iloc[0]), fillcolor="#d62728", opacity=0.12,
+                          line_width=0, row=i, col=1)
+            fig.add_annotation(x=float(end.iloc[0]), y=1, yref=f"y{i if i > 1 else ''} domain", xanchor="left",
+                               text=f" unavailable {float(end.iloc[0]) - float(start.iloc[0]):.2f} s", showarrow=False,
+                               font=dict(size=11, color="#a00"), row=i, col=1)
+        fig.add_vline(x=0, line=dict(color="#d62728", width=1.5), row=i, col=1)
+        for what, (text, col, dash) in names.items():
+            for t in m[m.what == what].t_s:
+                fig.add_scatter(x=[t, t], y=[0, float(g.acked_per_s.max() or 1)], mode="lines",
+                                line=dict(color=col, dash=dash, width=1.2), name=text, legendgroup=text,
+                                showlegend=text not in shown, row=i, col=1,
+                                hovertemplate=f"{text} at %{{x:.2f}} s<extra></extra>")
+                shown.add(text)
+    fig.update_layout(template=TEMPLATE, width=WIDTH, height=max(420, 150 + 150 * rows),
+                      title=title or "Failover timeline: the writer's acknowledged writes around the fault",
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"))
+    fig.update_xaxes(title_text="seconds since the fault (red line; shaded: no write acknowledged)", row=rows, col=1)
+    fig.update_yaxes(title_text="writes/s", rangemode="tozero")
+    return fig
+
+
+def unavailability(runs: pd.DataFrame, summary: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Each fault's unavailability as a point (log seconds), the configuration's median as a bar mark with its 95%
+    order-statistic interval; a run never acknowledged again is a hollow triangle at its lower bound."""
+    _need(runs, ["label", "topology", "unavailability_s"], "unavailability")
+    if runs.unavailability_s.isna().all() and "unavailable_at_least_s" not in runs:
+        raise ChartError("no fault run measured an unavailability")
+    order = list(summary.sort_values(["topology", "label"], ascending=False).label)
+    colors = _colors(runs.topology)
+    fig = _figure(title or "Unavailability after the fault, by configuration", hovermode="closest",
+                  height=_rows_height(len(order)), xaxis_title="seconds without an acknowledged write (log)",
+                  yaxis_title="")
+    rng = np.random.default_rng(0)
+    for lab in order:
+        g = runs[runs.label == lab]
+        c = colors[g.topology.iloc[0]]
+        done = g[g.unavailability_s.notna()]
+        jitter = rng.uniform(-0.18, 0.18, len(done))
+        fig.add_scatter(x=done.unavailability_s, y=[lab] * len(done), mode="markers", showlegend=False,
+                        marker=dict(color=c, size=7, opacity=0.55), customdata=np.c_[done.run_id.astype(str)],
+                        hovertemplate="%{y}: %{x:.2f} s (%{customdata[0]})<extra></extra>")
+        if "unavailable_at_least_s" in g:
+            never = g[g.unavailability_s.isna() & g.unavailable_at_least_s.notna()]
+            if len(never):
+                fig.add_scatter(x=never.unavailable_at_least_s, y=[lab] * len(never), mode="markers",
+                                showlegend=False, marker=dict(color=c, size=9, symbol="triangle-right-open"),
+                                hovertemplate="%{y}: never acknowledged again, at least %{x:.1f} s<extra></extra>")
+        s = summary[summary.label == lab].iloc[0]
+        if s.unavail_median_s == s.unavail_median_s:
+            hi = s.unavail_median_high_s if s.unavail_median_high_s == s.unavail_median_high_s else s.unavail_median_s
+            lo = s.unavail_median_low_s if s.unavail_median_low_s == s.unavail_median_low_s else s.unavail_median_s
+            fig.add_scatter(x=[s.unavail_median_s], y=[lab], mode="markers", showlegend=False,
+                            marker=dict(color=c, size=16, symbol="line-ns-open", line=dict(width=3, color=c)),
+                            error_x=dict(type="data", array=[hi - s.unavail_median_s],
+                                         arrayminus=[s.unavail_median_s - lo], color=c, thickness=2, width=6),
+                            hovertemplate=(f"{lab}: median %{{x:.2f}} s, 95% {lo:.2f}–{hi:.2f} s; p90 "
+                                           f"{s.unavail_p90_s:.2f} s, max {s.unavail_max_s:.2f} s<extra></extra>"))
+    values = list(runs.unavailability_s.dropna()) + list(runs.get("unavailable_at_least_s", pd.Series()).dropna())
+    log_axis(fig.update_xaxes, values)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, automargin=True)
+    return fig
+
+
+def lost_writes(summary: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Acknowledged writes lost per configuration (bar: total over its faults; text: in how many faults, with the
+    95% bound on the share of faults that lose any)."""
+    _need(summary, ["label", "topology", "lost_total", "runs_losing", "audited_runs", "losing_share_high"],
+          "lost_writes")
+    d = summary.sort_values(["topology", "label"], ascending=False)
+    colors = _colors(d.topology)
+    fig = _figure(title or "Acknowledged writes lost, by configuration", hovermode="closest",
+                  height=_rows_height(len(d)), xaxis_title="acknowledged writes absent after the heal (all faults)",
+                  yaxis_title="")
+    text = [f"{int(r.lost_total)} in {int(r.runs_losing)} of {int(r.audited_runs)} faults"
+            + (f" (≤ {100 * r.losing_share_high:.0f}% of faults lose any, 95%)" if r.lost_total == 0 else "")
+            for r in d.itertuples()]
+    fig.add_bar(x=d.lost_total, y=d.label, orientation="h", marker_color=[colors[t] for t in d.topology],
+                text=text, textposition="outside", cliponaxis=False, showlegend=False,
+                hovertemplate="%{y}: %{x} lost<extra></extra>")
+    top = float(d.lost_total.max() or 0)
+    fig.update_xaxes(range=[0, max(1.0, top) * 1.6], rangemode="tozero")
+    fig.update_yaxes(type="category", automargin=True)
+    return fig

@@ -1,0 +1,206 @@
+"""Faults the embedded lab injects, and the failover it performs where the system has none of its own.
+
+- ``kill``: SIGKILL to the node's server (the pid checked against its command line first); it stays down until heal.
+- ``freeze``: SIGSTOP, released by SIGCONT: the process keeps its sockets, so peers and clients see a node that
+  accepts connections and answers nothing (the hardest failure to detect).
+- ``cut``: the link of a WAN site goes down (``ip link set ... down`` in the site's namespace), released by bringing
+  it up again; the nodes there run on, unreachable. Nodes on loopback have no link to cut: refused.
+
+Promotion (async and semi-sync clusters, ``promote``) is what orchestrator does on a dead primary: every surviving
+replica applies what it had received, the one that applied the most becomes the primary (replication reset, writes
+allowed, semi-sync's primary side switched on where the cluster runs it) and the others follow it by GTID.
+``restore`` gives the original write node its role back after the run: the promoted node is stopped cleanly, its
+datadir copied over the old primary's (what the old primary held that never reached a replica is discarded, as a
+rebuilt node's would be), both start, and every replica follows the original write node again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import pymysql
+
+from benchlib.errors import LabError
+from benchlib.lab import procs, sql
+from benchlib.lab.base import Fault, Promotion
+from benchlib.lab.layout import Layout, NodePlan
+
+if TYPE_CHECKING:
+    from benchlib.lab.topology import Async
+
+__all__ = ["inject", "promote", "refusal", "release", "restore", "set_site_link"]
+
+#: files of a datadir that belong to the node, not to its data (a copy leaves them out)
+NODE_FILES = ("auto.cnf", "master.info", "relay-log.info", "multi-master.info", "mysqld-auto.cnf")
+NODE_PREFIXES = ("relay-bin", "master-", "relay-log-")
+
+
+def refusal(spec: Any, kind: str, nodes: list[str], site: str | None) -> str | None:
+    """Why the embedded lab of ``spec`` (a ``LabSpec``) cannot inject this fault (None: it can)."""
+    if kind != "cut":
+        return None
+    if not spec.sites:
+        return "a network cut takes a WAN site's link down, and this lab has no [sites] (its nodes share loopback)"
+    if site is not None:
+        return None if site in spec.sites else f"no site {site!r} in lab {spec.name} (sites: {', '.join(spec.sites)})"
+    for n in nodes:
+        where = spec.site_of(n)
+        if where is None:
+            return f"{n} runs on loopback, outside every site: only a site's link can be cut"
+        others = [m for m in spec.sites[where].nodes if m != n]
+        if others:
+            return f"cutting {n} alone needs it alone in its site; site {where} also holds {', '.join(others)}"
+    return None
+
+
+def set_site_link(layout: Layout, site: str, up: bool) -> None:
+    """Take a site's link down or up again (the routes a link-down removed are put back)."""
+    s = layout.sites[site]
+    res = subprocess.run(["ip", "-n", s.netns, "link", "set", s.tun, "up" if up else "down"], capture_output=True,
+                         text=True)
+    if res.returncode != 0:
+        raise LabError(f"could not take site {site}'s link {'up' if up else 'down'}: {res.stderr.strip()}",
+                       hint="benchlib lab heal restores the WAN links")
+    if up and layout.hub_address:  # the route to the other sites, when the shaper added one (netem)
+        subprocess.run(["ip", "-n", s.netns, "route", "add", f"{layout.hub_address.rsplit('.', 1)[0]}.0/24", "via",
+                        layout.hub_address, "dev", s.tun, "src", s.address], capture_output=True, text=True)
+
+
+def inject(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
+    if fault.kind == "cut":
+        set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=False)
+        return
+    sig = {"kill": signal.SIGKILL, "freeze": signal.SIGSTOP}[fault.kind]
+    for name in fault.nodes:
+        node, pid = layout.nodes[name], pids.get(name)
+        if not pid or not procs.signal_if_ours(pid, node.marker, sig):
+            raise LabError(f"{name} is not running: there is nothing to {fault.kind}",
+                           hint="benchlib lab heal restarts it")
+
+
+def release(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
+    if fault.kind == "cut":
+        set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=True)
+    elif fault.kind == "freeze":
+        for name in fault.nodes:
+            pid = pids.get(name)
+            if pid:
+                procs.signal_if_ours(pid, layout.nodes[name].marker, signal.SIGCONT)
+
+
+def _status(topo: "Async", conn) -> dict:
+    rows = sql.query(conn, topo.flavor.replication.status)
+    return rows[0] if rows else {}
+
+
+def _applied_all(row: dict) -> bool:
+    """The replica's applier has executed everything its receiver got (MariaDB's and MySQL's column names)."""
+    read = row.get("Read_Master_Log_Pos", row.get("Read_Source_Log_Pos"))
+    done = row.get("Exec_Master_Log_Pos", row.get("Exec_Source_Log_Pos"))
+    log_read = row.get("Master_Log_File", row.get("Source_Log_File"))
+    log_done = row.get("Relay_Master_Log_File", row.get("Relay_Source_Log_File"))
+    return read == done and log_read == log_done
+
+
+def _seq_count(topo: "Async", conn) -> int:
+    """How far a node has applied, as one comparable number: the number of transactions in its executed GTID
+    set (MySQL) or the sum of its GTID position's sequence numbers (MariaDB: one per domain)."""
+    if topo.flavor.replication.stop == "STOP REPLICA":
+        text = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed") or ""
+        total = 0
+        for part in "".join(text.split()).split(","):
+            for rng in part.split(":")[1:]:
+                lo, _, hi = rng.partition("-")
+                total += int(hi or lo) - int(lo) + 1
+        return total
+    text = sql.scalar(conn, "SELECT @@GLOBAL.gtid_current_pos") or ""
+    return sum(int(p.rsplit("-", 1)[1]) for p in text.split(",") if p.strip())
+
+
+def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], timeout: float) -> Promotion:
+    """Promote the most advanced surviving replica of ``topo`` (see the module docstring)."""
+    t0 = time.monotonic()
+    steps: list[tuple[str, float]] = []
+    names = topo.flavor.replication
+    survivors = [n for n in topo.nodes if n is not failed and alive(n)]
+    if not survivors:
+        raise LabError(f"{topo.cluster}: no replica is running to promote after {failed.name} failed")
+    conns = {n.name: topo.connect(n) for n in survivors}
+    try:
+        for n in survivors:
+            sql.execute(conns[n.name], names.stop.replace("STOP SLAVE", "STOP SLAVE IO_THREAD")
+                        .replace("STOP REPLICA", "STOP REPLICA IO_THREAD"))
+        steps.append(("receivers stopped", time.monotonic() - t0))
+        deadline = time.monotonic() + timeout
+        for n in survivors:
+            while not _applied_all(_status(topo, conns[n.name])):
+                if time.monotonic() > deadline:
+                    raise LabError(f"{topo.cluster}: {n.name} did not apply its relay log within {timeout:g} s")
+                time.sleep(0.02)
+        steps.append(("relay logs applied", time.monotonic() - t0))
+        ahead = {n.name: _seq_count(topo, conns[n.name]) for n in survivors}
+        new = max(survivors, key=lambda n: (ahead[n.name], -n.index))
+        c = conns[new.name]
+        sql.execute(c, names.stop, "RESET SLAVE ALL" if names.stop == "STOP SLAVE" else "RESET REPLICA ALL",
+                    "SET GLOBAL read_only = OFF")
+        steps.append((f"{new.name} takes writes", time.monotonic() - t0))
+        for n in survivors:
+            if n is not new:
+                topo.point_at(conns[n.name], new)
+        steps.append(("replicas follow it", time.monotonic() - t0))
+        if topo.semisync_wanted() and len(survivors) > 1:
+            topo.semisync_on(new, [n for n in survivors if n is not new], max(1.0, deadline - time.monotonic()))
+            steps.append(("semi-sync on", time.monotonic() - t0))
+    except pymysql.MySQLError as exc:
+        raise LabError(f"{topo.cluster}: promotion after {failed.name} failed: {exc.args[-1] if exc.args else exc}",
+                       hint="benchlib lab heal rebuilds the cluster's original roles") from None
+    finally:
+        for conn in conns.values():
+            conn.close()
+    return Promotion(new.name, tuple(steps), f"{ahead[new.name]} transactions applied on {new.name}")
+
+
+def copy_data(src: NodePlan, dst: NodePlan, owner: str | None) -> None:
+    """Replace ``dst``'s datadir by a copy of ``src``'s (both stopped), without the files that are ``src``'s own."""
+    shutil.rmtree(dst.datadir, ignore_errors=True)
+    shutil.copytree(src.datadir, dst.datadir, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n in NODE_FILES or n.startswith(NODE_PREFIXES)
+                                             or n.endswith(".pid")])
+    if owner:
+        shutil.chown(dst.datadir, owner, owner)
+        for root, dirs, files in os.walk(dst.datadir):
+            for name in dirs + files:
+                shutil.chown(os.path.join(root, name), owner, owner)
+
+
+def restore(topo: "Async", promoted: NodePlan, stop: Callable[[list[NodePlan]], None],
+            start: Callable[[list[NodePlan]], None], owner: str | None, timeout: float) -> str:
+    """Give the original write node its role back after a promotion (see the module docstring); returns how."""
+    old = topo.primary
+    stop([old, promoted])
+    copy_data(promoted, old, owner)
+    start([old, promoted])
+    with topo.connect(old) as conn:
+        sql.execute(conn, "SET SESSION sql_log_bin = 0", "DROP TRIGGER IF EXISTS benchlib.heartbeat_applied",
+                    topo.flavor.replication.stop,
+                    "RESET SLAVE ALL" if topo.flavor.replication.stop == "STOP SLAVE" else "RESET REPLICA ALL",
+                    "SET GLOBAL read_only = OFF")
+    for n in topo.replicas:
+        with topo.connect(n) as conn:
+            sql.execute(conn, topo.flavor.replication.stop)
+            if topo.semisync_wanted():  # a replica whose primary side is on would wait for acks on every apply
+                try:
+                    sql.execute(conn, f"SET GLOBAL {topo.flavor.semisync.var('enabled')} = OFF")
+                except pymysql.MySQLError:
+                    pass  # the primary side's plugin is not there: nothing to switch off
+            if topo.flavor.replication.stop == "STOP SLAVE":  # the same data everywhere now: start from here
+                sql.execute(conn, "SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_binlog_pos")
+            topo.point_at(conn, old)
+    topo.wait_ready(timeout)
+    return f"{old.name} rebuilt from a copy of {promoted.name}'s data (what it held that no replica had is gone), " \
+           f"primary again; every replica follows it"

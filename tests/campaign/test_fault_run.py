@@ -1,0 +1,109 @@
+"""Fault runs on real labs: a killed Group Replication primary, an async primary killed and a replica promoted, a WAN
+site's link cut and restored, and the ledger audit finding an acknowledged write that is gone."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from benchlib.campaign.fault_run import execute_fault_run
+from benchlib.campaign.spec import FaultPlan
+from benchlib.lab import sql
+from benchlib.store import RunWriter, read_run
+from benchlib.sysbench.options import SysbenchOptions
+from tests.conftest import example_spec, needs_root
+
+OPTS = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=10, rate=100)
+
+
+def plan(**kw) -> FaultPlan:
+    base = dict(kind="kill", target="write_node", at_s=3.0, duration_s=3.0, promote=False, detect_s=0.5,
+                write_rate=50.0, timeout_s=1.0, heal_timeout_s=180.0)
+    base.update(kw)
+    return FaultPlan(**base)
+
+
+def writer(lab, tmp_path, run_id):
+    return RunWriter(tmp_path, run_id, {"workload": OPTS.workload}, secrets=list(lab.creds.passwords.values()))
+
+
+@pytest.fixture(scope="module")
+def async_lab(labs):
+    return labs.up(example_spec("async-1p2r.toml", "t-fault"))
+
+
+def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_primary(async_lab, tmp_path):
+    run = read_run(execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "p1"), plan(promote=True)))
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    new = m.promotion["primary"]
+    assert new in ("async-2", "async-3") and m.survivor == new
+    steps = [s for s, _ in m.promotion["steps"]]
+    assert steps[:2] == ["receivers stopped", "relay logs applied"] and f"{new} takes writes" in steps
+    ledger = run.frames["ledger"]
+    after = ledger[ledger.t_sent_s > m.fault_at_s + 0.1]
+    assert (after[after.outcome == "acked"].node == new).sum() > 50  # the writer followed the promotion
+    assert m.ledger["lost"] == 0 and ledger.present[ledger.outcome == "acked"].all()
+    events = run.frames["fault_events"]
+    assert {"fault", "primary", "writer_moved", "load_restarted", "heal"} <= set(events.event)
+    # healed: the original write node is the primary again, the promoted node its replica, the data identical
+    assert "async-1 rebuilt from a copy of" in m.heal["how"][0] and not async_lab.broken()
+    assert not m.audit["mismatches"]
+    with async_lab.connect("async-2") as conn:
+        row = sql.query(conn, "SHOW SLAVE STATUS")[0]
+    assert row["Master_Port"] == async_lab.node("async-1").port and row["Slave_SQL_Running"] == "Yes"
+
+
+def test_the_ledger_audit_reports_a_write_deleted_behind_the_labs_back_as_lost(async_lab, tmp_path):
+    gone = []
+
+    def tamper(lab, survivor):
+        with lab.connect(survivor) as conn:  # not replicated: only the surviving primary loses it
+            seq = sql.scalar(conn, "SELECT MAX(seq) FROM benchlib.ledger WHERE run = 'p2'")
+            sql.execute(conn, "SET SESSION sql_log_bin = 0")
+            with conn.cursor() as cur:
+                cur.execute("DELETE FROM benchlib.ledger WHERE run = 'p2' AND seq = %s", (seq,))
+        gone.append(int(seq))
+
+    run = read_run(execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "p2"),
+                                     plan(target="replica"), before_audit=tamper))
+    m = run.manifest
+    assert m.status == "ok" and m.ledger["lost"] == 1 and m.ledger["lost_seqs"] == gone
+    ledger = run.frames["ledger"]
+    assert not ledger.loc[ledger.seq == gone[0], "present"].item()
+    assert m.audit["mismatches"]  # the nodes differ in the ledger table: divergence, named
+
+
+def test_a_killed_group_replication_primary_records_the_elected_member_and_the_unavailability(labs, tmp_path):
+    lab = labs.up(example_spec("gr-3.toml", "t-fgr"))
+    opts = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=40, rate=100)
+    run = read_run(execute_fault_run(lab, "gr", opts, writer(lab, tmp_path, "g1"), plan()))
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    events = run.frames["fault_events"]
+    elected = events[events.event == "primary"]
+    assert len(elected) == 1 and elected.node.item() in ("gr-2", "gr-3") and m.survivor == elected.node.item()
+    from benchlib.analysis.failover import measures
+    from benchlib.store import load_campaign
+
+    c = load_campaign(tmp_path)
+    row = measures(c["runs"], c).iloc[0]
+    assert 1 < row.unavailability_s < 37 and row.new_primary_node == elected.node.item()
+    assert row.lost == 0 and "gr-1 by incremental recovery" in m.heal["how"][0]
+
+
+@needs_root
+def test_a_site_link_cut_and_restored(labs, tmp_path):
+    lab = labs.up(example_spec("wan-semisync.toml", "t-fcut", sites={"far": {"nodes": ["semi-2"], "rtt_ms": 10}}))
+    run = read_run(execute_fault_run(lab, "semi", OPTS, writer(lab, tmp_path, "c1"),
+                                     plan(kind="cut", target="site:far", duration_s=2.0)))
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    ev = run.frames["fault_events"].set_index("event")
+    assert ev.loc["fault", "detail"].startswith("cut the network link of site far")
+    assert 1.8 < ev.loc["released", "t_s"] - ev.loc["fault", "t_s"] < 3.0
+    site = lab.layout.sites["far"]
+    link = subprocess.run(["ip", "-n", site.netns, "-o", "link", "show", site.tun], capture_output=True, text=True)
+    assert "UP" in link.stdout.partition("<")[2].partition(">")[0].split(",")
+    assert m.ledger["lost"] == 0 and not m.audit["mismatches"]  # the replica caught up once the link was back
