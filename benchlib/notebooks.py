@@ -162,15 +162,21 @@ def _plan_has(record: CampaignRecord, key: str, values: int = 1) -> bool:
 
 
 #: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows
+def _faulted(record) -> bool:
+    """A campaign with a [fault]: its runs are judged by what the fault did (the failover notebook)."""
+    return bool(record.campaign.get("fault"))
+
+
 ANALYSIS_NOTEBOOKS: dict[str, Any] = {
-    "compare": lambda r: len(r.plan_values("topology")) > 1,
-    "stability": lambda r: True,
-    "lag": lambda r: True,
+    "compare": lambda r: len(r.plan_values("topology")) > 1 and not _faulted(r),
+    "stability": lambda r: not _faulted(r),
+    "lag": lambda r: not _faulted(r),
     "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
     "wan": lambda r: bool(r.lab.get("sites")),
-    "resources": lambda r: "host" in r.metrics,
+    "resources": lambda r: "host" in r.metrics and not _faulted(r),
     "consistency": lambda r: bool(r.campaign.get("probe")),
+    "failover": _faulted,
     "study": lambda r: _study_named(r.name) is not None,
 }
 

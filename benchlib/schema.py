@@ -134,7 +134,8 @@ PROBE_READS = Schema("probe_reads", {
 
 LEDGER = Schema("ledger", {
     "seq": Column("int64", "the write's unique id within the run (the ledger writer's sequence)"),
-    "node": Column("str", "the node the writer sent it to"),
+    "node": Column("str", "the node the writer sent it to (the proxy's name for a writer behind one)"),
+    "via": Column("str", "direct (the writer follows the failover itself) or the proxy it writes through (haproxy)"),
     "t_sent_s": Column("float64", "sampler clock when the INSERT was sent, s"),
     "t_done_s": Column("float64", "sampler clock when it returned or failed, s"),
     "outcome": Column("str", "acked (the commit returned), failed (refused before it could commit: the server "

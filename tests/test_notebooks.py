@@ -39,7 +39,8 @@ def test_unknown_notebook_names_the_known_ones():
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
 DEFAULTS = {"compare": "topologies", "stability": "apply", "flow_control": "apply", "lag": "apply",
-            "parallel_apply": "apply", "wan": "wan", "resources": "resources", "consistency": "consistency"}
+            "parallel_apply": "apply", "wan": "wan", "resources": "resources", "consistency": "consistency",
+            "failover": "failover"}
 
 
 @pytest.fixture(scope="module")

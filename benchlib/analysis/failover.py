@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["PROMISES", "in_words", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
+__all__ = ["PROMISES", "in_words", "unavailability", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
 
 #: what each system promises when the node that takes the writes fails (the report quotes them)
 PROMISES = {
@@ -72,31 +72,74 @@ def share_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return (float(ci.low), float(ci.high))
 
 
-def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, intervals: pd.DataFrame) -> dict[str, Any]:
-    t_fault = run.get("fault_at_s")
-    out: dict[str, Any] = {"run_id": run.run_id}
-    if t_fault is None or not t_fault == t_fault:
-        return out
-    acked = ledger[ledger.outcome == "acked"]
+def unavailability(acked: pd.DataFrame, t_fault: float, end: float) -> tuple[float, float]:
+    """(the longest wait between two acknowledgements from the last one before the fault on, NaN when none came
+    again before ``end``; how long the writer had waited at ``end`` then, else NaN). A write in flight may still be
+    acknowledged by the failing node a moment after the fault was injected: the first acknowledgement after the
+    fault is not the end of it."""
     before = acked[acked.t_done_s <= t_fault]
     last = before.t_done_s.max() if not before.empty else math.nan
-    end = run.get("load_end_s")
-    # the longest wait between two acknowledgements from the last one before the fault on: a write in flight may
-    # still be acknowledged by the failing node a moment after the fault was injected
     times = np.sort(acked.t_done_s[acked.t_done_s >= last].to_numpy(dtype=float)) if last == last else np.array([])
     gaps = np.diff(times)
     tail = float(end - times[-1]) if len(times) and end == end else math.nan
     if len(gaps) and not (tail > gaps.max()):
-        out["unavailability_s"] = float(gaps.max())
-    else:  # never acknowledged again before the load ended
-        out["unavailability_s"] = math.nan
-        out["unavailable_at_least_s"] = tail
+        return float(gaps.max()), math.nan
+    return math.nan, tail
+
+
+SETTLED_MS = 100.0  # a rejoined node has settled once its lag stays under this
+
+
+def _rejoin(events: pd.DataFrame, cluster: pd.DataFrame, intervals: pd.DataFrame, base: float) -> dict[str, Any]:
+    """A rejoin under load: its path, how long until the node was back in its role, until its lag stayed under
+    SETTLED_MS, and sysbench's throughput meanwhile against the pre-fault median (the donor's load)."""
+    asked, started, back = (events[events.event == e] for e in ("rejoin_asked", "rejoin_started", "rejoined"))
+    if started.empty:
+        return {}
+    t0 = float(started.t_s.iloc[0])
+    out: dict[str, Any] = {"rejoin_path": str(back.detail.iloc[0]) if len(back) else "",
+                           "rejoin_s": float(back.t_s.iloc[0] - t0) if len(back) else math.nan,
+                           # a group expels the killed incarnation before the node may start again
+                           "rejoin_wait_s": float(t0 - asked.t_s.iloc[0]) if len(asked) else 0.0}
+    lag = cluster[(cluster.metric == "ledger_lag_ms")].sort_values("t_s") if "metric" in cluster else cluster.iloc[:0]
+    if len(lag):
+        over = lag[lag.value >= SETTLED_MS]
+        after = lag[lag.t_s > (over.t_s.max() if len(over) else -math.inf)]
+        out["settled_s"] = float(after.t_s.min() - t0) if len(after) else math.nan
+        out["lag_max_ms"] = float(lag.value.max())
+    if len(back) and not intervals.empty and base == base and base > 0:
+        during = intervals[(intervals.t_s > t0 + 1) & (intervals.t_s <= float(back.t_s.iloc[0]) + 1e-9)]
+        out["tps_during_rejoin"] = float(during.tps.mean()) / base if len(during) else math.nan
+    return out
+
+
+def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, intervals: pd.DataFrame,
+             cluster: pd.DataFrame | None = None) -> dict[str, Any]:
+    t_fault = run.get("fault_at_s")
+    out: dict[str, Any] = {"run_id": run.run_id}
+    if t_fault is None or not t_fault == t_fault:
+        return out
+    end = run.get("load_end_s")
+    vias = ledger.via.astype(str) if "via" in ledger else pd.Series("direct", index=ledger.index)
+    behind = {v: ledger[vias == v] for v in sorted(set(vias) - {"direct"})}
+    ledger = ledger[vias == "direct"]
+    acked = ledger[ledger.outcome == "acked"]
+    out["unavailability_s"], at_least = unavailability(acked, t_fault, end)
+    if at_least == at_least:
+        out["unavailable_at_least_s"] = at_least
+    for v, rows in behind.items():  # a writer behind a proxy: what its clients saw
+        ok = rows[rows.outcome == "acked"]
+        out[f"{v}_unavailability_s"], at_least = unavailability(ok, t_fault, end)
+        out[f"{v}_unavailable_at_least_s"] = at_least
+        out[f"{v}_lost"] = int((ok.present == False).sum()) if rows.present.notna().any() else math.nan  # noqa: E712
     moved = events[(events.event == "primary") & (events.t_s >= t_fault)]
     out["new_primary_s"] = float(moved.t_s.min() - t_fault) if not moved.empty else math.nan
     out["new_primary_node"] = str(moved.sort_values("t_s").node.iloc[0]) if not moved.empty else ""
-    failed = events[(events.event == "fault")].node.astype(str).str.split(",").explode()
-    elsewhere = acked[(acked.t_sent_s > t_fault) & ~acked.node.astype(str).isin(set(failed))]
-    out["writes_elsewhere_s"] = float(elsewhere.t_done_s.min() - t_fault) if not elsewhere.empty else math.nan
+    failed = set(events[(events.event == "fault")].node.astype(str).str.split(",").explode())
+    first = str(ledger.sort_values("seq").node.iloc[0]) if len(ledger) else ""
+    elsewhere = acked[(acked.t_sent_s > t_fault) & (acked.node.astype(str) != first)]
+    out["writes_elsewhere_s"] = (float(elsewhere.t_done_s.min() - t_fault) if first in failed and not elsewhere.empty
+                                 else math.nan)  # only when the node that took the writes failed
     present = ledger.present
     out["acked"] = int(len(acked))
     out["failed"] = int((ledger.outcome == "failed").sum())
@@ -122,6 +165,8 @@ def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, interva
         if len(hit):
             first = hit.index[0] - RECOVERED_SECONDS + 1  # the end of the first of those seconds
             out["recovered_95_s"] = float(max(0.0, first - 1 - t_fault))  # from the fault to that second's start
+    out.update(_rejoin(events, cluster if cluster is not None else pd.DataFrame(), intervals,
+                       out.get("tps_before", math.nan)))
     return out
 
 
@@ -130,13 +175,14 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
     if "fault_at_s" not in runs:
         return pd.DataFrame()
     faulted = runs[runs.fault_at_s.notna() & (runs.status == "ok")]
-    ledger, events, intervals = (frames.get(k, pd.DataFrame()) for k in ("ledger", "fault_events", "intervals"))
+    ledger, events, intervals, cluster = (frames.get(k, pd.DataFrame())
+                                          for k in ("ledger", "fault_events", "intervals", "cluster"))
     rows = []
     for _, run in faulted.iterrows():
         rid = run.run_id
         pick = (lambda f: f[f.run_id.astype(str) == rid] if not f.empty and "run_id" in f else pd.DataFrame(
             columns=list(f.columns) + ["t_s", "event", "node", "outcome", "t_done_s", "present", "tps"]))
-        rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals)))
+        rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals), pick(cluster)))
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "repetition", "heal_s",
                         "heal_how", "survivor") if c in faulted]
@@ -181,11 +227,43 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "runs_losing": k, "audited_runs": int(len(lost)),
                      "losing_share_low": lo, "losing_share_high": hi,
                      "acked_total": int(g.acked.sum()),
+                     **_behind_proxy(g),
                      "recovered_95_median_s": float(g.recovered_95_s.median()) if "recovered_95_s" in g else math.nan,
                      "heal_median_s": float(g.heal_s.median()) if "heal_s" in g else math.nan,
+                     **({"rejoin_median_s": float(g.rejoin_s.median()), "rejoin_max_s": float(g.rejoin_s.max()),
+                         "rejoin_wait_median_s": float(g.rejoin_wait_s.median()) if "rejoin_wait_s" in g else 0.0,
+                         "settled_median_s": float(g.settled_s.median()) if "settled_s" in g else math.nan,
+                         "tps_during_rejoin": float(g.tps_during_rejoin.median())
+                         if "tps_during_rejoin" in g else math.nan,
+                         "rejoin_path": _path_words(g.rejoin_path)} if "rejoin_s" in g and g.rejoin_s.notna().any()
+                        else {}),
                      "heal_how": str(g.heal_how.mode().iloc[0]) if "heal_how" in g and len(g.heal_how.dropna())
                      else ""})
     return pd.DataFrame(rows)
+
+
+def _behind_proxy(g: pd.DataFrame) -> dict[str, Any]:
+    """The unavailability a writer behind each proxy saw: median (with its interval), p90, max; lost writes."""
+    out: dict[str, Any] = {}
+    for col in [c for c in g.columns if c.endswith("_unavailability_s") and c != "unavailability_s"]:
+        v = col.removesuffix("_unavailability_s")
+        u = g[col].to_numpy(dtype=float)
+        done = u[~np.isnan(u)]
+        lo, hi = quantile_interval(done, 0.5)
+        out.update({f"{v}_unavail_median_s": float(np.median(done)) if len(done) else math.nan,
+                    f"{v}_unavail_median_low_s": lo, f"{v}_unavail_median_high_s": hi,
+                    f"{v}_unavail_p90_s": float(np.quantile(done, 0.9)) if len(done) else math.nan,
+                    f"{v}_unavail_max_s": float(done.max()) if len(done) else math.nan,
+                    f"{v}_recovered_runs": int(len(done)),
+                    f"{v}_lost_total": int(g[f"{v}_lost"].fillna(0).sum()) if f"{v}_lost" in g else 0})
+    return out
+
+
+def _path_words(paths: pd.Series) -> str:
+    """The rejoin paths of a configuration's runs, counted ("IST ×8, SST ×1")."""
+    kinds = paths.dropna().astype(str).str.extract(r"by (IST|SST|clone|incremental recovery|their GTID)")[0]
+    kinds = kinds.fillna(paths.dropna().astype(str).str.split(" \\(").str[0])
+    return ", ".join(f"{k} ×{n}" for k, n in kinds.value_counts().items())
 
 
 def _s(x: float) -> str:
@@ -212,9 +290,13 @@ def in_words(s: pd.DataFrame) -> list[str]:
                       f"least {_s(r.unavail_at_least_s)})"
         else:
             high = "open" if not r.unavail_p90_high_s == r.unavail_p90_high_s else _s(r.unavail_p90_high_s)
-            unavail = (f"writes were unavailable for a median {_s(r.unavail_median_s)} (95% "
-                       f"{_s(r.unavail_median_low_s)}–{_s(r.unavail_median_high_s)}), p90 {_s(r.unavail_p90_s)} "
-                       f"(95% from {_s(r.unavail_p90_low_s)}, upper bound {high}), max {_s(r.unavail_max_s)} over "
+            median_ci = (f"95% {_s(r.unavail_median_low_s)}–{_s(r.unavail_median_high_s)}"
+                         if r.unavail_median_low_s == r.unavail_median_low_s else
+                         "too few faults for a 95% interval: 6 give one")
+            p90_ci = (f"95% from {_s(r.unavail_p90_low_s)}, upper bound {high}"
+                      if r.unavail_p90_low_s == r.unavail_p90_low_s else "no interval")
+            unavail = (f"writes were unavailable for a median {_s(r.unavail_median_s)} ({median_ci}), p90 "
+                       f"{_s(r.unavail_p90_s)} ({p90_ci}), max {_s(r.unavail_max_s)} over "
                        f"{int(r.recovered_runs)} fault{'s' if r.recovered_runs != 1 else ''}" + (f" ({n - int(r.recovered_runs)} more never recovered "
                                                             "within the run)" if r.recovered_runs < n else ""))
         primary = (f"; another node was named to take the writes after a median {_s(r.new_primary_median_s)}"
@@ -235,7 +317,28 @@ def in_words(s: pd.DataFrame) -> list[str]:
                     f"{int(r.lost_max)} in one")
         back = f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}" \
             if r.recovered_95_median_s == r.recovered_95_median_s else ""
-        out.append(f"{name}: {unavail}{primary}{lost}{back}.")
+        rejoin = ""
+        if "rejoin_median_s" in r and r.rejoin_median_s == r.rejoin_median_s:
+            waited = r.get("rejoin_wait_median_s", 0.0)
+            rejoin = (f"; the killed node rejoined under the load by {r.rejoin_path} in a median "
+                      f"{_s(r.rejoin_median_s)} (max {_s(r.rejoin_max_s)}) from its start"
+                      + (f", which waited {_s(waited)} for the group to expel its killed incarnation"
+                         if waited == waited and waited > 0.5 else "")
+                      + (f", its lag under {SETTLED_MS:.0f} ms for good {_s(r.settled_median_s)} after its restart"
+                         if r.settled_median_s == r.settled_median_s else "")
+                      + (f", sysbench meanwhile at {r.tps_during_rejoin:.0%} of its pre-fault throughput"
+                         if r.tps_during_rejoin == r.tps_during_rejoin else ""))
+        proxied = ""
+        for col in [c for c in r.index if c.endswith("_unavail_median_s")]:
+            v = col.removesuffix("_unavail_median_s")
+            if r[col] == r[col]:
+                hi = r[f"{v}_unavail_median_high_s"]
+                proxied += (f"; a writer behind {v} waited a median {_s(r[col])} (95% {_s(r[f'{v}_unavail_median_low_s'])}"
+                            f"–{_s(hi) if hi == hi else 'open'}), max {_s(r[f'{v}_unavail_max_s'])}, "
+                            f"{int(r[f'{v}_lost_total'])} acknowledged writes lost")
+            else:
+                proxied += f"; a writer behind {v} never had a write acknowledged again within the run"
+        out.append(f"{name}: {unavail}{primary}{proxied}{lost}{back}{rejoin}.")
     return out
 
 

@@ -484,10 +484,41 @@ def failover_runs(a: CampaignAnalysis) -> pd.DataFrame:
     return _fault_labels(a, a.failover)
 
 
+def _proxies(df: pd.DataFrame) -> list[str]:
+    return [c.removesuffix("_unavailability_s") for c in df.columns
+            if c.endswith("_unavailability_s") and c != "unavailability_s"]
+
+
+def unavailability_runs(a: CampaignAnalysis) -> pd.DataFrame:
+    """``failover_runs``, plus a row per run and proxy for the writer behind it (label "... via haproxy")."""
+    runs = failover_runs(a)
+    parts = [runs]
+    for v in _proxies(runs):
+        p = runs.dropna(subset=[f"{v}_unavailability_s", f"{v}_unavailable_at_least_s"], how="all").copy()
+        p["unavailability_s"], p["unavailable_at_least_s"] = p[f"{v}_unavailability_s"], p[f"{v}_unavailable_at_least_s"]
+        p["label"] = p.label + f" via {v}"
+        parts.append(p)
+    return pd.concat(parts, ignore_index=True)
+
+
 def failover_summary(a: CampaignAnalysis) -> pd.DataFrame:
     """The per-configuration failover summary with ``label`` and ``topology``."""
     failover_runs(a)
     return _fault_labels(a, a.failover_summary)
+
+
+def unavailability_summary(a: CampaignAnalysis) -> pd.DataFrame:
+    """``failover_summary``, plus a row per configuration and proxy (label "... via haproxy")."""
+    s = failover_summary(a)
+    parts = [s]
+    for v in [c.removesuffix("_unavail_median_s") for c in s.columns if c.endswith("_unavail_median_s")
+              and c != "unavail_median_s"]:
+        p = s.copy()
+        for k in ("median", "median_low", "median_high", "p90", "max"):
+            p[f"unavail_{k}_s"] = s[f"{v}_unavail_{k}_s"]
+        p["label"] = s.label + f" via {v}"
+        parts.append(p)
+    return pd.concat(parts, ignore_index=True)
 
 
 def failover_timeline(a: CampaignAnalysis, bin_s: float = 0.1) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -520,3 +551,18 @@ def failover_timeline(a: CampaignAnalysis, bin_s: float = 0.1) -> tuple[pd.DataF
             marks += [{"label": lab, "what": "gap_start", "t_s": float(times[k] - t_fault)},
                       {"label": lab, "what": "gap_end", "t_s": float(times[k + 1] - t_fault)}]
     return pd.concat(series, ignore_index=True), pd.DataFrame(marks, columns=["label", "what", "t_s"])
+
+
+def rejoins(a: CampaignAnalysis) -> pd.DataFrame:
+    """The fault runs with a rejoin under load: cluster, path kind (IST, SST, incremental recovery, clone), the write
+    rate asked, and the rejoin's times."""
+    runs = failover_runs(a)
+    if "rejoin_s" not in runs or runs.rejoin_s.isna().all():
+        raise AnalysisError("no rejoin under load in this campaign", hint="fault.rejoin_at_s in the campaign spec "
+                                                                        "(examples/campaigns/rejoin.toml)")
+    out = runs.dropna(subset=["rejoin_s"]).copy()
+    out["rejoin_kind"] = out.rejoin_path.astype(str).str.extract(r"by (IST|SST|clone|incremental recovery)")[0] \
+        .fillna("catch-up")
+    rate = a.runs.set_index("run_id").get("rate")
+    out["rate"] = out.run_id.map(rate) if rate is not None else np.nan
+    return out

@@ -88,6 +88,25 @@ def _ledger_rows(lab: "Lab", node: str, run: str) -> set[int] | None:
         return None
 
 
+def _settle(lab: "Lab", nodes: list[str], events: _Events, wait_s: float = 30.0) -> None:
+    """After a freeze or a cut was released, give the cluster ``wait_s`` to take its nodes back by itself (a Galera
+    node rejoins, an async replica reconnects); a node still not back in its role (a group member expelled while it
+    was gone stays in ERROR) is killed, so that the heal restarts it and it rejoins."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        problems = [p for p in lab.check().problems if any(n in p for n in nodes)]
+        if not problems:
+            return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    stuck = sorted({n for n in nodes for p in problems if n in p and lab.is_up(n)})
+    if stuck:
+        lab.inject("", Fault("kill", tuple(stuck)))
+        events.add("heal", ",".join(stuck), f"not back {wait_s:g} s after the release ({problems[0]}): killed, "
+                                           "to be restarted by the heal", t=time.monotonic())
+
+
 def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, plan: "FaultPlan", *,
                       stall_s: float = 10.0, context: dict[str, Any] | None = None,
                       on_second: Callable[[Interval, float | None], None] | None = None,
@@ -127,12 +146,28 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
     log = StatusLog()
     router = Router(write_node, infos, how if how and how.automatic else None, lab.connect)
     ledger = LedgerWriter(router, writer.run_id, clock, plan.write_rate, plan.timeout_s)
-    sampler = Sampler([ledger, *[LivenessProbe(lab.connect, n, clock, interval_s=0.25, log=log) for n in nodes]])
+    state: dict[str, Any] = {"t_fault": None, "promotion": None, "errors": [], "serving": write_node}
+    writers = [ledger]
+    front = None
+    if plan.proxy != "none":
+        def serving() -> str | None:
+            """The node the proxy sends the writes to: the cluster's answer, or the lab's promotion."""
+            if how is not None and how.automatic:
+                found = how.locate(lambda n: lab.connect(n, timeout=0.5), infos, state["serving"])
+                if found is not None:
+                    state["serving"] = found
+                return found
+            return state["promotion"]["primary"] if state["promotion"] else write_node
+
+        front = lab.front(cluster, serving)
+        behind = Router(plan.proxy, [], None, lambda _n, timeout=1.0: front.connect(timeout))
+        writers.append(LedgerWriter(behind, f"{writer.run_id}~{plan.proxy}", clock, plan.write_rate, plan.timeout_s,
+                                    via=plan.proxy))
+    sampler = Sampler([*writers, *[LivenessProbe(lab.connect, n, clock, interval_s=0.25, log=log) for n in nodes]])
     events = _Events(clock)
     intervals: list[pd.DataFrame] = []
     outputs: list[str] = []
     stop = threading.Event()
-    state: dict[str, Any] = {"t_fault": None, "promotion": None, "errors": []}
 
     def controller() -> None:
         """Inject at at_s, promote where asked, release after duration_s; watch which node takes the writes."""
@@ -188,11 +223,50 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
                 events.add("primary", primary, f"{primary} takes the writes (promoted)")
             stop.wait(0.1)
 
-    sampler.start()
+    def rejoin() -> None:
+        """Start the killed node again at rejoin_at_s under the load; then follow its lag (the newest ledger write
+        it holds against the writer's acknowledgements) every 100 ms until the load ends."""
+        node = fault.nodes[0]
+        if stop.wait(max(0.0, plan.rejoin_at_s - (clock() - load_t0))):
+            return
+        events.add("rejoin_asked", node, f"{node} to start again ({plan.rejoin})")
+        try:
+            path = lab.rejoin(cluster, node, full=plan.rejoin == "full", timeout=plan.heal_timeout_s,
+                              starting=lambda: events.add("rejoin_started", node, f"{node} starting ({plan.rejoin})"))
+        except BenchlibError as exc:
+            state["errors"].append(f"{node} could not rejoin under the load: {exc.message}")
+            return
+        events.add("rejoined", node, path)
+        conn = None
+        while not stop.wait(0.1):
+            try:
+                conn = conn or lab.connect(node, timeout=1.0)
+                newest = sql.scalar(conn, f"SELECT COALESCE(MAX(seq), 0) FROM {LEDGER_TABLE} WHERE run = %s",
+                                    (writer.run_id,))
+            except (BenchlibError, pymysql.MySQLError, OSError):
+                conn = None
+                continue
+            now = clock()
+            with ledger.lock:
+                missing = [r[3] for r in ledger.rows if r[4] == "acked" and r[0] > int(newest)]
+            log.add(now, node, "ledger_lag_ms", 1000 * (now - min(missing)) if missing else 0.0)
+        if conn is not None:
+            conn.close()
+
+    try:
+        sampler.start()
+    except BaseException:
+        if front is not None:
+            front.stop()
+        raise
     origin = sampler.t0
     ctl = threading.Thread(target=controller, name="fault-controller", daemon=True)
     load_t0 = clock()
     ctl.start()
+    rejoiner = threading.Thread(target=rejoin, name="rejoin", daemon=True) \
+        if plan.rejoin_at_s is not None and fault.kind == "kill" and fault.nodes else None
+    if rejoiner is not None:
+        rejoiner.start()
     try:
         target = write_node
         while True:
@@ -230,7 +304,11 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
     finally:
         stop.set()
         ctl.join(timeout=120)
+        if rejoiner is not None:
+            rejoiner.join(timeout=plan.heal_timeout_s)
         sampler.stop()
+        if front is not None:
+            front.stop()
     load_end = clock()
     if state["t_fault"] is None and not state["errors"]:
         state["errors"].append(f"the load ended before the fault at {plan.at_s:g} s")
@@ -239,6 +317,8 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
 
     # heal, then audit on the healed cluster
     heal_t0 = time.monotonic()
+    if fault.kind != "kill":
+        _settle(lab, nodes, events)
     lab.refresh()
     try:
         restarted = lab.heal(timeout=plan.heal_timeout_s) if lab.broken() else []
@@ -257,13 +337,23 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
     # the healed cluster has its write node first again (a promoted cluster got its original primary back)
     checked = audit(lab, cluster, nodes, dataset_tables(opts) + [LEDGER_TABLE], timeout=120.0) if not refused \
         else None
-    held = {n: _ledger_rows(lab, n, writer.run_id) for n in order}
-    present = held.get(survivor)
-    frame = ledger.frame(origin, present)
-    acked = frame[frame["outcome"] == "acked"]
-    lost = sorted(set(acked["seq"]) - present) if present is not None else []
-    phantoms = sorted(set(frame.loc[frame["outcome"] != "acked", "seq"]) & present) if present is not None else []
-    missing = {n: len(set(acked["seq"]) - rows) for n, rows in held.items() if rows is not None and n != survivor}
+    frames, counts = [], {}
+    for w in writers:
+        key = writer.run_id if w is ledger else f"{writer.run_id}~{w.via}"
+        held = {n: _ledger_rows(lab, n, key) for n in order}
+        present = held.get(survivor)
+        frame = w.frame(origin, present)
+        frames.append(frame)
+        acked = frame[frame["outcome"] == "acked"]
+        lost = sorted(set(acked["seq"]) - present) if present is not None else []
+        phantoms = sorted(set(frame.loc[frame["outcome"] != "acked", "seq"]) & present) if present is not None else []
+        missing = {n: len(set(acked["seq"]) - rows) for n, rows in held.items() if rows is not None and n != survivor}
+        counts[w.via] = {"writes": len(frame), "acked": len(acked),
+                         "failed": int((frame["outcome"] == "failed").sum()),
+                         "unknown": int((frame["outcome"] == "unknown").sum()), "lost": len(lost),
+                         "lost_seqs": lost[:50], "phantoms": len(phantoms), "audited_on": survivor,
+                         "missing_on": missing}
+    frame = pd.concat(frames, ignore_index=True)
 
     writer.raw("sysbench.txt", "\n".join(outputs))
     writer.frame("intervals", pd.concat(intervals, ignore_index=True) if intervals else INTERVALS.empty())
@@ -276,10 +366,9 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
         "promotion": state["promotion"],
         "heal": heal,
         "survivor": survivor,
-        "ledger": {"writes": len(frame), "acked": len(acked), "failed": int((frame["outcome"] == "failed").sum()),
-                   "unknown": int((frame["outcome"] == "unknown").sum()), "lost": len(lost),
-                   "lost_seqs": lost[:50], "phantoms": len(phantoms), "audited_on": survivor,
-                   "missing_on": missing},
+        "ledger": {**counts["direct"], **({"via": {k: v for k, v in counts.items() if k != "direct"}}
+                                          if len(counts) > 1 else {})},
+        "proxy": {"kind": plan.proxy, "address": f"{front.host}:{front.port}"} if front is not None else None,
         "audit": checked.as_dict() if checked is not None else None,
         "sampler": {"errors": [(name, t, str(exc)) for name, t, exc in sampler.errors],
                     "skipped_ticks": dict(sampler.skipped)},

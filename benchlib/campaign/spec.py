@@ -33,6 +33,14 @@
     max_runs = 16                       # per search
     only = { workload = ["oltp_read_write"], durability = ["relaxed"] }   # limit the searches
 
+    [fault]                             # (optional) a fault in every run, what follows measured (fault_run)
+    kind = ["kill"]                     # an axis: kill | freeze | cut
+    target = ["write_node"]             # an axis: write_node | replica | site:NAME (cut only)
+    at_s = 5                            # into the load; freeze and cut last duration_s
+    failover = "promote"                # async / semi-sync: the lab promotes (GR and Galera fail over themselves)
+    rejoin_at_s = 30                    # (optional) the killed node starts again under the load
+    proxy = "haproxy"                   # (optional) a second ledger writer through HAProxy
+
 Top-level run policy: ``failed = "redo" | "keep"`` (what a rerun does with failed runs),
 ``stall_s`` (the watchdog: seconds without progress before a run is HUNG),
 ``catch_up_timeout_s`` (how long to wait for replicas after the load); ``adaptive = true`` adds
@@ -142,8 +150,17 @@ class FaultSpec(_Strict):
     write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
     timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
     heal_timeout_s: float = Field(default=300.0, gt=0)
+    #: rejoin under load: the killed node starts again this long into the load, while the load goes on (its path,
+    #: time to ONLINE/Synced, time until its lag stays under 100 ms, the donor's throughput meanwhile are measured)
+    rejoin_at_s: float | None = Field(default=None, gt=0)
+    #: "auto": the path the cluster picks (Galera IST, GR incremental recovery); "full": its full transfer, forced
+    #: (Galera SST: the node's grastate.dat removed; GR clone: the survivors' binary logs purged)
+    rejoin: list[Literal["auto", "full"]] = Field(default=["auto"], min_length=1)  # an axis
+    #: a second ledger writer through a proxy in front of the cluster (benchlib.lab.proxy): what a client behind
+    #: HAProxy sees, beside the writer that follows the failover itself
+    proxy: Literal["none", "haproxy"] = "none"
 
-    @field_validator("kind", "target", mode="before")
+    @field_validator("kind", "target", "rejoin", mode="before")
     @classmethod
     def _listed(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
@@ -170,15 +187,23 @@ class FaultPlan:
     write_rate: float
     timeout_s: float
     heal_timeout_s: float
+    rejoin_at_s: float | None = None
+    rejoin: str = "auto"
+    proxy: str = "none"
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.target}"
+        return f"{self.kind} {self.target}" + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "")
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return asdict(self)
+        out = asdict(self)
+        if self.rejoin_at_s is None:  # campaigns planned before rejoin existed keep their configuration keys
+            del out["rejoin_at_s"], out["rejoin"]
+        if self.proxy == "none":
+            del out["proxy"]
+        return out
 
 
 class CampaignSpec(_Strict):
@@ -349,6 +374,13 @@ def _fault_plans(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
     if f.at_s >= spec.load.time_s:
         raise refuse(f"fault.at_s = {f.at_s:g} is not within the load (load.time_s = {spec.load.time_s})",
                      "a fault at_s smaller than load.time_s, leaving time to see the recovery")
+    if f.rejoin_at_s is not None:
+        if f.kind != ["kill"]:
+            raise refuse("fault.rejoin_at_s restarts a killed node: it goes with kind = \"kill\" only",
+                         "kind = \"kill\", or drop rejoin_at_s")
+        if not f.at_s < f.rejoin_at_s < spec.load.time_s:
+            raise refuse(f"fault.rejoin_at_s = {f.rejoin_at_s:g} must fall after fault.at_s ({f.at_s:g}) and within "
+                         f"the load (load.time_s = {spec.load.time_s})", "leave time after it to see the rejoin")
     wanted = f.failover if isinstance(f.failover, dict) else {}
     unknown = sorted(set(wanted) - set(clusters))
     if unknown:
@@ -366,7 +398,7 @@ def _fault_plans(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
             promote = False  # "promote" for the whole campaign: the clusters that have none of their own
         size = lab.clusters[c].node_count
         plans: list[FaultPlan | None] = []
-        for kind, target in itertools.product(f.kind, f.target):
+        for kind, target, rejoin in itertools.product(f.kind, f.target, f.rejoin if f.rejoin_at_s else ["auto"]):
             if target == "replica" and size < 2:
                 raise refuse(f"fault.target replica: cluster {c} has one node", f"leave {c} out, or target write_node")
             nodes = [f"{c}-1"] if target == "write_node" else [f"{c}-{size}"] if target == "replica" else []
@@ -380,8 +412,14 @@ def _fault_plans(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
             if why:
                 raise refuse(f"fault {kind} of {target} on cluster {c}: {why}",
                              "a site in the lab spec for a cut ([sites]), or another fault kind")
+            if f.rejoin_at_s is not None and promote and target == "write_node":
+                raise refuse(f"fault.rejoin_at_s on cluster {c}: a promoted cluster's old primary comes back by the "
+                             "heal's rebuild, not by a rejoin", f"target a replica, or leave {c} out of the promotion")
+            if rejoin == "full" and f.rejoin_at_s is not None and how is not None and how.how == "promote":
+                raise refuse(f"fault.rejoin = \"full\" on cluster {c}: {system} replicas catch up from their GTID "
+                             "position; the lab has no full transfer for them", "rejoin = \"auto\" there")
             plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
-                                   f.write_rate, f.timeout_s, f.heal_timeout_s))
+                                   f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy))
         out[c] = plans
     return out
 

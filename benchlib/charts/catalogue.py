@@ -128,11 +128,15 @@ def _failover_timeline(a):
 
 
 def _unavailability(a):
-    return charts.unavailability(views.failover_runs(a), views.failover_summary(a))
+    return charts.unavailability(views.unavailability_runs(a), views.unavailability_summary(a))
 
 
 def _lost(a):
     return charts.lost_writes(views.failover_summary(a))
+
+
+def _rejoin(a):
+    return charts.rejoin_times(views.rejoins(a))
 
 
 def _sustained(a):
@@ -159,6 +163,7 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "failover_timeline": ("Failover timeline", _failover_timeline),
     "unavailability": ("Unavailability after the fault", _unavailability),
     "lost_writes": ("Acknowledged writes lost", _lost),
+    "rejoin": ("Rejoin under load", _rejoin),
 }
 
 
@@ -230,6 +235,9 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
                                  "acknowledged, at least that long."),
     "lost_writes": lambda a: ("Acknowledged by the writer, absent from the surviving primary after the heal; with "
                               "none lost, the 95% Clopper-Pearson bound on the share of faults that lose any."),
+    "rejoin": lambda a: ("A killed node started again under the load: dot, until it was back in its role (Synced, "
+                         "ONLINE); hollow diamond, until its lag (the newest ledger write it held) stayed under 100 "
+                         "ms."),
     "cost_per_trx": lambda a: ("A counter's rate over the load window divided by throughput; geometric mean over "
                                "runs; whisker: 95% interval (computed on the log scale)."),
 }

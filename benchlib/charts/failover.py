@@ -127,3 +127,33 @@ def lost_writes(summary: pd.DataFrame, *, title: str | None = None) -> go.Figure
     fig.update_xaxes(range=[0, max(1.0, top) * 1.6], rangemode="tozero")
     fig.update_yaxes(type="category", automargin=True)
     return fig
+
+
+def rejoin_times(runs: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Each rejoin under load: seconds until the restarted node was back in its role (dot) and until its lag stayed
+    under 100 ms (hollow diamond), one row per cluster and path, coloured by the write rate."""
+    _need(runs, ["cluster", "rejoin_kind", "rejoin_s", "rate"], "rejoin_times")
+    d = runs.dropna(subset=["rejoin_s"]).copy()
+    if d.empty:
+        raise ChartError("no rejoin under load in this campaign")
+    d["row"] = d.cluster.astype(str) + " by " + d.rejoin_kind.astype(str)
+    order = sorted(d.row.unique(), reverse=True)
+    rates = sorted(d.rate.dropna().unique())
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
+    fig = _figure(title or "Rejoin under load, by path and write rate", hovermode="closest",
+                  height=_rows_height(len(order)), xaxis_title="seconds after the restart (log)", yaxis_title="")
+    for i, rate in enumerate(rates):
+        g = d[d.rate == rate]
+        c = palette[i % len(palette)]
+        name = f"{rate:g} trx/s asked" if rate == rate else "closed loop"
+        fig.add_scatter(x=g.rejoin_s, y=g.row, mode="markers", name=f"{name}: back in its role", legendgroup=name,
+                        marker=dict(color=c, size=9, opacity=0.8),
+                        hovertemplate="%{y}: back after %{x:.1f} s<extra></extra>")
+        if "settled_s" in g and g.settled_s.notna().any():
+            fig.add_scatter(x=g.settled_s, y=g.row, mode="markers", name=f"{name}: lag under 100 ms",
+                            legendgroup=name, marker=dict(color=c, size=10, symbol="diamond-open"),
+                            hovertemplate="%{y}: lag settled after %{x:.1f} s<extra></extra>")
+    values = list(d.rejoin_s) + (list(d.settled_s.dropna()) if "settled_s" in d else [])
+    log_axis(fig.update_xaxes, values)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, automargin=True)
+    return fig

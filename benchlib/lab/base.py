@@ -152,6 +152,17 @@ class Lab(Protocol):
     def release(self, cluster: str, fault: Fault) -> None:
         """End a ``freeze`` or ``cut`` (a ``kill`` lasts until the heal)."""
 
+    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
+               starting: Callable[[], None] | None = None) -> str:
+        """Start a killed ``node`` again while the cluster works on and wait until it is back in its role (no role
+        moves); ``full``: force its cluster's full state transfer (Galera SST, Group Replication clone);
+        ``starting()`` is called just before the node's process starts (after what must come first: a group
+        expelling the node's killed incarnation). Returns the path it took, in words."""
+
+    def front(self, cluster: str, serving: Callable[[], "str | None"]) -> Any:
+        """A proxy in front of ``cluster``'s writes (``benchlib.lab.proxy.HAProxyFront``: ``host``, ``port``,
+        ``connect(timeout)`` with the load's account, ``stop()``), steered to the node ``serving()`` names."""
+
     def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
         """Make the most advanced surviving replica of an async or semi-sync ``cluster`` its primary and the other
         replicas follow it (as orchestrator does); ``heal`` gives the original write node its role back."""

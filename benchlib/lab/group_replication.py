@@ -101,6 +101,7 @@ class GroupReplication(Topology):
             if state == "ONLINE":
                 return
             if state is None and self._cloned(node):
+                self.__dict__.setdefault("cloned", set()).add(node.name)  # rejoin_path says so
                 self.ctx.restart([node])
                 return self._start(node, False, members, retries)
             if state in ("ERROR", "OFFLINE") and (failed or state == "ERROR"):
@@ -203,8 +204,25 @@ class GroupReplication(Topology):
         except (LabError, pymysql.err.MySQLError):  # down, or not answering: not a member to join through
             return False
 
+    def force_full_transfer(self, node, survivors):
+        """The survivors purge their binary logs: what the node lacks is no longer there to send, so distributed
+        recovery clones a donor instead."""
+        for m in survivors:
+            with self.connect(m) as conn:
+                sql.execute(conn, "FLUSH BINARY LOGS")
+                sql.execute(conn, "PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND")
+        return f"binary logs purged on {', '.join(m.name for m in survivors)} (incremental recovery impossible: clone)"
+
+    def before_rejoin(self, node, survivors, timeout):
+        """The group must have expelled the killed incarnation before the node can join again."""
+        self._drop_old_incarnations([node], [m for m in survivors if self._is_member(m)], timeout)
+
+    def after_rejoin(self, node, timeout):
+        self.after_group([node], timeout)  # joins and waits until ONLINE; the primary stays where the group put it
+
     def rejoin_path(self, restarted):
-        return "; ".join(f"{n.name} by {'clone' if 'Clone' in self.since_start(n) or self._cloned(n) else 'incremental recovery'}"
+        cloned = self.__dict__.get("cloned", set())
+        return "; ".join(f"{n.name} by {'clone' if n.name in cloned or self._cloned(n) else 'incremental recovery'}"
                          for n in restarted)
 
     def after_heal(self, restarted, timeout):

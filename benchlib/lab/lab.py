@@ -15,7 +15,7 @@ import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pymysql
 
@@ -331,6 +331,7 @@ class LocalLab:
         if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
             out.append("WAN links")
         out += [f"{c} (promoted {n})" for c, n in self.record.promoted.items()]
+        out += [f"{c} (roles after a rejoin)" for c in self.record.moved]
         if self.record.broken:
             out.append(f"the last heal failed: {self.record.broken}")
         return out
@@ -367,6 +368,12 @@ class LocalLab:
                 procs.signal_if_ours(pid, self.layout.nodes[name].marker, signal.SIGCONT)
                 self._healed_how.append(f"{name} thawed (SIGCONT)")
         restarted: list[str] = []
+        for cluster in list(self.record.moved):
+            self.topology(cluster).after_heal([], timeout)  # every node back in its role (GR: node 1 primary again)
+            with state.update(self.dir) as rec:
+                rec.moved = [c for c in rec.moved if c != cluster]
+            self.record.moved = [c for c in self.record.moved if c != cluster]
+            self._healed_how.append(f"{cluster}: roles restored")
         for cluster, promoted in list(self.record.promoted.items()):
             progress(f"{cluster}: giving {self.topology(cluster).nodes[0].name} its primary role back")
             self._healed_how.append(self._restore(cluster, self.node(promoted), timeout))
@@ -406,6 +413,21 @@ class LocalLab:
     def release(self, cluster: str, fault: Fault) -> None:
         faults.release(self.layout, self.record.pids, fault)
 
+    def front(self, cluster: str, serving):
+        from benchlib.lab.proxy import HAProxyFront
+
+        nodes = [(n.name, n.listen_host, n.port) for n in self.layout.cluster_nodes(cluster)]
+        front = HAProxyFront(self.dir / "proxy", cluster, nodes, serving).start()
+        creds = self.creds
+
+        def connect(timeout: float = 1.0):
+            return pymysql.connect(host=front.host, port=front.port, user="bench", password=creds.password("bench"),
+                                   connect_timeout=timeout, read_timeout=60, write_timeout=60, autocommit=True,
+                                   cursorclass=pymysql.cursors.DictCursor)
+
+        front.connect = connect
+        return front
+
     def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
         topo = self.topology(cluster)
         if not hasattr(topo, "point_at"):
@@ -415,6 +437,29 @@ class LocalLab:
             rec.promoted[cluster] = done.primary
         self.record.promoted[cluster] = done.primary
         return done
+
+    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
+               starting: Callable[[], None] | None = None) -> str:
+        topo = self.topology(cluster)
+        me = self.node(node)
+        if self.is_up(me):
+            raise LabError(f"{node} is running: there is nothing to rejoin")
+        procs.wait_gone([p for p in [self.pid(me)] if p], 30)
+        survivors = [n for n in topo.nodes if n is not me and self.is_up(n)]
+        topo.before_rejoin(me, survivors, timeout)
+        forced = topo.force_full_transfer(me, survivors) if full else ""
+        if starting is not None:
+            starting()
+        self.start_nodes([me])
+        self.wait_connectable([me], timeout, "restart")
+        topo.after_rejoin(me, timeout)
+        self._reapply_settings(topo, [me])
+        path = topo.rejoin_path([me])
+        if cluster not in self.record.moved:  # the group's primary may have moved with the fault: heal restores it
+            with state.update(self.dir) as rec:
+                rec.moved.append(cluster)
+            self.record.moved.append(cluster)
+        return f"{path} ({forced})" if forced else path
 
     def _link_down(self, site: str) -> bool:
         s = self.layout.sites[site]

@@ -37,6 +37,7 @@ class LabRecord:
     link_pid: int | None = None  # its helper process (the TUN relay), if it has one
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     promoted: dict[str, str] = field(default_factory=dict)  # cluster -> the replica a fault run promoted
+    moved: list[str] = field(default_factory=list)  # clusters whose roles a rejoin under load left moved
     broken: str = ""  # why the last heal failed (empty: it did not); a campaign stops on a broken lab
     format: int = FORMAT
 

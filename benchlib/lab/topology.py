@@ -10,6 +10,7 @@ recovery, after which a single-primary group gets its intended primary back).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
@@ -106,6 +107,19 @@ class Topology:
         """Called after each restart group is connectable, before the next group starts."""
 
     def after_heal(self, restarted: list[NodePlan], timeout: float) -> None:
+        self.wait_ready(timeout)
+
+    def force_full_transfer(self, node: NodePlan, survivors: list[NodePlan]) -> str:
+        """Before ``node`` rejoins: make sure it cannot catch up incrementally (its cluster's full path, the one a
+        node that was gone too long takes); returns what was done. Default: nothing to force."""
+        return ""
+
+    def before_rejoin(self, node: NodePlan, survivors: list[NodePlan], timeout: float) -> None:
+        """Before ``node`` starts again under load: wait for what must happen first (nothing by default)."""
+
+    def after_rejoin(self, node: NodePlan, timeout: float) -> None:
+        """A node restarted while the cluster works on: wait until it is back in its role (never move roles)."""
+        self.after_group([node], timeout)
         self.wait_ready(timeout)
 
     def heartbeat_triggers(self) -> bool:
@@ -328,14 +342,21 @@ class Galera(Topology):
     def after_group(self, group, timeout):
         self.wait_ready(timeout)  # a joiner is Synced before the next one asks for IST
 
+    def force_full_transfer(self, node, survivors):
+        """Without its grastate.dat a node's position is unknown: it asks for a full state transfer (SST)."""
+        (node.datadir / "grastate.dat").unlink(missing_ok=True)
+        return f"{node.name}'s grastate.dat removed (its position unknown: SST)"
+
     def rejoin_path(self, restarted):
         paths = []
         for n in restarted:
             log = self.since_start(n)
-            if "IST received" in log or "Receiving IST" in log:
+            # the joiner always runs the SST script; it says which transfer the donor chose ("rsync IST completed on
+            # joiner" when the donor's gcache held what was missing, "rsync SST completed on joiner" otherwise)
+            if re.search(r"\bSST completed on joiner", log):
+                paths.append(f"{n.name} by SST" + (" (then IST)" if "Receiving IST" in log else ""))
+            elif re.search(r"\bIST completed on joiner", log) or "IST received" in log:
                 paths.append(f"{n.name} by IST")
-            elif "SST" in log and ("State transfer required" in log or "Requesting state transfer" in log):
-                paths.append(f"{n.name} by SST")
             else:
                 paths.append(f"{n.name} without a state transfer")
         return "; ".join(paths)

@@ -217,6 +217,13 @@ class RemoteLab:
     def promote(self, cluster: str, failed: str, *, timeout: float = 60.0):
         raise RemoteLabError(self.NO_FAULTS)
 
+    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
+               starting: Callable[[], None] | None = None) -> str:
+        raise RemoteLabError(self.NO_FAULTS)
+
+    def front(self, cluster: str, serving):
+        raise RemoteLabError(self.NO_FAULTS)
+
     def load_driver(self):
         """sysbench on the client hosts together; on this host when the spec has no [clients]."""
         if self.spec.clients:

@@ -81,8 +81,8 @@ class LedgerWriter(Probe):
     """See the module docstring. Its own lane: a write that hangs blocks nothing else."""
 
     def __init__(self, router: Router, run: str, clock: Callable[[], float], rate: float = 50.0,
-                 timeout_s: float = 1.0):
-        self.name, self.interval_s, self.lane = "ledger-writer", 1.0 / rate, None
+                 timeout_s: float = 1.0, via: str = "direct"):
+        self.name, self.interval_s, self.lane, self.via = f"ledger-writer:{via}", 1.0 / rate, None, via
         self.router, self.run, self.clock, self.timeout_s = router, run, clock, timeout_s
         self.rows: list[tuple] = []  # (seq, node, t_sent, t_done, outcome, error)
         self.seq = 0
@@ -149,7 +149,7 @@ class LedgerWriter(Probe):
         with self.lock:
             rows = list(self.rows)
         return LEDGER.frame({
-            "seq": [r[0] for r in rows], "node": [r[1] for r in rows],
+            "seq": [r[0] for r in rows], "node": [r[1] for r in rows], "via": [self.via] * len(rows),
             "t_sent_s": [r[2] - origin for r in rows], "t_done_s": [r[3] - origin for r in rows],
             "outcome": [r[4] for r in rows], "error": [r[5] for r in rows],
             "present": [None if present is None else r[0] in present for r in rows],

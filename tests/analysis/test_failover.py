@@ -37,9 +37,17 @@ def _run(run_id, fault_at=5.0, resume=7.0, end=20.0, lost=(), seed=0):
     done = t + rng.uniform(0.001, 0.004, len(t))
     seq = np.arange(1, len(t) + 1)
     present = [(o == "acked") and s not in lost for o, s in zip(outcome, seq)]
-    ledger = LEDGER.frame({"seq": list(seq), "node": ["n1"] * len(t), "t_sent_s": list(t), "t_done_s": list(done),
-                           "outcome": list(outcome), "error": ["" if o == "acked" else "refused" for o in outcome],
+    ledger = LEDGER.frame({"seq": list(seq), "node": ["n1"] * len(t), "via": ["direct"] * len(t), "t_sent_s": list(t),
+                           "t_done_s": list(done), "outcome": list(outcome),
+                           "error": ["" if o == "acked" else "refused" for o in outcome],
                            "present": present}).assign(run_id=run_id)
+    # a writer behind a proxy: back one second later than the direct one (the proxy's checks)
+    late = np.where((t > fault_at + 0.02) & (t < resume + 1.0), "failed", "acked")
+    proxied = LEDGER.frame({"seq": list(seq), "node": ["haproxy"] * len(t), "via": ["haproxy"] * len(t),
+                            "t_sent_s": list(t), "t_done_s": list(done), "outcome": list(late),
+                            "error": ["" if o == "acked" else "refused" for o in late],
+                            "present": [o == "acked" for o in late]}).assign(run_id=run_id)
+    ledger = pd.concat([ledger, proxied], ignore_index=True)
     events = FAULT_EVENTS.frame({"t_s": [fault_at, resume - 0.05], "event": ["fault", "primary"],
                                  "node": ["n1", "n2"], "detail": ["killed n1", "n2 takes the writes"]}
                                 ).assign(run_id=run_id)
@@ -75,6 +83,8 @@ def test_unavailability_new_primary_losses_and_recovery_per_run_and_in_words():
     assert s.unavail_median_low_s.item() <= s.unavail_median_s.item() <= s.unavail_median_high_s.item()
     words = in_words(s)[0]
     assert "median 2." in words and "1 acknowledged write lost, in 1 of 9 faults" in words
+    assert r1.haproxy_unavailability_s == pytest.approx(8.1 - 5.02, abs=0.03) and r1.haproxy_lost == 0
+    assert "a writer behind haproxy waited a median 3." in words
 
 
 def test_a_writer_never_acknowledged_again_is_reported_as_at_least():

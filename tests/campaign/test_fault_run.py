@@ -76,9 +76,10 @@ def test_the_ledger_audit_reports_a_write_deleted_behind_the_labs_back_as_lost(a
 
 
 def test_a_killed_group_replication_primary_records_the_elected_member_and_the_unavailability(labs, tmp_path):
+    """... directly and through HAProxy, steered to the group's primary by benchlib's agent check."""
     lab = labs.up(example_spec("gr-3.toml", "t-fgr"))
     opts = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=40, rate=100)
-    run = read_run(execute_fault_run(lab, "gr", opts, writer(lab, tmp_path, "g1"), plan()))
+    run = read_run(execute_fault_run(lab, "gr", opts, writer(lab, tmp_path, "g1"), plan(proxy="haproxy")))
     m = run.manifest
     assert m.status == "ok", m.reason
     events = run.frames["fault_events"]
@@ -91,6 +92,10 @@ def test_a_killed_group_replication_primary_records_the_elected_member_and_the_u
     row = measures(c["runs"], c).iloc[0]
     assert 1 < row.unavailability_s < 37 and row.new_primary_node == elected.node.item()
     assert row.lost == 0 and "gr-1 by incremental recovery" in m.heal["how"][0]
+    # behind the proxy: writes resumed once its agent named the new primary, none lost, nothing left running
+    assert row.unavailability_s - 1 < row.haproxy_unavailability_s < 37 and row.haproxy_lost == 0
+    assert m.ledger["via"]["haproxy"]["acked"] > 100 and m.proxy["kind"] == "haproxy"
+    assert subprocess.run(["pgrep", "-f", "haproxy-gr.cfg"], capture_output=True).returncode == 1
 
 
 @needs_root
@@ -107,3 +112,21 @@ def test_a_site_link_cut_and_restored(labs, tmp_path):
     link = subprocess.run(["ip", "-n", site.netns, "-o", "link", "show", site.tun], capture_output=True, text=True)
     assert "UP" in link.stdout.partition("<")[2].partition(">")[0].split(",")
     assert m.ledger["lost"] == 0 and not m.audit["mismatches"]  # the replica caught up once the link was back
+
+
+def test_a_frozen_galera_node_stalls_the_cluster_until_released_and_is_back_after(labs, tmp_path):
+    lab = labs.up(example_spec("galera-3.toml", "t-ffz"))
+    run = read_run(execute_fault_run(lab, "galera", OPTS, writer(lab, tmp_path, "z1"),
+                                     plan(kind="freeze", target="replica", duration_s=2.0)))
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    ev = run.frames["fault_events"].set_index("event")
+    assert ev.loc["fault", "detail"] == "froze galera-3 (SIGSTOP)" and ev.loc["released", "detail"] == "SIGCONT"
+    from benchlib.analysis.failover import measures
+    from benchlib.store import load_campaign
+
+    c = load_campaign(tmp_path)
+    row = measures(c["runs"], c).iloc[0]
+    # a silent member holds every commit until it answers again (or is evicted): about the freeze
+    assert 1.0 < row.unavailability_s < 6 and row.lost == 0
+    assert not lab.broken() and not [p for p in lab.check().problems if "galera" in p]
