@@ -293,7 +293,9 @@ def _failover(a: CampaignAnalysis, report: Report) -> str:
            + (f"<p>What each system promises when the node taking writes fails:</p><ul>{promises}</ul>"
               if promises else ""))
     s = a.failover_summary
-    keys = [c for c in s.columns if c == "cluster" or c == "fault" or c.startswith("semisync")]
+    from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
+
+    keys = [c for c in s.columns if c in ("cluster", "fault", *LOAD_KEYS) or c.startswith(SETTING_PREFIXES)]
     out += _fold("Failover by configuration", _table(s, [*keys, "runs", "unavail_median_s", "unavail_median_low_s",
                                                           "unavail_median_high_s", "unavail_p90_s", "unavail_max_s",
                                                           "new_primary_median_s", "writes_elsewhere_median_s",

@@ -132,11 +132,12 @@ def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, interva
         out[f"{v}_unavailability_s"], at_least = unavailability(ok, t_fault, end)
         out[f"{v}_unavailable_at_least_s"] = at_least
         out[f"{v}_lost"] = int((ok.present == False).sum()) if rows.present.notna().any() else math.nan  # noqa: E712
-    moved = events[(events.event == "primary") & (events.t_s >= t_fault)]
-    out["new_primary_s"] = float(moved.t_s.min() - t_fault) if not moved.empty else math.nan
-    out["new_primary_node"] = str(moved.sort_values("t_s").node.iloc[0]) if not moved.empty else ""
     failed = set(events[(events.event == "fault")].node.astype(str).str.split(",").explode())
     first = str(ledger.sort_values("seq").node.iloc[0]) if len(ledger) else ""
+    # only when the node that took the writes failed (a donor leaving the rotation later is not a failover)
+    moved = events[(events.event == "primary") & (events.t_s >= t_fault)] if first in failed else events.iloc[:0]
+    out["new_primary_s"] = float(moved.t_s.min() - t_fault) if not moved.empty else math.nan
+    out["new_primary_node"] = str(moved.sort_values("t_s").node.iloc[0]) if not moved.empty else ""
     elsewhere = acked[(acked.t_sent_s > t_fault) & (acked.node.astype(str) != first)]
     out["writes_elsewhere_s"] = (float(elsewhere.t_done_s.min() - t_fault) if first in failed and not elsewhere.empty
                                  else math.nan)  # only when the node that took the writes failed
@@ -184,18 +185,22 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
             columns=list(f.columns) + ["t_s", "event", "node", "outcome", "t_done_s", "present", "tps"]))
         rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals), pick(cluster)))
     m = pd.DataFrame(rows)
-    keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "repetition", "heal_s",
-                        "heal_how", "survivor") if c in faulted]
+    keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
+                        "rate", "repetition", "heal_s", "heal_how", "survivor") if c in faulted]
     extra = [c for c in faulted.columns if c.startswith(("semisync", "durability", "gr_", "fc_", "sync_binlog",
                                                             "flush"))]
     return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
 
 
+SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush")
+LOAD_KEYS = ("workload", "threads", "rate")
+
+
 def configuration(m: pd.DataFrame) -> list[str]:
-    """The columns that tell one fault configuration from another."""
-    return [c for c in m.columns if c in ("cluster", "fault") or c.startswith(("semisync", "durability", "gr_",
-                                                                               "fc_", "sync_binlog", "flush"))
-            and m[c].nunique(dropna=False) > 1 or c in ("cluster", "fault")]
+    """The columns that tell one fault configuration from another: the cluster and the fault, and the settings and
+    load keys the campaign varied."""
+    return [c for c in m.columns if c in ("cluster", "fault") or (c.startswith(SETTING_PREFIXES) or c in LOAD_KEYS)
+            and m[c].nunique(dropna=False) > 1]
 
 
 def summary(m: pd.DataFrame) -> pd.DataFrame:
@@ -271,7 +276,9 @@ def _s(x: float) -> str:
 
 
 def label(row: pd.Series, keys: list[str]) -> str:
-    parts = [str(row[k]) for k in keys if k not in ("fault",) and str(row[k]) not in ("", "nan", "None")]
+    """"gr AFTER_SYNC rate=400 (kill write_node)": the cluster, the settings, the load keys, the fault."""
+    parts = [(f"{k}={row[k]:g}" if k in LOAD_KEYS and isinstance(row[k], (int, float)) else str(row[k]))
+             for k in keys if k not in ("fault",) and str(row[k]) not in ("", "nan", "None")]
     return " ".join(parts) + (f" ({row['fault']})" if "fault" in row else "")
 
 
@@ -279,8 +286,7 @@ def in_words(s: pd.DataFrame) -> list[str]:
     """One sentence per configuration: unavailability, the new primary, lost writes with their bound, recovery."""
     if s.empty:
         return []
-    keys = [c for c in s.columns if c in ("cluster", "fault") or c.startswith(("semisync", "durability", "gr_",
-                                                                               "fc_", "sync_binlog", "flush"))]
+    keys = [c for c in s.columns if c in ("cluster", "fault", *LOAD_KEYS) or c.startswith(SETTING_PREFIXES)]
     out = []
     for _, r in s.iterrows():
         name = label(r, keys)
@@ -332,10 +338,11 @@ def in_words(s: pd.DataFrame) -> list[str]:
         for col in [c for c in r.index if c.endswith("_unavail_median_s")]:
             v = col.removesuffix("_unavail_median_s")
             if r[col] == r[col]:
-                hi = r[f"{v}_unavail_median_high_s"]
-                proxied += (f"; a writer behind {v} waited a median {_s(r[col])} (95% {_s(r[f'{v}_unavail_median_low_s'])}"
-                            f"–{_s(hi) if hi == hi else 'open'}), max {_s(r[f'{v}_unavail_max_s'])}, "
-                            f"{int(r[f'{v}_lost_total'])} acknowledged writes lost")
+                lo, hi = r[f"{v}_unavail_median_low_s"], r[f"{v}_unavail_median_high_s"]
+                ci = f" (95% {_s(lo)}–{_s(hi)})" if lo == lo and hi == hi else ""
+                lost_v = int(r[f"{v}_lost_total"])
+                proxied += (f"; a writer behind {v} waited a median {_s(r[col])}{ci}, max {_s(r[f'{v}_unavail_max_s'])}"
+                            f", and lost {lost_v} acknowledged write{'s' if lost_v != 1 else ''}")
             else:
                 proxied += f"; a writer behind {v} never had a write acknowledged again within the run"
         out.append(f"{name}: {unavail}{primary}{proxied}{lost}{back}{rejoin}.")

@@ -468,8 +468,10 @@ def _fault_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
 
     out = df.copy()
     out["topology"] = out.cluster.map(a.runs.drop_duplicates("cluster").set_index("cluster").topology)
+    from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
+
     keys = [c for c in a.failover_summary.columns if c in out.columns and (
-        c == "cluster" or c.startswith(("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush")))]
+        c == "cluster" or c in LOAD_KEYS or c.startswith(SETTING_PREFIXES))]
     many = "fault" in out and a.failover.fault.nunique() > 1
     out["label"] = [fault_label(r, keys).removesuffix(f" ({r['fault']})") + (f" {r['fault']}" if many else "")
                     for _, r in out.iterrows()]

@@ -84,7 +84,7 @@ def test_unavailability_new_primary_losses_and_recovery_per_run_and_in_words():
     words = in_words(s)[0]
     assert "median 2." in words and "1 acknowledged write lost, in 1 of 9 faults" in words
     assert r1.haproxy_unavailability_s == pytest.approx(8.1 - 5.02, abs=0.03) and r1.haproxy_lost == 0
-    assert "a writer behind haproxy waited a median 3." in words
+    assert "a writer behind haproxy waited a median 3." in words and "and lost 0 acknowledged writes" in words
 
 
 def test_a_writer_never_acknowledged_again_is_reported_as_at_least():
