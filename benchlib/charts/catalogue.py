@@ -227,12 +227,10 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
                                     "whiskers: 95% intervals (runs as the unit; rounds model)."),
     "read_latency": lambda a: ("Dot: median read latency on the other nodes; bar: to its p99; hollow diamond: the "
                                "median causal wait, part of the read."),
-    "failover_timeline": lambda a: ("The ledger writer's acknowledged writes/s in 100 ms bins, in each configuration's "
-                                    "median run by unavailability; red line: the fault; shaded: the longest wait "
-                                    "for an acknowledgement."),
-    "unavailability": lambda a: ("Dot: one fault's longest wait between acknowledged writes; bar mark: the median, "
-                                 "whisker: its 95% order-statistic interval; hollow triangle: never again "
-                                 "acknowledged, at least that long."),
+    "failover_timeline": lambda a: ("Acknowledged writes/s (100 ms bins) in each configuration's median run; red "
+                                    "line: the fault; shaded: the longest wait for an acknowledgement."),
+    "unavailability": lambda a: ("Dot: one fault; mark: the median, whisker: its 95% order-statistic interval; "
+                                 "triangle: never acknowledged again, at least this long."),
     "lost_writes": lambda a: ("Acknowledged by the writer, absent from the surviving primary after the heal; with "
                               "none lost, the 95% Clopper-Pearson bound on the share of faults that lose any."),
     "rejoin": lambda a: ("A killed node started again under the load: dot, until it was back in its role (Synced, "

@@ -76,12 +76,10 @@ def unavailability(runs: pd.DataFrame, summary: pd.DataFrame, *, title: str | No
     fig = _figure(title or "Unavailability after the fault, by configuration", hovermode="closest",
                   height=_rows_height(len(order)), xaxis_title="seconds without an acknowledged write (log)",
                   yaxis_title="")
-    rng = np.random.default_rng(0)
     for lab in order:
         g = runs[runs.label == lab]
         c = colors[g.topology.iloc[0]]
         done = g[g.unavailability_s.notna()]
-        jitter = rng.uniform(-0.18, 0.18, len(done))
         fig.add_scatter(x=done.unavailability_s, y=[lab] * len(done), mode="markers", showlegend=False,
                         marker=dict(color=c, size=7, opacity=0.55), customdata=np.c_[done.run_id.astype(str)],
                         hovertemplate="%{y}: %{x:.2f} s (%{customdata[0]})<extra></extra>")
