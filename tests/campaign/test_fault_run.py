@@ -130,3 +130,21 @@ def test_a_frozen_galera_node_stalls_the_cluster_until_released_and_is_back_afte
     # a silent member holds every commit until it answers again (or is evicted): about the freeze
     assert 1.0 < row.unavailability_s < 6 and row.lost == 0
     assert not lab.broken() and not [p for p in lab.check().problems if "galera" in p]
+
+
+def test_a_heal_that_fails_marks_the_lab_broken_and_stops_the_fault_run(async_lab, tmp_path):
+    from benchlib.campaign.folder import CampaignError
+    from benchlib.lab.base import Fault
+
+    cnf = async_lab.node("async-3").cnf
+    good = cnf.read_text()
+    cnf.write_text(good + "no_such_option_for_a_test = 1\n")  # async-3 cannot start again
+    try:
+        with pytest.raises(CampaignError, match="could not be healed after fault run b1"):
+            execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "b1"), plan(target="replica"))
+        assert not (tmp_path / "b1").exists()  # no half-written run
+        assert any(p.startswith("the last heal failed: ") and "async-3" in p for p in async_lab.broken())
+    finally:
+        cnf.write_text(good)
+    async_lab.heal()
+    assert async_lab.broken() == [] and async_lab.is_up("async-3")
