@@ -15,12 +15,12 @@ from benchlib.charts.builders import _colors, _figure, _legend_above_panel_title
 from benchlib.charts.theme import HEIGHT, TEMPLATE, WIDTH
 from benchlib.charts.errors import ChartError
 
-__all__ = ["consistency_plane", "read_latency", "stale_fractions", "staleness_ecdf"]
+__all__ = ["consistency_plane", "read_latency", "rows_height", "stale_fractions", "staleness_ecdf"]
 
 ROW_PX = 34  # per configuration on a chart with one row each
 
 
-def _rows_height(n: int) -> int:
+def rows_height(n: int) -> int:
     return max(360, 190 + ROW_PX * n)
 
 
@@ -31,7 +31,7 @@ def stale_fractions(df: pd.DataFrame, *, y: str = "label", x: str = "fraction", 
     _need(df, [x, y, error_low, error_high, color], "stale_fractions")
     d = df.sort_values([color, y], ascending=False)
     colors = _colors(d[color])
-    fig = _figure(title or "Stale reads by read consistency", hovermode="closest", height=_rows_height(len(d)),
+    fig = _figure(title or "Stale reads by read consistency", hovermode="closest", height=rows_height(len(d)),
                   xaxis_title="stale reads, % of reads on the other nodes", yaxis_title="")
     for c, g in d.groupby(color, sort=False):
         none = g["stale"] == 0 if "stale" in g else g[x] == 0
@@ -180,7 +180,7 @@ def read_latency(df: pd.DataFrame, *, y: str = "label", p50: str = "read_ms_p50"
     _need(df, [y, p50, p99, color], "read_latency")
     d = df.sort_values([color, y], ascending=False)
     colors = _colors(d[color])
-    fig = _figure(title or "Read latency by read consistency", hovermode="closest", height=_rows_height(len(d)),
+    fig = _figure(title or "Read latency by read consistency", hovermode="closest", height=rows_height(len(d)),
                   xaxis_title="read latency on the other nodes, ms (log)", yaxis_title="")
     for c, g in d.groupby(color, sort=False):
         fig.add_scatter(x=g[p50], y=g[y], mode="markers", name=str(c), legendgroup=str(c),

@@ -11,17 +11,11 @@ from plotly.subplots import make_subplots
 
 from benchlib.charts.axes import log_axis
 from benchlib.charts.builders import _colors, _figure, _need
+from benchlib.charts.consistency import rows_height
 from benchlib.charts.errors import ChartError
 from benchlib.charts.theme import TEMPLATE, WIDTH
 
 __all__ = ["failover_timeline", "lost_writes", "unavailability"]
-
-ROW_PX = 34
-
-
-def _rows_height(n: int) -> int:
-    return max(360, 190 + ROW_PX * n)
-
 
 def failover_timeline(series: pd.DataFrame, marks: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """A panel per configuration: the ledger writer's acknowledged writes per second in 100 ms bins around the fault
@@ -74,7 +68,7 @@ def unavailability(runs: pd.DataFrame, summary: pd.DataFrame, *, title: str | No
     order = list(summary.sort_values(["topology", "label"], ascending=False).label)
     colors = _colors(runs.topology)
     fig = _figure(title or "Unavailability after the fault, by configuration", hovermode="closest",
-                  height=_rows_height(len(order)), xaxis_title="seconds without an acknowledged write (log)",
+                  height=rows_height(len(order)), xaxis_title="seconds without an acknowledged write (log)",
                   yaxis_title="")
     for lab in order:
         g = runs[runs.label == lab]
@@ -113,7 +107,7 @@ def lost_writes(summary: pd.DataFrame, *, title: str | None = None) -> go.Figure
     d = summary.sort_values(["topology", "label"], ascending=False)
     colors = _colors(d.topology)
     fig = _figure(title or "Acknowledged writes lost, by configuration", hovermode="closest",
-                  height=_rows_height(len(d)), xaxis_title="acknowledged writes absent after the heal (all faults)",
+                  height=rows_height(len(d)), xaxis_title="acknowledged writes absent after the heal (all faults)",
                   yaxis_title="")
     text = [f"{int(r.lost_total)} in {int(r.runs_losing)} of {int(r.audited_runs)} faults"
             + (f" (≤ {100 * r.losing_share_high:.0f}% of faults lose any, 95%)" if r.lost_total == 0 else "")
@@ -139,7 +133,7 @@ def rejoin_times(runs: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     rates = sorted(d.rate.dropna().unique())
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
     fig = _figure(title or "Rejoin under load, by path and write rate", hovermode="closest",
-                  height=_rows_height(len(order)), xaxis_title="seconds after the restart (log)", yaxis_title="")
+                  height=rows_height(len(order)), xaxis_title="seconds after the restart (log)", yaxis_title="")
     for i, rate in enumerate(rates):
         g = d[d.rate == rate]
         c = palette[i % len(palette)]

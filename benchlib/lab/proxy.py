@@ -14,9 +14,7 @@ directory.
 
 from __future__ import annotations
 
-import ctypes
 import shutil
-import signal
 import socket
 import socketserver
 import subprocess
@@ -26,23 +24,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from benchlib.errors import LabError, MissingDependencyError
+from benchlib.sysbench.process import die_with_parent
 
 __all__ = ["HAProxyFront", "free_port"]
-
-PR_SET_PDEATHSIG = 1
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 class _Agent(socketserver.ThreadingTCPServer):
@@ -111,7 +100,7 @@ class HAProxyFront:
         cfg.write_text(self.config(agent_port))
         log = open(self.dir / f"haproxy-{self.cluster}.log", "ab")
         self.proc = subprocess.Popen([binary, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=log, preexec_fn=_die_with_parent)
+                                     stderr=log, preexec_fn=die_with_parent)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from benchlib.sysbench.output import Interval, LineParser, SysbenchParseError, SysbenchResult
 
-__all__ = ["LoadResult", "Watchdog", "fatal_reason", "record_pid", "run_sysbench", "stop_recorded"]
+__all__ = ["LoadResult", "Watchdog", "die_with_parent", "fatal_reason", "record_pid", "run_sysbench", "stop_recorded"]
 
 PR_SET_PDEATHSIG = 1
 
@@ -100,7 +100,7 @@ def fatal_reason(result: SysbenchResult | None, returncode: int | None, most: in
     return "; ".join(fatal[:most]) + more if fatal else f"sysbench exited with {returncode}"
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:  # runs in the child between fork and exec: SIGKILL when the parent dies
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux/glibc: the pid file still lets the next start stop it
@@ -152,7 +152,7 @@ def run_sysbench(argv: list[str], config: str, *, on_interval: Callable[[Interva
                  abort_if: Callable[[], str | None] | None = None, pid_dir: Path | None = None) -> LoadResult:
     """Run sysbench ``argv`` here with ``config`` (its connection options) on standard input."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1, preexec_fn=_die_with_parent)
+                            text=True, bufsize=1, preexec_fn=die_with_parent)
     pid_file = record_pid(pid_dir, proc.pid) if pid_dir is not None else None
     try:
         proc.stdin.write(config)
