@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import typer
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import BenchlibError, DiskFullError, disk_full
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="benchlib: benchmark MySQL-family replication on real lab clusters.")
@@ -442,6 +442,13 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         rc = 130
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
+        where = Path(exc.filename).parent if exc.filename else Path.cwd()
+        err = DiskFullError.of(where, f"could not write {exc.filename or 'a file'}")
+        _err(f"error: {err.render()}")
+        sys.exit(err.exit_code)
     except Exception as exc:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # typer's usage errors (its own vendored click)
             exc.show()

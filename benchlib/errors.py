@@ -70,3 +70,28 @@ class StoreError(BenchlibError):
 
 class SecretRefusedError(StoreError):
     """Something about to be saved holds a secret (a password): nothing is written."""
+
+
+class DiskFullError(StoreError):
+    """The disk under a campaign or report folder is full: nothing half-written is kept."""
+
+    @classmethod
+    def of(cls, folder, what: str) -> "DiskFullError":
+        """The message for a full disk under ``folder``: where, how much is free, what was removed and kept."""
+        import shutil
+
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            free = None
+        room = f"{free / 2**20:.1f} MiB free" if free is not None else "free space unknown"
+        return cls(f"no space left on the device of {folder} ({room}): {what}",
+                   hint="free space on that file system (or use another --runs-dir), then run the same command "
+                        "again: what is stored is kept and reused")
+
+
+def disk_full(exc: BaseException) -> bool:
+    """An OS error that says the file system (or the user's quota) is full."""
+    import errno
+
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import BenchlibError, DiskFullError, disk_full
 from benchlib.store import CampaignRecord, read_campaign_record
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -133,7 +133,13 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
                             stderr_file=sys.stderr if stream else None,
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no start-up chatter
                             kernel_manager_class=_kernel_manager())
+    except OSError as exc:  # the executed copy could not be written
+        _drop_unreadable(output)
+        if disk_full(exc):
+            raise DiskFullError.of(output.parent, f"notebook {name} stopped; its executed copy was removed") from None
+        raise
     except pm.PapermillExecutionError as exc:
+        _drop_unreadable(output)
         if exc.ename == "KeyboardInterrupt" or interrupted["sent"]:
             raise KeyboardInterrupt from None
         cls = _benchlib_errors().get(exc.ename)
@@ -148,7 +154,33 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
             signal.signal(s, handler)
     if interrupted["sent"]:
         raise KeyboardInterrupt
+    trust(output)
     return output
+
+
+def trust(path: Path) -> None:
+    """Sign an executed copy as its user's own (``jupyter trust``): JupyterLab then draws its plotly charts
+    interactive; an untrusted notebook shows only their PNG copies, as it does for a notebook from elsewhere."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    try:
+        NotebookNotary().sign(nbformat.read(path, as_version=4))
+    except (OSError, ValueError) as exc:  # no writable Jupyter data folder: the PNG copies still show
+        print(f"note: {path.name} is not signed as trusted ({exc}); JupyterLab shows its charts' PNG copies "
+              f"until `jupyter trust {path}`", file=sys.stderr)
+
+
+def _drop_unreadable(output: Path) -> None:
+    """Remove an executed copy that was cut short (a full disk mid-write): a truncated notebook opens as an error."""
+    import json
+
+    try:
+        json.loads(output.read_text())
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):
+        output.unlink(missing_ok=True)
 
 
 def _study_named(name: str):

@@ -3,13 +3,16 @@
 ``publish(campaign)`` analyses the campaign, builds every chart that applies (``figures``), exports
 each one (one browser kept for all static images), executes the analysis notebooks that apply, and
 writes ``report.html``: the warnings at the top, the statistical verdicts, the interactive charts and
-links to every file. Output goes to ``CAMPAIGN/report/<UTC time>/``; earlier reports are kept.
+links to every file. Output goes to ``CAMPAIGN/report/<UTC time>/``; earlier reports are kept. A report is
+written into a hidden folder and renamed when complete, so a publish that fails or is killed leaves none half-made.
 """
 
 from __future__ import annotations
 
 import contextlib
 import html
+import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,7 @@ import plotly.io as pio
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
+from benchlib.analysis.problems import problems_html
 from benchlib.analysis.staleness import configuration_columns
 from benchlib.charts.catalogue import CATALOGUE, figures
 
@@ -64,7 +68,40 @@ def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "a
     while folder.exists() and any(folder.iterdir()):  # earlier reports are kept, never overwritten
         n += 1
         folder = folder.with_name(f"{stamp}-{n}") if not out else Path(f"{out}-{n}")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_unfinished(folder.parent)
+    # written into a hidden folder beside it and renamed when complete: a publish that is killed or fails
+    # (a full disk) leaves no folder that looks like a report
+    work = folder.with_name(f"{UNFINISHED}{folder.name}-{os.getpid()}")
+    try:
+        report = _write(campaign, a, work, baseline=baseline, notebooks=notebooks, static=static)
+        if folder.exists():
+            folder.rmdir()  # the empty folder asked for with ``out``
+        work.rename(folder)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    report.files = [folder / f.relative_to(work) for f in report.files]
+    report.notebooks = [folder / f.relative_to(work) for f in report.notebooks]
+    report.folder, report.page = folder, folder / report.page.name
+    return report
+
+
+#: the prefix of a report folder being written (renamed to its final name when complete)
+UNFINISHED = ".unfinished-"
+
+
+def _sweep_unfinished(parent: Path) -> None:
+    """Remove what a killed publish left (a hidden folder whose process is gone)."""
+    for left in parent.glob(f"{UNFINISHED}*"):
+        pid = left.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, notebooks: bool,
+           static: bool) -> Report:
+    folder.mkdir(parents=True)
     report = Report(folder, folder / "report.html")
     figs = figures(a, left_out=report.left_out)
     from benchlib.charts.export import Exporter
@@ -196,26 +233,6 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
     return lead
 
 
-def _warnings(problems: pd.DataFrame) -> str:
-    """Warnings grouped by kind (the same fix), each group with its count, one example and every place in a fold."""
-    if problems.empty:
-        return "<p>No errors or warnings.</p>"
-    out = []
-    order = {"error": 0, "warning": 1}
-    groups = sorted(problems.fillna({"fix": ""}).groupby(["severity", "fix"], sort=False, dropna=False),
-                    key=lambda g: (order.get(g[0][0], 2), -len(g[1])))
-    for (severity, fix), g in groups:
-        first = g.iloc[0]
-        more = f" (and {len(g) - 1} more like it)" if len(g) > 1 else ""
-        rows = "".join(f"<tr><td>{html.escape(str(p.where))}</td><td>{html.escape(str(p.what))}</td></tr>"
-                       for p in g.itertuples(index=False))
-        out.append(f'<details class="{html.escape(severity)}"><summary><b>{len(g)} {html.escape(severity)}'
-                   f"{'s' if len(g) > 1 else ''}</b>: {html.escape(str(first.what))}{more}"
-                   f"{' — fix: ' + html.escape(str(fix)) if fix else ''}</summary>"
-                   f'<table class="t"><tr><th>where</th><th>what</th></tr>{rows}</table></details>')
-    return "".join(out)
-
-
 def _invalid(a: CampaignAnalysis) -> str:
     """Runs that ran but did not measure what they name, first on the page: which, and why."""
     bad = a.runs[a.runs.status == "invalid"]
@@ -332,7 +349,6 @@ def _method(a: CampaignAnalysis) -> str:
 def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], report: Report) -> str:
     """Findings first, then warnings grouped by kind, the study's claims, the charts, the tables (folded), the
     runs and the notebooks."""
-    problems = a.problems[a.problems.severity != "info"]
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(campaign.name)} report</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>Campaign {html.escape(campaign.name)}</h1>",
@@ -346,7 +362,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
     parts.append(_consistency(a, report))
-    parts.append(f"<h2>Warnings</h2>{_warnings(problems)}")
+    parts.append(f"<h2>Warnings</h2>{problems_html(a.problems)}")
     from benchlib import studies
 
     study = studies.study_of(a)

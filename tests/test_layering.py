@@ -20,12 +20,12 @@ LAYERS = [
     # store and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
     ["analysis", "sampling", "lab.base"],  # statistics over stored runs; probes and the sampler; the Lab protocol
     ["charts", "lab", "remote"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
-    ["report", "studies", "notebooks", "labs"],  # publishing; opening any lab from its spec
+    ["report", "studies", "notebooks", "explore", "labs"],  # publishing; notebooks; opening any lab from its spec
     ["campaign", "doctor"],  # running campaigns on any lab
     ["cli", "__init__"],
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
-ANALYSIS_SIDE = ("analysis", "charts", "report", "studies", "notebooks", "store", "manifest", "schema",
+ANALYSIS_SIDE = ("analysis", "charts", "report", "studies", "notebooks", "explore", "store", "manifest", "schema",
                  "sysbench.output")
 LAB_SIDE = ("benchlib.lab", "benchlib.remote", "benchlib.labs", "benchlib.sampling", "benchlib.campaign",
             "benchlib.systems", "pymysql")

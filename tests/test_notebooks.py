@@ -84,7 +84,7 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     import sys
 
     cmd = [sys.executable, "-m", "benchlib.cli", "rerun", str(recorded / "topologies"), "-n", "stability",
-           "-p", "average_by=\"\""]
+           "-p", "runs=[]"]
     for _ in range(2):
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr

@@ -119,3 +119,36 @@ def test_a_verdict_shared_by_many_ratios_is_said_once_over_their_list(tmp_path):
     lead = _findings(single, tmp_path)[0]
     assert lead.count("1 run is too few to measure the noise") == 1  # said once, over the list
     assert f"for these {len(lines)} ratios:<ul>" in lead and lead.count("<li>") == len(lines) + 1
+
+
+def test_a_publish_killed_midway_leaves_nothing_that_looks_like_a_report(tmp_path):
+    """The report is written into a hidden folder and renamed when whole: SIGKILL in the middle leaves no report
+    folder (the next publish sweeps the hidden one), and the next publish writes a whole one."""
+    import os
+    import signal
+    import sys
+    import time
+
+    campaign = tmp_path / "wan"
+    shutil.copytree(DATA / "wan", campaign, ignore=shutil.ignore_patterns("notebooks", ".lock", "report"))
+    cmd = [sys.executable, "-m", "benchlib.cli", "publish", str(campaign)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        # killed once it is writing: the hidden folder holds a chart
+        while not list((campaign / "report").glob(".unfinished-*/charts/*")) and time.monotonic() < deadline:
+            assert proc.poll() is None, "publish ended before it could be killed"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = list((campaign / "report").iterdir())
+    assert left and all(p.name.startswith(".unfinished-") for p in left)  # nothing a reader takes for a report
+    assert not list((campaign / "report").glob("*/report.html"))
+
+    r = publish(campaign, notebooks=False, static=False)
+    assert r.page.exists() and r.page.parent.parent == campaign / "report"
+    assert [p.name for p in (campaign / "report").iterdir()] == [r.folder.name]  # the killed one's leftovers swept
+    assert all(f.exists() for f in r.files)

@@ -286,7 +286,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     problems = validate(table, configs, params, comparisons)
     path = None if isinstance(campaign, dict) else Path(campaign)
     a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path, record)
-    a.problems = _sorted(pd.concat([problems, _bound_problems(a, params)], ignore_index=True))
+    a.problems = _sorted(pd.concat([problems, _bound_problems(a, params)], ignore_index=True).fillna({"kind": ""}))
     return a
 
 
@@ -572,8 +572,8 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
     warning (read it with care), info."""
     out: list[dict[str, Any]] = []
 
-    def add(severity: str, where: str, what: str, fix: str = "") -> None:
-        out.append({"severity": severity, "where": where, "what": what, "fix": fix})
+    def add(severity: str, where: str, what: str, fix: str = "", kind: str = "") -> None:
+        out.append({"severity": severity, "where": where, "what": what, "fix": fix, "kind": kind})
 
     records = table.to_dict("records")
     for r in records:  # first: runs that ran but did not measure what they name
@@ -595,42 +595,43 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
             continue
         if r.get("gaps", 0) > 0:
             add("error", rid, f"{r['gaps']} per-second intervals missing", "rerun this run")
-        if r.get("err_seconds", 0) > 0:
-            add("warning", rid, f"errors/s > 0 in {r['err_seconds']} seconds (deadlocks, certification failures)",
-                "expected with multi-writer conflicts; otherwise look at raw/sysbench.txt")
         if r["sampler_errors"]:
             add("warning", rid, f"{r['sampler_errors']} sampler errors: gaps in lag or cluster sampling",
-                "see manifest.json sampler.errors")
+                "see manifest.json sampler.errors", kind="sampler")
         wait = r["in_sync_wait_s"]
         if pd.isna(wait) or wait > 5:
             add("warning", rid, "replicas were not in sync at the start of the load" if pd.isna(wait)
-                else f"replicas took {wait:.1f} s to get in sync before the load")
+                else f"replicas took {wait:.1f} s to get in sync before the load", kind="in_sync")
         flags = r.get("flags") if isinstance(r.get("flags"), str) else ""
         if r.get("class") in ("NO_STEADY_STATE", "SLOWDOWN"):
-            add("warning", rid, f"throughput {r['stability']}", "run longer, or look at the stability chart")
+            add("warning", rid, f"throughput {r['stability']}", "run longer, or look at the stability chart",
+                kind="stability")
         elif any(f in flags for f in ("STALLS", "NOT_SETTLED", "LONG_WARMUP")):
-            add("warning", rid, f"throughput {r['stability']}", "run longer, or add warm-up (load.warmup_s)")
+            add("warning", rid, f"throughput {r['stability']}", "run longer, or add warm-up (load.warmup_s)",
+                kind="stability")
         elif flags:
-            add("info", rid, f"throughput {r['stability']}")
+            add("info", rid, f"throughput {r['stability']}", kind="stability")
         if r.get("lag_verdict") == "GROWING" and isinstance(r.get("search"), str):
             add("info", rid, f"replica lag grows at rate {r['rate']:.0f} (a sustained-throughput search probes "
                              "past the sustained rate)")
         elif r.get("lag_verdict") == "GROWING":
             add("warning", rid, f"replica lag grows {r['lag_slope_ms_per_s']:.1f} ms/s over the run: "
-                                "the replicas do not sustain this load")
+                                "the replicas do not sustain this load", kind="lag")
         tail = r.get("unreported_frac")
         if isinstance(tail, float) and tail > TAIL_WARN:
             add("warning", rid, f"sysbench left {tail:.1%} of the run's transactions out of its per-second lines "
                                 "(its last report is missing)",
                 "the per-second figures (and the mean TPS after the warm-up trim) miss that tail; "
-                "summary_tps includes it")
+                "summary_tps includes it", kind="tail")
         if pd.isna(r["catch_up_s"]):
-            add("warning", rid, "no catch-up time recorded")
+            add("warning", rid, "no catch-up time recorded", kind="catch_up")
+    keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]
+    labels = {c.config: f"config {c.config} ({config_label(c, keys)})" for _, c in configs.iterrows()}
+    out = _once_per_config(out, table, labels) + _error_rates(table, labels)
     # a configuration's own interval wider than target_halfwidth matters for its absolute TPS; when every ratio
     # against the baseline is settled, what the campaign compares is known, and it is information only
     settled = (comparisons is not None and not comparisons.empty
                and not (comparisons.verdict == "INCONCLUSIVE").any())
-    keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]
     for _, c in configs.iterrows():
         rate = c.get("rate")
         if isinstance(rate, (int, float)) and rate > 0 and c.tps_mean < (1 - SHORT_OF_RATE) * rate:
@@ -639,9 +640,88 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
                 "load queued, so its latency measures the backlog, not a transaction",
                 "a lower rate (the sustained-throughput search finds the highest it holds), or fewer servers on the "
                 "host")
+        # only wider than the target: with ratios against a baseline, those are what the campaign is judged on
+        # (the findings say which are settled and how many rounds would settle the others)
+        width_only = c.verdict == "ADD_RUNS" and "wider than" in str(c.agreement) and ";" not in str(c.agreement)
+        compared = comparisons is not None and not comparisons.empty
         if c.verdict != "AGREE":
-            add("info" if settled else "warning", f"config {c.config} ({config_label(c, keys)})",
+            quiet = settled or (compared and width_only)
+            add("info" if quiet else "warning", f"config {c.config} ({config_label(c, keys)})",
                 f"repetitions: {c.agreement}",
-                "every ratio against the baseline is settled; more rounds would narrow this configuration's own "
-                "interval" if settled else "add repetitions (campaign repetitions, or the adaptive mode)")
-    return _sorted(pd.DataFrame(out, columns=["severity", "where", "what", "fix"]))
+                ("every ratio against the baseline is settled; more rounds would narrow this configuration's own "
+                 "interval" if settled else "the ratios against the baseline say what more rounds would settle; "
+                 "this configuration's own throughput interval is wider than the target") if quiet
+                else "add repetitions (campaign repetitions, or the adaptive mode)", kind="repetitions")
+    return _sorted(pd.DataFrame(out, columns=["severity", "where", "what", "fix", "kind"]).fillna({"kind": ""}))
+
+
+#: sysbench's ignored errors (deadlocks, certification failures, lock wait timeouts: each one a transaction
+#: rolled back and retried) per 1,000 committed transactions above which a configuration gets a warning
+ERRORS_WARN_PER_1000 = 10.0
+#: ... or above which it does when its rate is OUT_OF_LINE times the campaign's median configuration's (of the
+#: same workload) or more: a cluster that conflicts where the others do not
+ERRORS_NOTE_PER_1000 = 1.0
+OUT_OF_LINE = 5.0
+
+
+def _measured_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """The ok runs without a fault: the ones a condition per configuration is about."""
+    ok = table[table.status == "ok"]
+    if "fault_at_s" in ok:
+        ok = ok[ok.fault_at_s.isna()]
+    return ok
+
+
+def _once_per_config(problems: list[dict[str, Any]], table: pd.DataFrame,
+                     labels: dict[str, str]) -> list[dict[str, Any]]:
+    """A per-run condition that holds on every run of a configuration (2 runs or more), said once for it."""
+    ok = _measured_runs(table)
+    config_of = dict(zip(ok.run_id, ok.config)) if "config" in ok else {}
+    runs_of = ok.groupby("config").size().to_dict() if "config" in ok else {}
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for p in problems:
+        if p["kind"] and p["where"] in config_of:
+            groups.setdefault((config_of[p["where"]], p["kind"], p["severity"]), []).append(p)
+    out, merged = [], set()
+    for (config, kind, severity), ps in groups.items():
+        n = runs_of.get(config, 0)
+        if n < 2 or len(ps) < n:
+            continue
+        merged.update(id(p) for p in ps)
+        whats = sorted({p["what"] for p in ps})
+        what = whats[0] if len(whats) == 1 else f"{whats[0]} (and the like: {len(whats)} variants)"
+        out.append({**ps[0], "where": labels.get(config, f"config {config}"), "what": f"every run ({n}): {what}"})
+    return [p for p in problems if id(p) not in merged] + out
+
+
+def _error_rates(table: pd.DataFrame, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """sysbench's ignored errors once per configuration, as a rate per 1,000 transactions: information where it is
+    in line with the campaign, a warning where it is high or out of line (``ERRORS_WARN_PER_1000``,
+    ``OUT_OF_LINE``)."""
+    ok = _measured_runs(table)
+    need = {"config", "summary_ignored_errors", "summary_transactions"}
+    if ok.empty or not need <= set(ok.columns):
+        return []
+    ok = ok.assign(errs=pd.to_numeric(ok.summary_ignored_errors, errors="coerce").fillna(0),
+                   trx=pd.to_numeric(ok.summary_transactions, errors="coerce").fillna(0))
+    per = ok.groupby("config").agg(errs=("errs", "sum"), trx=("trx", "sum"), runs=("errs", "size"),
+                                   hit=("errs", lambda e: int((e > 0).sum())),
+                                   workload=("workload", "first") if "workload" in ok else ("errs", "size"))
+    per["rate"] = 1000 * per.errs / per.trx.where(per.trx > 0)
+    median = per.groupby("workload").rate.transform("median")
+    out = []
+    for config, c in per.iterrows():
+        if not c.errs or pd.isna(c.rate):
+            continue
+        high = c.rate > ERRORS_WARN_PER_1000
+        odd = c.rate >= ERRORS_NOTE_PER_1000 and c.rate >= OUT_OF_LINE * median[config]
+        why = (f" (above {ERRORS_WARN_PER_1000:g} per 1,000)" if high else
+               f" ({c.rate / median[config]:.0f}x the campaign's median configuration)" if odd and median[config] > 0
+               else " (the other configurations had none)" if odd else "")
+        out.append({"severity": "warning" if high or odd else "info", "where": labels.get(config, f"config {config}"),
+                    "what": f"sysbench retried {int(c.errs)} transaction{'' if c.errs == 1 else 's'} (deadlocks, certification failures) in "
+                            f"{c.hit} of {c.runs} runs: {c.rate:.2g} per 1,000 committed{why}",
+                    "fix": "expected where writers conflict (several writers, or hot rows under many threads); "
+                           "raw/sysbench.txt of a run shows the errors" if high or odd else "",
+                    "kind": "errors"})
+    return out

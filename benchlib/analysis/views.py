@@ -14,6 +14,7 @@ import pandas as pd
 
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, config_columns
 from benchlib.analysis.campaign import config_label as label
+from benchlib.analysis.problems import Problems
 
 
 def measured(a: CampaignAnalysis) -> pd.DataFrame:
@@ -57,9 +58,10 @@ def cluster_sizes(a: CampaignAnalysis) -> dict[str, int]:
     return out
 
 
-def problems_first(a: CampaignAnalysis) -> pd.DataFrame:
-    """Errors and warnings, for the top of every report (info lines left out)."""
-    return a.warnings.reset_index(drop=True)
+def problems_first(a: CampaignAnalysis) -> Problems:
+    """Errors and warnings grouped as the report groups them (notes last, folded), for the top of every notebook;
+    ``.frame`` has every row."""
+    return Problems(a.problems)
 
 
 def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
@@ -132,13 +134,21 @@ def stability(a: CampaignAnalysis, run_ids: list[str] | None = None, *, per_conf
     return iv, chosen["trim_s"].astype(int).to_dict(), chosen["stability"].to_dict()
 
 
-def stability_by_config(a: CampaignAnalysis, *, limit: int = 6) -> dict[str, Any]:
+def stability_by_config(a: CampaignAnalysis, *, limit: int = 6, min_s: float = 0) -> dict[str, Any]:
     """Every run of up to ``limit`` configurations (flagged ones first), for a stability chart that averages the
     repetitions of each configuration second by second: intervals and host load with a readable ``config`` name,
-    and per name the latest warm-up cut, the runs' verdicts counted ("FLAT ×2, WARMUP ×1") and the topology."""
+    and per name the latest warm-up cut, the runs' verdicts counted ("FLAT ×2, WARMUP ×1") and the topology.
+    With ``min_s``, only runs that long or longer, where the campaign has any (``load.stability_s``); ``long_only``
+    says whether shorter ones were left out."""
     runs = measured(a).dropna(subset=["stability"])
     _, first, _ = stability(a, limit=limit)  # one run per configuration, flagged ones first: which configurations
-    chosen = runs[runs.config.isin(set(runs.set_index("run_id").loc[list(first)].config))]
+    configs = set(runs.set_index("run_id").loc[list(first)].config)
+    long = runs[runs.seconds >= min_s] if min_s and "seconds" in runs else runs
+    long_only = 0 < len(long) < len(runs)
+    if long_only:
+        runs = long
+        configs = (configs & set(long.config)) or set(list(dict.fromkeys(long.config))[:limit])
+    chosen = runs[runs.config.isin(configs)]
     keys = [k for k in ["cluster", "threads", "durability", "fc_limit", "parallel_threads"] if k in chosen]
     name = {cfg: label(row, keys) for cfg, row in chosen.drop_duplicates("config").set_index("config").iterrows()}
     by_run = chosen.set_index("run_id").config.map(name)
@@ -153,7 +163,7 @@ def stability_by_config(a: CampaignAnalysis, *, limit: int = 6) -> dict[str, Any
         lambda v: ", ".join(f"{k} ×{n}" if n > 1 else str(k) for k, n in v.value_counts().items()))
     return {"intervals": iv, "host": host, "trim": named.groupby("config").trim_s.max().astype(int).to_dict(),
             "labels": verdicts.to_dict(), "topology": named.groupby("config").topology.first().to_dict(),
-            "runs": named.groupby("config").size().to_dict()}
+            "runs": named.groupby("config").size().to_dict(), "long_only": long_only}
 
 
 def host_load(a: CampaignAnalysis, run_ids: list[str]) -> pd.DataFrame:

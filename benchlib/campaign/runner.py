@@ -31,7 +31,7 @@ from benchlib.campaign.run import execute_run
 from benchlib.campaign.search import SearchDriver
 from benchlib.campaign.spec import CampaignSpec, PlannedRun, load_campaign_spec, plan, plan_searches
 from benchlib.environment import git_revision
-from benchlib.errors import BenchlibError, LabSpecMismatch, SpecError
+from benchlib.errors import BenchlibError, DiskFullError, LabSpecMismatch, SpecError, disk_full
 from benchlib.labs import AnyLabSpec, open_lab
 from benchlib.specs import format_validation
 from benchlib.store import RunWriter, SecretRefusedError, read_manifest
@@ -175,11 +175,15 @@ class CampaignSession:
         except CampaignError:
             raise  # a lab that could not be healed: stop rather than measure a broken lab
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:
-            if isinstance(exc, SecretRefusedError):
-                writer.abandon()
+            if isinstance(exc, SecretRefusedError) or disk_full(exc):
+                writer.abandon()  # a full disk: the half-written run goes, the campaign stops (run_campaign says so)
                 raise
             reason = exc.render() if isinstance(exc, BenchlibError) else f"{type(exc).__name__}: {exc}"
-            done = writer.fail(f"ERROR: {reason}")
+            try:
+                done = writer.fail(f"ERROR: {reason}")
+            except BaseException:
+                writer.abandon()
+                raise
         except BaseException:
             writer.abandon()  # Ctrl-C: no half-written run
             raise
@@ -231,9 +235,14 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
     searches = plan_searches(campaign, runs, params.spec)
     policy = campaign.failed if params.failed == "spec" else params.failed
     folder = CampaignFolder(campaign_dir(campaign, params.runs_dir).resolve())
-    folder.claim({"campaign": campaign.model_dump(mode="json"), "lab": lab_spec.model_dump(mode="json"),
-                  "plan": [{"run_id": r.run_id, **r.params} for r in runs]}, recorded={"metrics": list(METRICS)},
-                 upgrade=_with_defaults)
+    try:
+        folder.claim({"campaign": campaign.model_dump(mode="json"), "lab": lab_spec.model_dump(mode="json"),
+                      "plan": [{"run_id": r.run_id, **r.params} for r in runs]}, recorded={"metrics": list(METRICS)},
+                     upgrade=_with_defaults)
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
+        raise DiskFullError.of(folder.path, f"campaign {campaign.name} did not start") from None
     result = CampaignResult(folder.path, runs)
     todo: list[PlannedRun] = []
     for run in runs:
@@ -271,6 +280,12 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
                 session.need_lab()
             result.searches.append(driver.run())
         folder.event("end", **result.counts)
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
+        stored = len(result.skipped) + len(result.ran)
+        raise DiskFullError.of(folder.path, f"campaign {campaign.name} stopped; the half-written run was removed "
+                                            f"and the {stored} complete runs of {len(runs)} are kept") from None
     except KeyboardInterrupt:
         folder.event("interrupted", ran=len(result.ran))
         bar.say(f"interrupted: {len(result.skipped) + len(result.ran)} of {len(runs)} runs are stored; "

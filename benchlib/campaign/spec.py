@@ -16,6 +16,7 @@
     warmup_s = 0                        # unmeasured load before each run's measured window
     rows_per_trx = 50                   # insert_batch: single-row INSERTs per transaction
     read_threads = 0                    # read split: sysbench threads reading (oltp_read_only) on every other node
+    stability_s = 30                    # (optional) the last round runs the largest thread count this long
 
     [matrix]                            # runtime settings swept on a running lab
     clusters = ["async", "galera"]      # clusters of the lab to measure (default: all)
@@ -96,6 +97,10 @@ class Load(_Strict):
     #: a read-split load: this many sysbench threads on every node but the write node read the dataset
     #: (oltp_read_only, each session under the run's read consistency) beside the writers; 0: none
     read_threads: int = Field(default=0, ge=0, le=10_000)
+    #: the last repetition round runs the largest thread count this long instead of time_s: one run per
+    #: configuration long enough to show stability over time, in a campaign of short runs (they count in every
+    #: statistic like the others: a run's mean is the same quantity, measured longer)
+    stability_s: int | None = Field(default=None, ge=20, le=86_400)
 
     @field_validator("workloads")
     @classmethod
@@ -247,13 +252,16 @@ class PlannedRun:
     probe: ProbeOptions | None = None  # the stale-read probe, its read consistency chosen
     read_threads: int = 0  # the read side of a read-split load: sysbench threads on each other node
     fault: FaultPlan | None = None  # the fault this run injects (a fault run)
+    usual_time_s: int | None = None  # a long run of load.stability_s: the configuration's usual length
 
     def again(self, index: int, repetition: int) -> "PlannedRun":
-        """The same configuration as another repetition, at ``index``."""
+        """The same configuration as another repetition, at ``index`` (of the usual length)."""
         from dataclasses import replace
 
         run_id = RunId(index, self.cluster, self.options.workload, self.options.threads, self.config_key, repetition)
-        return replace(self, index=index, repetition=repetition, run_id=str(run_id))
+        options = self.options if self.usual_time_s is None else replace(self.options, time_s=self.usual_time_s)
+        return replace(self, index=index, repetition=repetition, run_id=str(run_id), options=options,
+                       usual_time_s=None)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -341,9 +349,28 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
         if order and len(block) > 1 and block[0][4] == order[-1][1][4]:
             block[0], block[1] = block[1], block[0]  # never the same configuration twice in a row
         order += [(rep, c) for c in block]
-    return [PlannedRun(i, str(RunId(i, c[0], c[3].workload, c[3].threads, c[4], rep)), c[0], c[1], c[2], c[3],
+    runs = [PlannedRun(i, str(RunId(i, c[0], c[3].workload, c[3].threads, c[4], rep)), c[0], c[1], c[2], c[3],
                        rep, c[4], probe=c[5], read_threads=spec.load.read_threads, fault=c[6])
             for i, (rep, c) in enumerate(order, start=1)]
+    return _long_last_round(spec, runs, source)
+
+
+def _long_last_round(spec: CampaignSpec, runs: list[PlannedRun], source: str) -> list[PlannedRun]:
+    """``load.stability_s``: the last round's runs at the largest thread count, that long."""
+    long_s = spec.load.stability_s
+    if long_s is None:
+        return runs
+    if long_s <= spec.load.time_s:
+        raise SpecError(f"{source}: load.stability_s = {long_s} is not longer than load.time_s = {spec.load.time_s}",
+                        hint="stability_s is for a campaign of short runs: leave it out, or make it longer")
+    if spec.fault is not None or spec.load.rates:
+        raise SpecError(f"{source}: load.stability_s lengthens closed-loop runs; this campaign has "
+                        f"{'a [fault]' if spec.fault is not None else 'load.rates'}", hint="leave stability_s out")
+    from dataclasses import replace
+
+    top = max(spec.load.threads)
+    return [replace(r, options=replace(r.options, time_s=long_s), usual_time_s=r.options.time_s)
+            if r.repetition == spec.repetitions and r.options.threads == top else r for r in runs]
 
 
 def _fault_plans(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],

@@ -18,10 +18,12 @@ __all__ = ["NAME_TICKS", "SETTING_TICKS", "category_axis", "log_axis", "log_tick
 
 def log_ticks(values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5)) -> tuple[list[float], list[str]]:
     """Tick values and their full labels for a log axis over ``values``: 1-2-5 steps per decade by default
-    ("20", "50", "100", never plotly's bare "2" next to a "10")."""
+    ("20", "50", "100", never plotly's bare "2" next to a "10"), 1-2-3-5 over less than 1.3 decades."""
     v = np.asarray([x for x in values if x is not None and np.isfinite(x) and x > 0], dtype=float)
     if not len(v):
         return [], []
+    if steps == (1, 2, 5) and v.max() < 20 * v.min():  # under 1.3 decades: a 3 too, so the top values have a tick
+        steps = (1, 2, 3, 5)
     lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
     ticks = [m * 10.0 ** e for e in range(int(lo), int(hi) + 1) for m in steps]
     ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5] or [float(v.min())]

@@ -59,7 +59,7 @@ def _stability(a):
     if views.measured(a).empty and not a.failover.empty:
         raise LeftOut("every run had a fault in its load: the failover timeline shows its throughput around the "
                       "fault instead")
-    s = views.stability_by_config(a)
+    s = views.stability_by_config(a, min_s=MIN_STABILITY_S)
     iv = s["intervals"]
     longest = iv.groupby("run_id", observed=True).t_s.max().max() if len(iv) else 0
     if longest < MIN_STABILITY_S:
@@ -200,15 +200,24 @@ def _ratio_method(a) -> str:
     return f"Fieller's interval on {_n_runs(a)} a side"
 
 
+def _stability_caption(a) -> str:
+    s = views.stability_by_config(a, min_s=MIN_STABILITY_S)
+    if s["long_only"] and max(s["runs"].values(), default=0) == 1:
+        which = f"each configuration's long run (load.stability_s, {MIN_STABILITY_S} s or more)"
+    else:
+        which = (f"each configuration's mean over its runs of {MIN_STABILITY_S} s or more" if s["long_only"]
+                 else "each configuration's mean over its runs") + " (band: slowest to fastest run)"
+    return (f"Per-second throughput and latency: {which}, in its topology's colour; grey: the steady window after "
+            "the warm-up cut; under the chart: the runs' verdicts.")
+
+
 #: the one-line method under each chart: what a bar, a line and a whisker are
 CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
     "ratio_vs_baseline": _ratio_caption,
     "throughput_vs_threads": lambda a: (f"Mean throughput of {_n_runs(a)} per point; whisker: 95% interval of "
                                         "that mean, run-to-run spread included."),
     "latency_vs_threads": lambda a: f"sysbench's latency percentile per run, mean of {_n_runs(a)}; log scale.",
-    "stability": lambda a: ("Per-second throughput and latency: each configuration's mean over its runs (band: slowest to "
-                            "fastest run), in its topology's colour; grey: the steady window after the warm-up cut; "
-                            "under the chart: the runs' verdicts."),
+    "stability": lambda a: _stability_caption(a),
     "flow_control": lambda a: (f"Mean throughput (top) and p95 replica lag (below) per flow-control limit, "
                                f"{_n_runs(a)} each; one line per cluster and what else the campaign swept."),
     "lag": lambda a: ("Heartbeat lag per node (a write every 100 ms, read on every node), in ms; catch-up: until "

@@ -31,7 +31,7 @@ from benchlib.studies.judge import NO, NOT_MEASURED, NOT_SHOWN, YES
 from benchlib.studies.reference import figures_of, reference
 
 __all__ = ["NO", "NOT_MEASURED", "NOT_SHOWN", "STUDIES", "YES", "ReferenceComparison", "Study", "StudyError",
-           "compare_reference", "figures", "get", "record", "reference", "study_of"]
+           "compare_reference", "figures", "get", "record", "reference", "show_figures", "study_of"]
 
 
 #: the study modules: importing each registers its study
@@ -69,7 +69,8 @@ def record(result: ReferenceComparison, folder: Path) -> Path:
     return folder
 
 
-def figures(a: CampaignAnalysis, study: str | Study | None = None) -> dict[str, Any]:
+def figures(a: CampaignAnalysis, study: str | Study | None = None, *,
+            left_out: dict[str, str] | None = None) -> dict[str, Any]:
     """The study's charts that this campaign has data for, by title (a chart it has no data for is left out;
     any other error is a bug and is raised)."""
     from benchlib.charts import ChartError
@@ -83,6 +84,21 @@ def figures(a: CampaignAnalysis, study: str | Study | None = None) -> dict[str, 
         build = CATALOGUE[entry][1] if isinstance(entry, str) else entry
         try:
             out[title] = dress(build(a), a, entry if isinstance(entry, str) else None)
-        except (AnalysisError, ChartError):
+        except (AnalysisError, ChartError) as exc:
+            if left_out is not None:
+                left_out[title] = exc.message + (f" ({exc.hint})" if exc.hint else "")
             continue
     return out
+
+
+def show_figures(a: CampaignAnalysis, study: str | Study | None = None) -> None:
+    """For a notebook: each of the study's charts shown as the report draws it, or one line saying why it is left
+    out (the campaign has no data for it, or too little to say anything)."""
+    left_out: dict[str, str] = {}
+    figs = figures(a, study, left_out=left_out)
+    s = study if isinstance(study, Study) else get(study) if study else study_of(a)
+    for title, _ in (s.figures if s is not None else []):
+        if title in figs:
+            figs[title].show()
+        elif title in left_out:
+            print(f"{title}: left out. {left_out[title]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from benchlib.lab import procs
 from benchlib.lab.lab import LocalLab
 from benchlib.lab.state import list_labs
 from benchlib.store import load_campaign, read_manifest
-from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers
+from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers, needs_root
 
 
 def write_campaign(tmp_path: Path, lab_file: str, lab_name: str, *, clusters: list[str], repetitions: int = 2,
@@ -252,3 +253,64 @@ def test_no_load_outlives_its_campaign_and_resume_stops_a_stray_one(labs, tmp_pa
     stopped = next(e for e in events if e["event"] == "stray_load")
     assert stopped["stopped"] == [f"sysbench pid {stray.pid} (here)"]
     assert events.index(stopped) < next(i for i, e in enumerate(events) if e["event"] == "run")
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str = "8m"):
+    """A tmpfs of ``size`` at ``path`` (root only), unmounted afterwards whatever happens."""
+    path.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(path: Path, leave: int) -> Path:
+    """A file that takes the free space of ``path``'s file system but ``leave`` bytes."""
+    filler = path / "filler"
+    free = os.statvfs(path).f_bavail * os.statvfs(path).f_frsize
+    with open(filler, "ab") as f:
+        f.write(b"\0" * max(0, free - leave))
+    return filler
+
+
+@needs_root
+def test_a_full_disk_stops_the_campaign_with_one_message_and_nothing_half_stored(labs, tmp_path):
+    """The disk fills up under the campaign folder: the run being written is removed, the complete ones stay,
+    the CLI says where and how much is free in one message (no traceback, no cut-short notebook), and the same
+    command resumes once there is room."""
+    from benchlib.errors import DiskFullError
+
+    spec = write_campaign(tmp_path, "single.toml", "t-full", clusters=["solo"], repetitions=2, time_s=2)
+    labs.up(example_spec("single.toml", "t-full"))
+    with small_disk(tmp_path / "runs") as runs:
+        filled = []
+
+        def fill_before_the_second(lab, run):
+            if run.index == 2:
+                filled.append(fill(runs, leave=16_384))
+
+        with pytest.raises(DiskFullError) as err:
+            run_campaign(spec, runs_dir=runs, progress="none", before_run=fill_before_the_second, keep_lab=True)
+        assert f"no space left on the device of {runs / 't'}" in err.value.message
+        assert "MiB free" in err.value.message and "the 1 complete runs of 2 are kept" in err.value.message
+        folder = runs / "t"
+        assert not list(folder.glob(".tmp-*"))
+        (first,) = [p for p in folder.glob("0*")]
+        assert read_manifest(first).ok
+
+        # the CLI, through the campaign notebook, on the still-full disk: one message, exit 2, no notebook cut short
+        cmd = [sys.executable, "-m", "benchlib.cli", "run", str(spec), "--runs-dir", str(runs), "--keep-lab"]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert "Traceback" not in res.stdout + res.stderr
+        errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "no space left on the device" in errors[0], res.stderr
+        assert not list(folder.glob(".tmp-*")) and [p.name for p in folder.glob("0*")] == [first.name]
+        for nb in (folder / "notebooks").glob("*.ipynb"):
+            json.loads(nb.read_text())  # whole, or not there
+
+        filled[0].unlink()
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert res.returncode == 0 and "2 ok" in res.stdout, res.stdout + res.stderr

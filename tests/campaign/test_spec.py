@@ -67,7 +67,28 @@ def test_bad_matrices(matrix, error, match):
 def test_quick_example_loads_and_plans():
     cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / "quick.toml")
     runs = plan(cspec, lab)
-    assert lab.name == "demo" and len(runs) == 3 * 1 * 5  # clusters x threads x repetitions
+    assert lab.name == "demo" and len(runs) == 3 * 2 * 3  # clusters x threads x repetitions
+    assert "18 runs" in (ROOT / "examples" / "campaigns" / "quick.toml").read_text()
+
+
+def test_stability_s_lengthens_the_last_rounds_runs_at_the_largest_thread_count():
+    runs = plan(spec(load={"threads": [1, 8], "time_s": 5, "stability_s": 40}), DEMO)
+    long = [r for r in runs if r.options.time_s == 40]
+    assert {(r.repetition, r.options.threads) for r in long} == {(3, 8)}
+    assert sorted(r.cluster for r in long) == sorted(DEMO.clusters)  # one per configuration at 8 threads
+    assert all(r.options.time_s == 5 for r in runs if r not in long)
+    assert {r.config_key for r in long} <= {r.config_key for r in runs if r.repetition == 1}  # the same configurations
+    again = long[0].again(99, 4)  # an adaptive round after it: the usual length
+    assert again.options.time_s == 5 and again.repetition == 4
+
+
+@pytest.mark.parametrize("load, extra, words", [
+    ({"time_s": 30, "stability_s": 30}, {}, "not longer than load.time_s"),
+    ({"time_s": 5, "stability_s": 30, "rates": [100]}, {}, "load.rates"),
+])
+def test_stability_s_is_refused_where_it_means_nothing(load, extra, words):
+    with pytest.raises(SpecError, match=words):
+        plan(spec(load={"threads": [4], **load}, **extra), DEMO)
 
 
 @pytest.mark.parametrize("name, runs", [("consistency.toml", 84), ("read-split.toml", 15), ("resources.toml", None)])

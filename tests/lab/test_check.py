@@ -53,10 +53,11 @@ def test_sql_command_uses_an_option_file(lab):
 @pytest.mark.lab
 def test_demo_command_is_the_main_job(tmp_path):
     """Up the demo lab, check it, run the quick campaign through its notebook, tear down, publish: the main job's
-    every step on its own lab, at a test size (3 rounds of 5 s runs instead of 5 of 10 s: the same 3 clusters,
-    the same findings with their intervals, in half the time; ./scripts/demo runs it at its own size)."""
+    every step on its own lab, at a test size (3 s runs instead of 6, the 30 s runs of the last round kept: the
+    same 3 clusters, 2 thread counts and 3 rounds, the same four charts; ./scripts/demo runs it at its own size)."""
     quick = (ROOT / "examples" / "campaigns" / "quick.toml").read_text()
-    quick = quick.replace("repetitions = 5", "repetitions = 3").replace("time_s = 10", "time_s = 5")
+    assert "time_s = 6\n" in quick
+    quick = quick.replace("time_s = 6\n", "time_s = 3\n")
     quick = quick.replace('lab = "../labs/demo.toml"', f'lab = "{ROOT / "examples" / "labs" / "demo.toml"}"')
     (tmp_path / "quick.toml").write_text(quick)
     res = subprocess.run([sys.executable, "-m", "benchlib.cli", "demo", "--spec", str(tmp_path / "quick.toml"),
@@ -64,25 +65,28 @@ def test_demo_command_is_the_main_job(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "galera-3" in res.stdout and "Synced Primary size=3" in res.stdout
     assert "check: ok" in res.stdout and "lab demo is down" in res.stdout
-    assert "campaign quick: 9 ok" in res.stdout
+    assert "campaign quick: 18 ok" in res.stdout
     assert "demo" not in list_labs()
     (folder,) = (tmp_path / "runs").glob("*/quick")
     frames = load_campaign(folder)
     assert set(frames["runs"].cluster) == {"async", "semisync", "galera"} and (frames["runs"].status == "ok").all()
-    assert len(frames["intervals"]) >= 9 * 4 and not frames["lag"].empty  # sysbench may skip a last 1 s report
+    assert len(frames["intervals"]) >= 15 * 2 + 3 * 29 and not frames["lag"].empty  # sysbench may skip a last report
     assert len(list((folder / "notebooks").glob("campaign-*.ipynb"))) == 1
     assert "Data identical on all 8 nodes after every run" in res.stdout  # every run audited, and said
-    lead = [line for line in res.stdout.splitlines() if "× async's throughput at 8 client threads" in line]
-    assert len(lead) == 2 and all("95% interval" in line for line in lead)  # the findings, one sentence each
+    lead = [line for line in res.stdout.splitlines() if "× async's throughput at" in line]
+    assert len(lead) == 4 and all("95% interval" in line for line in lead)  # the findings, one sentence each
     report = Path(res.stdout.split("report: ")[-1].strip())  # the main job ends by saying where its report is
     assert report.name == "report.html" and report.exists() and report.parent.parent == folder / "report"
     assert "Data identical on all 8 nodes after every run" in report.read_text()
-    assert (report.parent / "charts" / "ratio_vs_baseline.html").exists()
+    for chart in ("ratio_vs_baseline", "latency_vs_threads", "stability", "lag"):  # what the workbench is for
+        assert (report.parent / "charts" / f"{chart}.html").exists(), chart
+    notebooks = {p.name.split("-")[0] for p in (report.parent / "notebooks").glob("*.ipynb")}
+    assert {"compare", "stability", "lag"} <= notebooks
     from benchlib.charts.layout import check_page
 
     lay = check_page(report)  # what a reader sees at 1280 px: nothing overlaps, nothing runs off the page
     assert lay.ok, "\n".join(lay.problems)
-    assert len(lay.finding_items) == 2 and all("× async's throughput" in f for f in lay.finding_items)
+    assert len(lay.finding_items) == 4 and all("× async's throughput" in f for f in lay.finding_items)
 
 
 def test_the_main_job_runs_the_quick_campaign_of_the_readme():
@@ -91,5 +95,7 @@ def test_the_main_job_runs_the_quick_campaign_of_the_readme():
     from benchlib.cli import DEMO_CAMPAIGN
 
     campaign, lab = load_campaign_spec(ROOT / DEMO_CAMPAIGN)
-    assert (campaign.name, campaign.repetitions, campaign.load.time_s) == ("quick", 5, 10)
-    assert len(plan(campaign, lab)) == 15 and set(lab.clusters) == {"async", "semisync", "galera"}
+    assert (campaign.name, campaign.repetitions, campaign.load.time_s, campaign.load.stability_s) == ("quick", 3, 6, 30)
+    runs = plan(campaign, lab)
+    assert len(runs) == 18 and set(lab.clusters) == {"async", "semisync", "galera"}
+    assert sorted(r.cluster for r in runs if r.options.time_s == 30) == ["async", "galera", "semisync"]
