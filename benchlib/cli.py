@@ -394,6 +394,7 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     from benchlib.lab.lab import LocalLab
 
     _, lab_spec = load_campaign_spec(spec)
+    started = time.monotonic()
     typer.echo(f"bringing up lab {lab_spec.name} ...")
     lab = LocalLab.up(lab_spec, progress=_progress)
     try:
@@ -401,7 +402,9 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
         for line in lab.check().lines():
             typer.echo(line)
         folder = runs_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        campaign_started = time.monotonic()
         code = _run_campaign(spec, folder)
+        campaign_s = time.monotonic() - campaign_started
     finally:
         if not keep:
             lab.down()
@@ -413,9 +416,15 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     r = publish_report(campaign_folder)
     for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
         typer.echo(line)
+    typer.echo(f"campaign {_minutes(campaign_s)}, the main job {_minutes(time.monotonic() - started)} "
+               "(lab, check, campaign, report)")
     typer.echo(f"report: {r.page}")
     if code:
         raise typer.Exit(code)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
 
 
 def _print_status(lab) -> None:

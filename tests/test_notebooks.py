@@ -40,7 +40,7 @@ def test_unknown_notebook_names_the_known_ones():
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
 DEFAULTS = {"compare": "topologies", "stability": "apply", "flow_control": "apply", "lag": "apply",
             "parallel_apply": "apply", "wan": "wan", "resources": "resources", "consistency": "consistency",
-            "failover": "failover"}
+            "failover": "failover", "study": "study001-quick"}
 
 
 @pytest.fixture(scope="module")

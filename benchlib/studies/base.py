@@ -85,6 +85,10 @@ def study_of(a: CampaignAnalysis) -> Study | None:
 
 def commit_latency(a: CampaignAnalysis, cluster: str) -> float:
     """Mean latency of single-row autocommit INSERTs by one client on ``cluster`` (NaN: no such runs)."""
-    runs = pick(views.measured(a), cluster=cluster, workload="insert_single", threads=1)
-    return mean_of(runs, "summary_lat_avg_ms")
+    return mean_of(commit_latency_runs(a, cluster), "summary_lat_avg_ms")
+
+
+def commit_latency_runs(a: CampaignAnalysis, cluster: str):
+    """The runs of single-row autocommit INSERTs by one client on ``cluster`` (``summary_lat_avg_ms`` per run)."""
+    return pick(views.measured(a), cluster=cluster, workload="insert_single", threads=1)
 

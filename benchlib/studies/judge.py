@@ -16,7 +16,8 @@ import pandas as pd
 from benchlib.analysis.campaign import CampaignAnalysis
 
 __all__ = ["NO", "NOT_MEASURED", "NOT_SHOWN", "SINGLE_RUN_FACTOR", "YES", "claim", "compare", "fewer_stale", "judge",
-           "mean_of", "paired", "pick", "ratio_claim", "ratio_row", "remote_claim", "stale_claim", "stale_rate", "values"]
+           "band_claim", "interval_of", "mean_of", "paired", "pick", "ratio_claim", "ratio_of_ratios", "ratio_row", "remote_claim", "stale_claim",
+           "stale_rate", "values"]
 
 YES, NO, NOT_SHOWN, NOT_MEASURED = "yes", "no", "not shown", "not measured"
 
@@ -44,16 +45,16 @@ def mean_of(df: pd.DataFrame, col: str) -> float:
 
 
 def judge(value: float, low: float, high: float, *, below: float | None = None, above: float | None = None) -> str:
-    """yes / not shown / no for 'value is below ``below``' (or above ``above``), given an interval."""
+    """yes / no / not shown for 'value is below ``below``' (or above ``above``), given its 95% interval: yes when
+    the interval lies on the claimed side, no when it lies on the other, else not shown (whichever side the point
+    estimate is on: an interval across the threshold settles neither answer)."""
     if value is None or not np.isfinite(value):
         return NOT_MEASURED
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return NOT_SHOWN
     if below is not None:
-        if not value < below:
-            return NO
-        return YES if np.isfinite(high) and high < below else NOT_SHOWN
-    if not value > above:
-        return NO
-    return YES if np.isfinite(low) and low > above else NOT_SHOWN
+        return YES if high < below else NO if low > below else NOT_SHOWN
+    return YES if low > above else NO if high < above else NOT_SHOWN
 
 
 def claim(text: str, published: str, measured: float | str | None, holds: str, how: str) -> dict[str, Any]:
@@ -69,7 +70,9 @@ def ratio_claim(text: str, published: str, row: pd.Series | None, *, below: floa
         return claim(text, published, None, NOT_MEASURED, how)
     if np.isfinite(row.ci_low) and np.isfinite(row.ci_high):
         holds = judge(row.ratio, row.ci_low, row.ci_high, below=below, above=above)
-        return claim(text, published, f"{row.ratio:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]", holds, how)
+        noise = (f"; not settled at run-to-run noise {row.sigma_log:.1%} over {int(row.n)} runs a side"
+                 if holds == NOT_SHOWN and "sigma_log" in row and pd.notna(row.sigma_log) else "")
+        return claim(text, published, f"{row.ratio:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]{noise}", holds, how)
     # no interval (one run a side): as ``compare`` does, only a factor beyond run-to-run noise counts
     f, r = SINGLE_RUN_FACTOR, row.ratio
     if not np.isfinite(r):
@@ -113,10 +116,68 @@ def compare(text: str, published: str, a_vals: Any, b_vals: Any, *, less: bool, 
         _, lo, hi = fieller(a, b, 0.95)
         evidence += f" (ratio {r:.2f} [{lo:.2f}, {hi:.2f}], {len(a)}+{len(b)} runs)"
         right, wrong = (hi < 1, lo > 1) if less else (lo > 1, hi < 1)
+        if not right and not wrong:  # not settled: say the noise it met
+            evidence += (f"; not settled at run-to-run CoV {a.std(ddof=1) / a.mean():.1%} and "
+                         f"{b.std(ddof=1) / b.mean():.1%}")
     else:
         evidence += f" (ratio {r:.2f}, one run a side: counts beyond x{SINGLE_RUN_FACTOR:g})"
         right = r < 1 / SINGLE_RUN_FACTOR if less else r > SINGLE_RUN_FACTOR
         wrong = r > SINGLE_RUN_FACTOR if less else r < 1 / SINGLE_RUN_FACTOR
+    return claim(text, published, evidence, YES if right else NO if wrong else NOT_SHOWN, how)
+
+
+def interval_of(vals: Any) -> tuple[float, float, float]:
+    """Mean of per-run values and its 95% t interval (runs as the unit); NaN bounds with fewer than two runs."""
+    from scipy import stats
+
+    v = np.asarray(vals, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return np.nan, np.nan, np.nan
+    if len(v) < 2:
+        return float(v.mean()), np.nan, np.nan
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def band_claim(text: str, published: str, vals: Any, *, low: float = -np.inf, high: float = np.inf,
+               scale: float = 1.0, unit: str = "", how: str) -> dict[str, Any]:
+    """A claim that a quantity lies in [low, high], from per-run values divided by ``scale``: yes when its 95%
+    interval lies inside, no when it lies outside, else not shown; one run: the value alone decides (said so)."""
+    m, lo, hi = (x / scale for x in interval_of(vals))
+    if not np.isfinite(m):
+        return claim(text, published, None, NOT_MEASURED, how)
+    inside = lambda x: low <= x <= high  # noqa: E731
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return claim(text, published, f"{m:.3g}{unit} (one run: no interval)", YES if inside(m) else NO, how)
+    holds = YES if inside(lo) and inside(hi) else NO if hi < low or lo > high else NOT_SHOWN
+    return claim(text, published, f"{m:.3g}{unit} [{lo:.3g}, {hi:.3g}], {len(np.atleast_1d(vals))} runs", holds, how)
+
+
+def ratio_of_ratios(text: str, published: str, num: pd.Series | None, den: pd.Series | None, *, less: bool,
+                    how: str) -> dict[str, Any]:
+    """A claim that one ratio against the baseline (``num``, a comparison row) is below (``less``) or above another
+    (``den``): their quotient with a 95% interval on the log scale, each row's standard error taken from its own
+    interval (t with its df) and the two combined as independent, which is conservative when they share baseline
+    runs. Rows without intervals (one run a side) fall back to ``compare``'s factor rule."""
+    from scipy import stats
+
+    if num is None or den is None:
+        return claim(text, published, None, NOT_MEASURED, how)
+    bounded = all(np.isfinite(float(r[c])) and float(r[c]) > 0 for r in (num, den) for c in ("ci_low", "ci_high"))
+    if not bounded:
+        return compare(text, published, num.ratio, den.ratio, less=less, how=how)
+
+    def se(r: pd.Series) -> tuple[float, float]:
+        df = float(r["df"]) if "df" in r and pd.notna(r["df"]) and r["df"] > 0 else float(min(r.n, r.n_baseline) - 1)
+        return (np.log(r.ci_high) - np.log(r.ci_low)) / (2 * stats.t.ppf(0.975, max(df, 1))), max(df, 1)
+
+    (s1, d1), (s2, d2) = se(num), se(den)
+    diff, s = np.log(num.ratio) - np.log(den.ratio), np.hypot(s1, s2)
+    df = s ** 4 / (s1 ** 4 / d1 + s2 ** 4 / d2) if s > 0 else min(d1, d2)  # Welch-Satterthwaite
+    lo, hi = np.exp(diff + np.array([-1, 1]) * stats.t.ppf(0.975, df) * s)
+    right, wrong = (hi < 1, lo > 1) if less else (lo > 1, hi < 1)
+    evidence = f"{num.ratio:.2f} vs {den.ratio:.2f} (quotient {np.exp(diff):.2f} [{lo:.2f}, {hi:.2f}])"
     return claim(text, published, evidence, YES if right else NO if wrong else NOT_SHOWN, how)
 
 

@@ -17,6 +17,7 @@ def test_a_threshold_claim_needs_the_whole_interval_on_its_side():
     assert judge(1.2, 1.1, 1.3, below=1.0) == NO
     assert judge(1.2, 1.1, 1.3, above=1.0) == YES
     assert judge(np.nan, np.nan, np.nan, below=1.0) == NOT_MEASURED
+    assert judge(1.2, 0.98, 1.48, below=1.0) == NOT_SHOWN  # the wrong side, but the interval reaches the claim
 
 
 def test_ratio_claims_carry_the_interval_and_say_not_measured_without_a_row():

@@ -65,13 +65,14 @@ RECORDED = Path(__file__).resolve().parents[2] / "data" / "campaigns"
 #: what the test size changes in a live study's quick campaign (section -> key -> TOML value), and the clusters
 #: it leaves out of the study's lab; a search gets 4 runs: with 3, a first rate and two lower ones that a loaded CI
 #: judged "lag test inconclusive" left it NONE_SUSTAINED once
-TEST_SIZE = {"000": ({"load": {"workloads": '["oltp_update_index"]', "time_s": "3"},
+TEST_SIZE = {"000": ({"": {"repetitions": "1"}, "load": {"workloads": '["oltp_update_index"]', "time_s": "3"},
                       "search": {"time_s": "10", "max_runs": "4"}}, ["galera5"])}
 
 
 def _set(text: str, section: str, key: str, value: str) -> str:
-    """``key = value`` inside ``[section]`` of a TOML text (the key must be there)."""
-    pattern = re.compile(rf"(^\[{re.escape(section)}\]\n(?:(?!^\[).*\n)*?){re.escape(key)} = [^\n]*", re.M)
+    """``key = value`` inside ``[section]`` of a TOML text (section "": at the top; the key must be there)."""
+    head = rf"^\[{re.escape(section)}\]\n" if section else r"\A"
+    pattern = re.compile(rf"({head}(?:(?!^\[).*\n)*?){re.escape(key)} = [^\n]*", re.M)
     new, n = pattern.subn(lambda m: f"{m.group(1)}{key} = {value}", text, count=1)
     assert n == 1, (section, key)
     return new
