@@ -240,7 +240,9 @@ def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_read
     if setting == "eventual":
         assert 1500 < worst["async-3"] < 2600, worst
         assert by.stale.sum()["async-3"] >= 20
-        assert worst["async-2"] < 100, worst  # in sync: stale only for the moment it takes to apply a commit
+        # in sync: stale only for the moment it takes to apply a commit (138 ms once, on a host both cores of which
+        # the demo test beside it kept busy), far from the stopped replica's 2 s
+        assert worst["async-2"] < 500, worst
     else:
         assert not reads.stale.any(), reads[reads.stale]
         assert 1500 < by.wait_ms.max()["async-3"] < 2600  # the reads waited out the pause instead
