@@ -16,7 +16,7 @@ from benchlib.analysis import views
 from benchlib.analysis.campaign import CampaignAnalysis, analyze
 from benchlib.charts.catalogue import CATALOGUE, dress, show
 
-__all__ = ["CATALOGUE", "dress", "open_campaign", "show"]
+__all__ = ["CATALOGUE", "dress", "open_campaign", "show", "show_lag", "show_runs"]
 
 
 def open_campaign(campaign: str | Path, *, baseline: str = "async", problems: bool = True) -> CampaignAnalysis:
@@ -29,3 +29,20 @@ def open_campaign(campaign: str | Path, *, baseline: str = "async", problems: bo
 
         display(views.problems_first(a))
     return a
+
+
+def show_runs(a: CampaignAnalysis, run_ids: list[str]) -> None:
+    """The stability chart of chosen runs, one line each (the report's averages each configuration), the host's
+    CPU and disk writes under them when the campaign recorded host metrics."""
+    iv, trim, labels = views.stability(a, run_ids)
+    fig = charts.stability_over_time(iv, trim=trim, labels=labels, host=views.host_load(a, list(trim)))
+    dress(fig, a, "stability").show()
+
+
+def show_lag(a: CampaignAnalysis, run_id: str = "") -> None:
+    """Replica lag per node over run ``run_id``; empty: the report's chart (the run with the highest lag)."""
+    if not run_id:
+        return show(a, "lag")
+    lag, load_end, catch = views.lag_of_run(a, run_id)
+    dress(charts.lag_over_time(lag, load_end=load_end, catch_up_s=catch, title=f"Replica lag: {run_id}"), a,
+          "lag").show()

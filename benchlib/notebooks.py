@@ -128,11 +128,11 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        pm.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(source.parent),
-                            progress_bar=False, stdout_file=sys.stdout if stream else None,
-                            stderr_file=sys.stderr if stream else None,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no start-up chatter
-                            kernel_manager_class=_kernel_manager())
+        executed = pm.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(source.parent),
+                                       progress_bar=False, stdout_file=sys.stdout if stream else None,
+                                       stderr_file=sys.stderr if stream else None,
+                                       extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no start-up chatter
+                                       kernel_manager_class=_kernel_manager())
     except OSError as exc:  # the executed copy could not be written
         _drop_unreadable(output)
         if disk_full(exc):
@@ -154,18 +154,19 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
             signal.signal(s, handler)
     if interrupted["sent"]:
         raise KeyboardInterrupt
-    trust(output)
+    trust(output, executed)
     return output
 
 
-def trust(path: Path) -> None:
-    """Sign an executed copy as its user's own (``jupyter trust``): JupyterLab then draws its plotly charts
-    interactive; an untrusted notebook shows only their PNG copies, as it does for a notebook from elsewhere."""
+def trust(path: Path, nb=None) -> None:
+    """Sign an executed copy (``nb``: the notebook as written there, else read back) as its user's own (``jupyter
+    trust``): JupyterLab then draws its plotly charts interactive; an untrusted notebook shows only their PNG
+    copies, as it does for a notebook from elsewhere."""
     import nbformat
     from nbformat.sign import NotebookNotary
 
     try:
-        NotebookNotary().sign(nbformat.read(path, as_version=4))
+        NotebookNotary().sign(nb if nb is not None else nbformat.read(path, as_version=4))
     except (OSError, ValueError) as exc:  # no writable Jupyter data folder: the PNG copies still show
         print(f"note: {path.name} is not signed as trusted ({exc}); JupyterLab shows its charts' PNG copies "
               f"until `jupyter trust {path}`", file=sys.stderr)

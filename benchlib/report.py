@@ -54,7 +54,7 @@ CSS = """body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width
 table.t{border-collapse:collapse;font-size:12px;margin:1em 0;display:block;max-width:100%;overflow-x:auto}
 table.t td,table.t th{padding:3px 6px;border-bottom:1px solid #ddd}
 details{margin:.4em 0}summary{cursor:pointer}summary h2{display:inline}
-details.error>summary{background:#fde0dc;padding:4px}div.invalid{background:#fde0dc;padding:4px 12px;margin:8px 0}details.warning>summary{background:#fff4d6;padding:4px}
+div.invalid{background:#fde0dc;padding:4px 12px;margin:8px 0}
 .how{font-size:14px;color:#444}.chart{margin:2em 0;max-width:100%;overflow-x:auto}.files{font-size:13px;color:#555}"""
 
 

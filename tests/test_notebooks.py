@@ -83,12 +83,18 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     import subprocess
     import sys
 
+    run = sorted(p.name for p in (recorded / "topologies").glob("0001-*"))[0]
     cmd = [sys.executable, "-m", "benchlib.cli", "rerun", str(recorded / "topologies"), "-n", "stability",
-           "-p", "runs=[]"]
+           "-p", f'runs=["{run}"]']
     for _ in range(2):
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-    assert len(list((recorded / "topologies" / "notebooks").glob("stability-*.ipynb"))) == 2
+    copies = sorted((recorded / "topologies" / "notebooks").glob("stability-*.ipynb"))
+    assert len(copies) == 2
+    outputs = [o for c in json.loads(copies[-1].read_text())["cells"] for o in c.get("outputs", [])]
+    # the chosen run's chart; the report's is left out with its reason (this campaign's runs are too short)
+    assert sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs) == 1
+    assert any("Stability over time: left out." in "".join(o.get("text", "")) for o in outputs)
     bad = subprocess.run([sys.executable, "-m", "benchlib.cli", "rerun", str(recorded)], capture_output=True, text=True)
     assert bad.returncode == 1 or bad.returncode == 2
     assert "not a campaign folder" in bad.stderr and "Traceback" not in bad.stderr

@@ -340,7 +340,7 @@ def _configs(table: pd.DataFrame, params: list[str], batches: dict, target: floa
                      "half_width_rel": ag.half_width_rel, "cov_runs": ag.cov, "q": ag.q, "q_p": ag.q_p, "i2": ag.i2,
                      "kruskal_p": ag.kruskal_p, "classes": ",".join(sorted(set(g["class"]))),
                      "classes_consistent": ag.classes_consistent, "verdict": ag.verdict, "add_runs": ag.add,
-                     "agreement": ag.label, "runs_needed": ag.runs_needed,
+                     "agreement": ag.label, "only_wide": ag.only_wide, "runs_needed": ag.runs_needed,
                      "lat_pctl_ms": float(g.lat_pctl_ms.mean()) if "lat_pctl_ms" in g else np.nan,
                      "lag_p95_ms": float(g.lag_p95_ms.mean()) if "lag_p95_ms" in g else np.nan,
                      "catch_up_s": float(g.catch_up_s.mean()) if "catch_up_s" in g else np.nan})
@@ -630,8 +630,8 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
     out = _once_per_config(out, table, labels) + _error_rates(table, labels)
     # a configuration's own interval wider than target_halfwidth matters for its absolute TPS; when every ratio
     # against the baseline is settled, what the campaign compares is known, and it is information only
-    settled = (comparisons is not None and not comparisons.empty
-               and not (comparisons.verdict == "INCONCLUSIVE").any())
+    compared = comparisons is not None and not comparisons.empty
+    settled = compared and not (comparisons.verdict == "INCONCLUSIVE").any()
     for _, c in configs.iterrows():
         rate = c.get("rate")
         if isinstance(rate, (int, float)) and rate > 0 and c.tps_mean < (1 - SHORT_OF_RATE) * rate:
@@ -640,12 +640,10 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
                 "load queued, so its latency measures the backlog, not a transaction",
                 "a lower rate (the sustained-throughput search finds the highest it holds), or fewer servers on the "
                 "host")
-        # only wider than the target: with ratios against a baseline, those are what the campaign is judged on
-        # (the findings say which are settled and how many rounds would settle the others)
-        width_only = c.verdict == "ADD_RUNS" and "wider than" in str(c.agreement) and ";" not in str(c.agreement)
-        compared = comparisons is not None and not comparisons.empty
         if c.verdict != "AGREE":
-            quiet = settled or (compared and width_only)
+            # only wider than the target: with ratios against a baseline, those are what the campaign is judged
+            # on (the findings say which are settled and how many rounds would settle the others)
+            quiet = settled or (compared and c.verdict == "ADD_RUNS" and bool(c.get("only_wide", False)))
             add("info" if quiet else "warning", f"config {c.config} ({config_label(c, keys)})",
                 f"repetitions: {c.agreement}",
                 ("every ratio against the baseline is settled; more rounds would narrow this configuration's own "

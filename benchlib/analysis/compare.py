@@ -48,6 +48,7 @@ class Agreement:
     reasons: list[str] = field(default_factory=list)
     runs_needed: int = 0
     notes: list[str] = field(default_factory=list)  # information, not a reason to add runs
+    only_wide: bool = False  # the one reason: an interval wider than the target (the runs themselves agree)
 
     @property
     def label(self) -> str:
@@ -133,8 +134,9 @@ def agreement(means, ses=None, classes=None, batches=None, *, target: float = TA
         verdict, add = "UNRESOLVED", 0
     else:
         verdict, add = "ADD_RUNS", max(1, min(cap, max(need, 3)) - r)
+    only_wide = bool(h > target and np.isfinite(h)) and len(reasons) == 1
     return Agreement(r, mean, lo, hi, h, cov, q, q_p, i2, kw, outliers, consistent, verdict, add, reasons, need,
-                     notes)
+                     notes, only_wide)
 
 
 @dataclass

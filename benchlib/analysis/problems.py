@@ -69,9 +69,6 @@ class Problems:
     def __init__(self, problems: pd.DataFrame):
         self.frame = problems.reset_index(drop=True)
 
-    def __len__(self) -> int:
-        return int((self.frame.severity != "info").sum()) if len(self.frame) else 0
-
     def _repr_html_(self) -> str:
         return problems_html(self.frame)
 

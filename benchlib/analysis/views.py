@@ -143,8 +143,7 @@ def stability_by_config(a: CampaignAnalysis, *, limit: int = 6, min_s: float = 0
     runs = measured(a).dropna(subset=["stability"])
     _, first, _ = stability(a, limit=limit)  # one run per configuration, flagged ones first: which configurations
     configs = set(runs.set_index("run_id").loc[list(first)].config)
-    long = runs[runs.seconds >= min_s] if min_s and "seconds" in runs else runs
-    long_only = 0 < len(long) < len(runs)
+    long, long_only = long_runs(a, min_s)
     if long_only:
         runs = long
         configs = (configs & set(long.config)) or set(list(dict.fromkeys(long.config))[:limit])
@@ -164,6 +163,14 @@ def stability_by_config(a: CampaignAnalysis, *, limit: int = 6, min_s: float = 0
     return {"intervals": iv, "host": host, "trim": named.groupby("config").trim_s.max().astype(int).to_dict(),
             "labels": verdicts.to_dict(), "topology": named.groupby("config").topology.first().to_dict(),
             "runs": named.groupby("config").size().to_dict(), "long_only": long_only}
+
+
+def long_runs(a: CampaignAnalysis, min_s: float) -> tuple[pd.DataFrame, bool]:
+    """The measured runs with a stability verdict that lasted ``min_s`` or more, where the campaign has any and
+    shorter ones too (``load.stability_s``), and whether shorter ones were left out; else every such run."""
+    runs = measured(a).dropna(subset=["stability"])
+    long = runs[runs.seconds >= min_s] if min_s and "seconds" in runs else runs
+    return (long, True) if 0 < len(long) < len(runs) else (runs, False)
 
 
 def host_load(a: CampaignAnalysis, run_ids: list[str]) -> pd.DataFrame:
@@ -353,7 +360,7 @@ def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
                                   replica_cpu_pct=("replica_cpu_pct", "mean"), runs=("run_id", "count"))
            .reset_index().sort_values("parallel_threads"))
     for col in ("tps_mean", "replica_cpu_pct"):  # 95% t intervals over the runs of each setting
-        half = runs.groupby(keys, dropna=False)[col].agg(_t_half).rename(f"{col}_half").reset_index()
+        half = runs.groupby(keys, dropna=False)[col].agg(t_half).rename(f"{col}_half").reset_index()
         out = out.merge(half, on=keys, how="left")
         out[f"{col}_low"], out[f"{col}_high"] = out[col] - out[f"{col}_half"], out[col] + out[f"{col}_half"]
         out = out.drop(columns=f"{col}_half")
@@ -361,7 +368,8 @@ def parallel_apply(a: CampaignAnalysis) -> pd.DataFrame:
     return out
 
 
-def _t_half(values: pd.Series) -> float:
+def t_half(values: pd.Series) -> float:
+    """The half-width of the 95% t interval of the mean of ``values`` (runs as the unit); NaN under two."""
     from scipy import stats
 
     v = values.dropna().to_numpy()

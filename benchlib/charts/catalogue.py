@@ -201,11 +201,11 @@ def _ratio_method(a) -> str:
 
 
 def _stability_caption(a) -> str:
-    s = views.stability_by_config(a, min_s=MIN_STABILITY_S)
-    if s["long_only"] and max(s["runs"].values(), default=0) == 1:
+    runs, long_only = views.long_runs(a, MIN_STABILITY_S)  # the runs the chart draws, without drawing them again
+    if long_only and runs.groupby("config").size().max() == 1:
         which = f"each configuration's long run (load.stability_s, {MIN_STABILITY_S} s or more)"
     else:
-        which = (f"each configuration's mean over its runs of {MIN_STABILITY_S} s or more" if s["long_only"]
+        which = (f"each configuration's mean over its runs of {MIN_STABILITY_S} s or more" if long_only
                  else "each configuration's mean over its runs") + " (band: slowest to fastest run)"
     return (f"Per-second throughput and latency: {which}, in its topology's colour; grey: the steady window after "
             "the warm-up cut; under the chart: the runs' verdicts.")

@@ -128,15 +128,12 @@ def compare(text: str, published: str, a_vals: Any, b_vals: Any, *, less: bool, 
 
 def interval_of(vals: Any) -> tuple[float, float, float]:
     """Mean of per-run values and its 95% t interval (runs as the unit); NaN bounds with fewer than two runs."""
-    from scipy import stats
+    from benchlib.analysis.views import t_half
 
-    v = np.asarray(vals, dtype=float)
-    v = v[np.isfinite(v)]
+    v = pd.Series(np.asarray(vals, dtype=float)).replace([np.inf, -np.inf], np.nan).dropna()
     if not len(v):
         return np.nan, np.nan, np.nan
-    if len(v) < 2:
-        return float(v.mean()), np.nan, np.nan
-    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    half = t_half(v)
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
 
 
