@@ -20,7 +20,9 @@ import pandas as pd
 
 from benchlib.analysis.blocks import block_ratio
 from benchlib.analysis.compare import TARGET, adjust, agreement, ratio
+from benchlib.analysis import interference
 from benchlib.analysis.lag import lag_growth
+from benchlib.analysis.resources import window_rates
 from benchlib.analysis.series import batch_means
 from benchlib.analysis.stability import assess
 from benchlib.errors import BenchlibError
@@ -46,6 +48,7 @@ class CampaignAnalysis:
     param_columns: list[str]
     path: Path | None = None
     record: CampaignRecord = field(default_factory=CampaignRecord)  # its campaign.json (empty without a folder)
+    rates: pd.DataFrame | None = None  # every counter's rate over each ok run's load window (resources.window_rates)
 
     @property
     def errors(self) -> pd.DataFrame:
@@ -274,6 +277,11 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     assessed = pd.DataFrame(_assess_all(_inputs(ok, frames)))
     batches = dict(zip(assessed.run_id, assessed.pop("_batches"))) if "_batches" in assessed else {}
     table = runs.merge(assessed, on="run_id", how="left") if not assessed.empty else runs.copy()
+    cluster = frames.get("cluster", pd.DataFrame())
+    rates = window_rates(cluster, ok)
+    interfered = interference.per_run(rates, cluster, ok).rename(columns={"host": "interference_host"})
+    if not interfered.empty:
+        table = table.merge(interfered, on="run_id", how="left")
     table = _unreported_tail(table, frames.get("intervals", pd.DataFrame()))
     table = _read_side(table, frames.get("read_intervals", pd.DataFrame()))
     # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
@@ -285,7 +293,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     comparisons = _comparisons(measured, params, baseline, margin)
     problems = validate(table, configs, params, comparisons)
     path = None if isinstance(campaign, dict) else Path(campaign)
-    a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path, record)
+    a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path, record, rates)
     a.problems = _sorted(pd.concat([problems, _bound_problems(a, params)], ignore_index=True).fillna({"kind": ""}))
     return a
 
@@ -410,8 +418,9 @@ def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, ma
         blocked = None
         if family is not None and metric in family:
             fam = family.dropna(subset=[metric])
+            covariates = {c: fam[c].to_numpy(float) for c in interference.COVARIATES if c in fam}
             blocked = block_ratio(fam.label, fam.repetition, fam[metric], g.config.iloc[0], _BASE,
-                                  higher_is_better=higher, margin=margin)
+                                  higher_is_better=higher, margin=margin, covariates=covariates)
         main = blocked or r
         yield ({"metric": metric.replace("_mean", ""), "ratio": main.ratio, "ci_low": main.ci_low,
                 "ci_high": main.ci_high, "p": main.p, "n": r.n_a, "n_baseline": r.n_b, "verdict": main.verdict,
@@ -423,6 +432,13 @@ def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, ma
                 "mde": blocked.mde if blocked else np.nan, "pooled": blocked.pooled if blocked else "",
                 "round_p": blocked.round_p if blocked else np.nan,
                 "levene_p": blocked.levene_p if blocked else np.nan,
+                "half_width_rel": max(main.ci_high / main.ratio - 1, 1 - main.ci_low / main.ratio)
+                if np.isfinite(main.ci_high) and main.ratio > 0 else np.inf,
+                "adjusted_for": blocked.adjusted_for if blocked else "",
+                "unadjusted": blocked.unadjusted if blocked and blocked.adjusted_for else np.nan,
+                "unadjusted_low": blocked.unadjusted_low if blocked and blocked.adjusted_for else np.nan,
+                "unadjusted_high": blocked.unadjusted_high if blocked and blocked.adjusted_for else np.nan,
+                "covariate_slope": blocked.slope if blocked and blocked.slope is not None else np.nan,
                 "notes": "; ".join([*(blocked.notes if blocked else []), *r.notes])}, main)
 
 

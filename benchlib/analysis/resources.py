@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["COSTS", "cost_per_trx", "cost_by_config", "cpu_bound", "host_over_time", "role_of"]
+__all__ = ["COSTS", "cost_per_trx", "cost_by_config", "cpu_bound", "host_over_time", "role_of", "window_rates"]
 
 #: cost -> (metrics summed, scale to the cost's unit); process rows of server nodes (from /proc) and their server
 #: counters (SHOW GLOBAL STATUS: Innodb_data_fsyncs is every fsync InnoDB made, Innodb_os_log_fsyncs the redo log's
@@ -29,6 +29,7 @@ HOST_COSTS = {"cpu_ms": (r"cpu\.all\.(user|nice|system|irq|softirq)_s", 1000.0),
               "disk_read_kb": (r"disk\.[^.]+\.read_bytes", 1 / 1024), "net_tx_kb": (r"net\.[^.]+\.tx_bytes", 1 / 1024)}
 COSTS = sorted({*PROCESS_COSTS, *HOST_COSTS})
 MULTI_WRITER = {"galera", "pxc", "group_replication"}
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 BUSY = 0.90  # a host or node busier than this share of its CPUs is CPU-bound
 IOWAIT = 0.20
 
@@ -41,60 +42,91 @@ def role_of(topology: str, index: int) -> str:
     return "member" if topology in MULTI_WRITER else "replica"
 
 
-def _windows(cl: pd.DataFrame, runs: pd.DataFrame):
-    """(run, its rows of ``cl`` inside its load window) for every run with a load window; the frame is split by
-    run once (filtering it per run would read every row once per run)."""
-    by_run = dict(tuple(cl.groupby("run_id", sort=False)))
-    for run in runs.itertuples(index=False):
-        d = by_run.get(run.run_id)
-        if d is None or pd.isna(run.load_start_s):
-            continue
-        yield run, d[(d.t_s >= run.load_start_s) & (d.t_s <= run.load_end_s)]
+def window_rates(cl: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (run, node, metric) counter of ``cl``: its per-second ``rate`` over the run's load window (the difference
+    of its first and last reading inside the window over their ``dt_s`` apart), for every run of ``runs`` with a load
+    window. A counter reset inside the window (after its first reading there), fewer than two readings or no time
+    between them gives no row. One vectorised pass over the whole frame (a campaign's analysis computes it once:
+    ``CampaignAnalysis.rates``)."""
+    cols = ["run_id", "node", "metric", "rate", "dt_s"]
+    if cl.empty or runs.empty or "load_start_s" not in runs:
+        return pd.DataFrame(columns=cols)
+    w = runs.dropna(subset=["load_start_s"]).drop_duplicates("run_id")
+    w = w.set_index(w.run_id.astype(str))
+    d = cl[cl.counter.to_numpy(bool)]
+    rid = d.run_id.astype(str)
+    start = rid.map(w.load_start_s.astype(float)).to_numpy(float)
+    end = rid.map(w.load_end_s.astype(float)).to_numpy(float)
+    t = d.t_s.to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        d = d[(t >= start) & (t <= end)]  # NaN (no window): no row
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    d = d[["run_id", "node", "metric", "t_s", "value", "reset"]].sort_values("t_s", kind="stable")
+    g = d.groupby([d.run_id.astype(str), d.node.astype(str), d.metric.astype(str)], sort=False, observed=True)
+    agg = g.agg(t0=("t_s", "first"), t1=("t_s", "last"), v0=("value", "first"), v1=("value", "last"),
+                n=("t_s", "size"), resets=("reset", "sum"), reset0=("reset", "first"))
+    agg = agg[(agg.n >= 2) & (agg.resets - agg.reset0.astype(int) == 0) & (agg.t1 > agg.t0)]
+    dt = agg.t1 - agg.t0
+    out = pd.DataFrame({"rate": (agg.v1 - agg.v0) / dt, "dt_s": dt})
+    out.index.names = ["run_id", "node", "metric"]
+    return out.reset_index()[cols]
 
 
-def _rates(d: pd.DataFrame) -> pd.Series:
-    """Per-second rate of every (node, metric) counter over the window; none where it was reset."""
-    out = {}
-    for (node, metric), g in d[d.counter].groupby(["node", "metric"], sort=False):
-        if len(g) < 2 or g.reset.iloc[1:].any() or g.t_s.iloc[-1] <= g.t_s.iloc[0]:
-            continue
-        out[(node, metric)] = (g.value.iloc[-1] - g.value.iloc[0]) / (g.t_s.iloc[-1] - g.t_s.iloc[0])
-    return pd.Series(out, dtype=float)
+def _rates_of(a) -> pd.DataFrame:
+    """The campaign's window rates, computed once per analysis (``CampaignAnalysis.rates``) or here."""
+    rates = getattr(a, "rates", None)
+    if rates is not None:
+        return rates
+    return window_rates(a.frames.get("cluster", pd.DataFrame()), a.runs[a.runs.status == "ok"])
 
 
 def cost_per_trx(a) -> pd.DataFrame:
     """One row per (run, node or host, cost): ``per_trx`` in the cost's unit per transaction, ``per_s`` per second,
     with the node's ``role`` (writer, replica, member, host)."""
-    cl = a.frames.get("cluster", pd.DataFrame())
     runs = a.runs[(a.runs.status == "ok")]
     cols = ["run_id", "config", "cluster", "node", "role", "cost", "per_s", "per_trx"]
-    if cl.empty or runs.empty or "summary_tps" not in runs:
+    rates = _rates_of(a)
+    if rates.empty or runs.empty or "summary_tps" not in runs:
         return pd.DataFrame(columns=cols)
-    rows = []
-    for run, window in _windows(cl, runs):
-        tps = run.summary_tps
-        if not tps or pd.isna(tps):
+    runs = runs.assign(run_id=runs.run_id.astype(str)).drop_duplicates("run_id").set_index("run_id")
+    runs = runs[pd.to_numeric(runs.summary_tps, errors="coerce").fillna(0) > 0]
+    rates = rates[rates.run_id.isin(runs.index)]
+    parts = []
+    # server nodes: each cost is the sum of its metrics' rates, when every one of them was measured
+    nodes = rates[~rates.node.str.startswith("host:")]
+    for cost, (metrics, scale) in PROCESS_COSTS.items():
+        mine = nodes[nodes.metric.isin(metrics)]
+        if mine.empty:
             continue
-        rates = _rates(window)
-        if rates.empty:
+        g = mine.groupby(["run_id", "node"], sort=False).agg(per_s=("rate", "sum"), k=("metric", "nunique"))
+        g = g[g.k == len(set(metrics))].reset_index()
+        parts.append(g.assign(cost=cost, per_s=g.per_s * scale))
+    hosts = rates[rates.node.str.startswith("host:")]
+    for cost, (pattern, scale) in HOST_COSTS.items():
+        mine = hosts[hosts.metric.str.fullmatch(pattern)]
+        if mine.empty:
             continue
-        nodes = str(run.nodes).split(",")
-        for i, node in enumerate(nodes):
-            for cost, (metrics, scale) in PROCESS_COSTS.items():
-                keys = [(node, m) for m in metrics]
-                if all(k in rates.index for k in keys):
-                    per_s = float(sum(rates[k] for k in keys)) * scale
-                    rows.append((run.run_id, run.config, run.cluster, node, role_of(run.topology, i), cost, per_s,
-                                 per_s / tps))
-        for host in sorted({n for n, _ in rates.index if str(n).startswith("host:")}):
-            mine = rates[[n == host for n, _ in rates.index]]
-            names = pd.Series([m for _, m in mine.index], index=mine.index)
-            for cost, (pattern, scale) in HOST_COSTS.items():
-                picked = mine[names.str.fullmatch(pattern).to_numpy()]
-                if len(picked):
-                    per_s = float(picked.sum()) * scale
-                    rows.append((run.run_id, run.config, run.cluster, host, "host", cost, per_s, per_s / tps))
-    return pd.DataFrame(rows, columns=cols)
+        g = mine.groupby(["run_id", "node"], sort=False).agg(per_s=("rate", "sum")).reset_index()
+        parts.append(g.assign(cost=cost, per_s=g.per_s * scale))
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True)
+    # the node's role in its run: by its place in the run's node list (the writer first)
+    place = {(rid, n): i for rid, ns in runs.nodes.astype(str).items() for i, n in enumerate(ns.split(","))}
+    index = np.array([place.get(k, -1) for k in zip(out.run_id, out.node)])
+    host = out.node.str.startswith("host:").to_numpy()
+    out = out[host | (index >= 0)]
+    index, host = index[host | (index >= 0)], host[host | (index >= 0)]
+    topo = out.run_id.map(runs.topology.astype(str)).to_numpy()
+    multi = np.isin(topo, list(MULTI_WRITER))
+    out["role"] = np.where(host, "host", np.where(index == 0, "writer", np.where(multi, "member", "replica")))
+    out["config"] = out.run_id.map(runs.config).to_numpy()
+    out["cluster"] = out.run_id.map(runs.cluster).to_numpy()
+    out["per_trx"] = out.per_s / out.run_id.map(pd.to_numeric(runs.summary_tps)).to_numpy(float)
+    order = {r: i for i, r in enumerate(runs.index)}
+    out = out.sort_values(["run_id", "node"], key=lambda c: c.map(order) if c.name == "run_id" else c, kind="stable")
+    return out[cols].reset_index(drop=True)
 
 
 def _interval(values: np.ndarray) -> tuple[float, float, float]:
@@ -127,29 +159,44 @@ def cost_by_config(a, per_run: pd.DataFrame | None = None) -> pd.DataFrame:
 def cpu_bound(a) -> pd.DataFrame:
     """Per run and host: the busy share of its CPUs and the iowait share over the load window, and the busiest
     server node's share of the host's CPUs; ``bound`` says which limit was crossed ('' when none)."""
-    cl = a.frames.get("cluster", pd.DataFrame())
     cols = ["run_id", "config", "host", "cpus", "busy", "iowait", "node", "node_share", "bound"]
-    if cl.empty or not cl.node.astype(str).str.startswith("host:").any():
+    rates = _rates_of(a)
+    if rates.empty or not rates.node.str.startswith("host:").any():
         return pd.DataFrame(columns=cols)
+    runs = a.runs[a.runs.status == "ok"]
+    runs = runs.assign(run_id=runs.run_id.astype(str)).drop_duplicates("run_id").set_index("run_id")
+    hosts = rates[rates.node.str.startswith("host:") & rates.metric.str.startswith("cpu.")]
+    split = hosts.metric.str.split(".", n=2, expand=True)
+    hosts = hosts.assign(cpu=split[1], field=split[2].str.removesuffix("_s"))
+    whole = hosts[hosts.cpu == "all"].pivot_table(index=["run_id", "node"], columns="field", values="rate",
+                                                  aggfunc="first")
+    cpus = hosts[hosts.cpu != "all"].groupby(["run_id", "node"]).cpu.nunique()
+    whole = whole.join(cpus.rename("cpus"), how="inner")
+    total = whole[[f for f in CPU_FIELDS if f in whole.columns]].sum(axis=1)
+    whole = whole[(total > 0) & (whole.cpus > 0)]
+    total = total[whole.index]
+    idle = whole.get("idle", 0) + whole.get("iowait", 0)
+    busy = 1 - idle / total
+    iowait = whole.get("iowait", pd.Series(0.0, index=whole.index)) / total
+    node_cpu = rates[(rates.metric == "cpu_s") & ~rates.node.str.startswith("host:")]
+    members = {(rid, n) for rid, ns in runs.nodes.astype(str).items() for n in ns.split(",")}
+    node_cpu = node_cpu[[k in members for k in zip(node_cpu.run_id, node_cpu.node)]]
+    top = node_cpu.sort_values("rate", ascending=False, kind="stable").drop_duplicates("run_id").set_index("run_id")
     rows = []
-    for run, window in _windows(cl, a.runs[a.runs.status == "ok"]):
-        rates = _rates(window)
-        nodes = str(run.nodes).split(",")
-        for host in sorted({n for n, _ in rates.index if str(n).startswith("host:")}):
-            fields = {m.split(".")[2][:-2]: v for (n, m), v in rates.items() if n == host and m.startswith("cpu.all.")}
-            cpus = len({m.split(".")[1] for (n, m) in rates.index if n == host and m.startswith("cpu.cpu")})
-            total = sum(fields.values())
-            if not total or not cpus:
-                continue
-            busy = 1 - (fields.get("idle", 0) + fields.get("iowait", 0)) / total
-            iowait = fields.get("iowait", 0) / total
-            node_cpu = {n: rates[(n, "cpu_s")] for n in nodes if (n, "cpu_s") in rates.index}
-            top = max(node_cpu, key=node_cpu.get) if node_cpu else ""
-            share = node_cpu[top] / cpus if top else np.nan
-            bound = ", ".join(w for w, hit in (("host CPU", busy > BUSY), ("iowait", iowait > IOWAIT),
-                                               (f"{top} CPU", top and share > BUSY)) if hit)
-            rows.append((run.run_id, run.config, host, cpus, busy, iowait, top, share, bound))
-    return pd.DataFrame(rows, columns=cols)
+    for (run_id, host), b in busy.items():
+        if run_id not in runs.index:
+            continue
+        n = int(whole.at[(run_id, host), "cpus"])
+        node = str(top.at[run_id, "node"]) if run_id in top.index else ""
+        share = float(top.at[run_id, "rate"]) / n if node else np.nan
+        io = float(iowait[(run_id, host)])
+        bound = ", ".join(w for w, hit in (("host CPU", b > BUSY), ("iowait", io > IOWAIT),
+                                           (f"{node} CPU", bool(node) and share > BUSY)) if hit)
+        rows.append((run_id, runs.at[run_id, "config"], host, n, float(b), io, node, share, bound))
+    out = pd.DataFrame(rows, columns=cols)
+    order = {r: i for i, r in enumerate(runs.index)}
+    return out.sort_values(["run_id", "host"], key=lambda c: c.map(order) if c.name == "run_id" else c,
+                           kind="stable").reset_index(drop=True)
 
 
 _BUSY = ("user", "nice", "system", "irq", "softirq", "steal")

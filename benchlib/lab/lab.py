@@ -169,11 +169,14 @@ class LocalLab:
         return LocalDriver(endpoint, self.dir / "loads")
 
     def extra_probes(self, nodes: list[str], log, clock) -> list:
-        """Every local server process (CPU, context switches, storage I/O, threads, memory) and this host (CPU per
-        core, load, pressure, disks, network)."""
+        """Every local server process (CPU, context switches, storage I/O, threads, memory), this host (CPU per
+        core, load, pressure, disks, network) and the CPU its other processes took (``ForeignCpuProbe``: neither
+        the lab's, whose command lines hold the lab directory, nor benchlib's own)."""
+        from benchlib.sampling.foreign import ForeignCpuProbe
         from benchlib.sampling.host import HostProbe, ProcessProbe
 
-        return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock), HostProbe(log, clock)]
+        return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock), HostProbe(log, clock),
+                ForeignCpuProbe(log, clock, markers=(str(self.dir),))]
 
     def heartbeat_triggers(self, cluster: str) -> bool:
         return self.topology(cluster).heartbeat_triggers()

@@ -248,7 +248,11 @@ class RemoteLab:
         addresses = {self._nodes[n][1].host for n in nodes if n in self._nodes}
         servers = [HostProbe(log, clock, name=name, reader=self._server_host_reader(name))
                    for name, h in self.spec.server_hosts().items() if h.host in addresses]
-        return [ClockProbe(self.connect, nodes, log, clock), *(hosts or [HostProbe(log, clock)]), *servers]
+        if not hosts:  # the load runs here: this host, and what its other processes took from it
+            from benchlib.sampling.foreign import ForeignCpuProbe
+
+            hosts = [HostProbe(log, clock), ForeignCpuProbe(log, clock)]
+        return [ClockProbe(self.connect, nodes, log, clock), *hosts, *servers]
 
     def _server_host_reader(self, name: str):
         """/proc files of the server host first named by node ``name``, over an SSH connection opened on first use

@@ -6,6 +6,8 @@ local files here; one command over SSH for a remote host) and logs, as node ``ho
 - ``cpu.<all|cpuN>.<user|nice|system|iowait|irq|softirq|steal|idle>_s``: CPU time, counters in seconds
   (/proc/stat, USER_HZ ticks);
 - ``load.1m``, ``load.5m``: the load average (gauges, /proc/loadavg);
+- ``cpu.freq_mhz``: the CPUs' mean current frequency (a gauge; cpufreq's ``scaling_cur_freq``, where the host
+  exposes it: most VMs do not);
 - ``psi.<cpu|io|memory>.<some|full>_us``: pressure stall time, counters in microseconds (/proc/pressure/*;
   left out where the kernel has no PSI: a warning, not an error);
 - ``disk.<dev>.<reads|writes|read_bytes|write_bytes|busy_ms>``: counters per whole disk (/proc/diskstats; loop,
@@ -35,8 +37,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own sector size
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+FREQ_FILES = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq"  # a glob: one line (kHz) per CPU
 HOST_FILES = ("/proc/stat", "/proc/loadavg", "/proc/diskstats", "/proc/net/dev", "/proc/pressure/cpu",
-              "/proc/pressure/io", "/proc/pressure/memory")
+              "/proc/pressure/io", "/proc/pressure/memory", FREQ_FILES)
 _SKIP_DISK = re.compile(r"^(loop|ram|zram)\d+$|^(sd|vd|xvd|hd)[a-z]+\d+$|^nvme\d+n\d+p\d+$|^mmcblk\d+p\d+$")
 
 Metric = tuple[str, float, bool]  # (metric, value, counter)
@@ -67,6 +70,13 @@ def parse_pressure(kind: str, text: str) -> list[Metric]:
         if total is not None:
             out.append((f"psi.{kind}.{scope}_us", float(total), True))
     return out
+
+
+def parse_freq(text: str) -> list[Metric]:
+    """The mean current frequency of the CPUs, MHz (cpufreq's ``scaling_cur_freq`` lines, kHz); none where the host
+    does not expose it (most VMs)."""
+    khz = [float(v) for v in text.split() if v.replace(".", "", 1).isdigit()]
+    return [("cpu.freq_mhz", sum(khz) / len(khz) / 1000, False)] if khz else []
 
 
 def parse_diskstats(text: str) -> list[Metric]:
@@ -118,10 +128,16 @@ def split_output(out: str, paths: tuple[str, ...]) -> dict[str, str | None]:
 
 def local_reader(paths: tuple[str, ...]) -> dict[str, str | None]:
     """Each path's text, None for a file this kernel lacks (no PSI) or cannot read."""
+    import glob
+
     out: dict[str, str | None] = {}
     for p in paths:
         try:
-            out[p] = Path(p).read_text()
+            if "*" in p:  # a glob: every match's text, joined (None: no match)
+                texts = [Path(f).read_text() for f in sorted(glob.glob(p))]
+                out[p] = "".join(texts) or None
+            else:
+                out[p] = Path(p).read_text()
         except OSError:
             out[p] = None
     return out
@@ -130,7 +146,8 @@ def local_reader(paths: tuple[str, ...]) -> dict[str, str | None]:
 def host_metrics(texts: dict[str, str | None]) -> list[Metric]:
     out: list[Metric] = []
     for path, parse in (("/proc/stat", parse_stat), ("/proc/loadavg", parse_loadavg),
-                        ("/proc/diskstats", parse_diskstats), ("/proc/net/dev", parse_net_dev)):
+                        ("/proc/diskstats", parse_diskstats), ("/proc/net/dev", parse_net_dev),
+                        (FREQ_FILES, parse_freq)):
         if texts.get(path):
             out += parse(texts[path])
     for kind in ("cpu", "io", "memory"):

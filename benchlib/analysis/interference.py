@@ -1,0 +1,169 @@
+"""Interference: what took the host from the lab during a run, per run and per second.
+
+From the host rows of the CLUSTER frame (``benchlib.sampling.host``, ``benchlib.sampling.foreign``), over each run's
+load window:
+
+- ``steal``: the share of the host's CPU time the hypervisor gave to other guests (``cpu.all.steal_s``; top's %st);
+- ``foreign``: the share taken by processes outside the lab and outside benchlib (``foreign.cpu_s``; NaN for runs
+  recorded before it was sampled);
+- ``lost_cpu``: the two together, the CPU the lab lost to others: the covariate of the ratios
+  (``benchlib.analysis.blocks``) and what a disturbed run is judged on (``DISTURBED``);
+- ``psi_cpu``, ``psi_io``: the share of the time some task waited for a CPU or for I/O (pressure stall information);
+- ``freq_mhz``: the CPUs' mean frequency where the host exposes it;
+- ``top_foreign``, ``top_foreign_share``: the foreign command that used the most CPU, and its share.
+
+Only ``lost_cpu`` qualifies as a covariate: no configuration can move the hypervisor's steal or another job's CPU.
+Host busy, pressure and fsync latency are shown, never adjusted for: the lab's own load drives them, and it differs
+by configuration, so adjusting for them would absorb part of the effect measured.
+
+A run is *disturbed* when it lost more than ``DISTURBED`` of the host's CPU. The default, 10%: on the demo lab at
+2 client threads a run lost about 1% of its throughput per 1% of the CPU taken (a CPU hog, measured: README,
+Interference), against 2-5% run-to-run noise once round effects are removed: a run that lost 10% of the CPU is off by
+about twice that noise, more than one round can average away.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["COVARIATES", "DISTURBED", "disturbance", "in_words", "of_run", "per_run", "summary"]
+
+DISTURBED = 0.10  # share of the host's CPU lost to others above which a run is disturbed (redone)
+COVARIATES = ("lost_cpu",)  # what the configuration cannot move: the ratios may be adjusted for it
+COLUMNS = ["run_id", "host", "steal", "foreign", "lost_cpu", "psi_cpu", "psi_io", "freq_mhz", "top_foreign",
+           "top_foreign_share"]
+_CPU = re.compile(r"cpu\.all\.(user|nice|system|idle|iowait|irq|softirq|steal)_s")
+_COMM = re.compile(r"foreign\.comm\.(.+)\.cpu_s")
+
+
+def per_run(rates: pd.DataFrame, cluster: pd.DataFrame | None = None, runs: pd.DataFrame | None = None
+            ) -> pd.DataFrame:
+    """One row per run: the interference figures of the module over its load window, on the host that lost the most
+    CPU (a remote lab samples several). ``rates``: ``resources.window_rates``; ``cluster`` and ``runs`` (optional):
+    for the CPU frequency, a gauge."""
+    if rates.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    h = rates[rates.node.astype(str).str.startswith("host:")]
+    if h.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    metric = h.metric.astype(str)
+    key = ["run_id", "node"]
+    total = h[metric.str.fullmatch(_CPU.pattern)].groupby(key).rate.sum()
+    total = total[total > 0]
+    if total.empty:
+        return pd.DataFrame(columns=COLUMNS)
+
+    def share(name: str, scale: float = 1.0, of_total: bool = True) -> pd.Series:
+        s = h[metric == name].set_index(key).rate.reindex(total.index)
+        return s / total if of_total else s * scale
+
+    out = pd.DataFrame({"steal": share("cpu.all.steal_s").fillna(0.0), "foreign": share("foreign.cpu_s"),
+                        "psi_cpu": share("psi.cpu.some_us", 1e-6, False), "psi_io": share("psi.io.some_us", 1e-6, False)})
+    out["lost_cpu"] = out.steal + out.foreign.fillna(0.0)
+    comm = h[metric.str.fullmatch(_COMM.pattern)]
+    if not comm.empty:
+        comm = comm.assign(name=comm.metric.astype(str).str.replace(_COMM, r"\1", regex=True))
+        top = comm.sort_values("rate", ascending=False, kind="stable").drop_duplicates(key).set_index(key)
+        out["top_foreign"] = top.name.reindex(out.index)
+        out["top_foreign_share"] = top.rate.reindex(out.index) / total
+    else:
+        out["top_foreign"], out["top_foreign_share"] = None, np.nan
+    out["freq_mhz"] = _freq(cluster, runs).reindex(out.index) if cluster is not None and runs is not None else np.nan
+    out = out.reset_index().rename(columns={"node": "host"})
+    out = out.sort_values("lost_cpu", ascending=False, kind="stable").drop_duplicates("run_id")
+    return out[COLUMNS].reset_index(drop=True)
+
+
+def _freq(cluster: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
+    """Mean ``cpu.freq_mhz`` over each run's load window, by (run, host)."""
+    f = cluster[cluster.metric.astype(str) == "cpu.freq_mhz"] if not cluster.empty else cluster
+    if f is None or f.empty or "load_start_s" not in runs:
+        return pd.Series(dtype=float)
+    w = runs.dropna(subset=["load_start_s"]).drop_duplicates("run_id")
+    w = w.set_index(w.run_id.astype(str))
+    rid = f.run_id.astype(str)
+    t = f.t_s.to_numpy(float)
+    inside = (t >= rid.map(w.load_start_s.astype(float)).to_numpy(float)) & \
+             (t <= rid.map(w.load_end_s.astype(float)).to_numpy(float))
+    f = f[inside]
+    return f.groupby([f.run_id.astype(str).rename("run_id"), f.node.astype(str).rename("node")]).value.mean()
+
+
+def of_run(cluster: pd.DataFrame, window: tuple[float, float]) -> dict:
+    """One run's interference figures from its own CLUSTER frame (no ``run_id`` column) and load window: what the
+    runner records in the manifest and judges a disturbed run on."""
+    from benchlib.analysis.resources import window_rates
+
+    cl = cluster.assign(run_id="run")
+    runs = pd.DataFrame({"run_id": ["run"], "load_start_s": [window[0]], "load_end_s": [window[1]]})
+    row = per_run(window_rates(cl, runs), cl, runs)
+    if row.empty:
+        return {}
+    r = row.iloc[0]
+    return {k: (None if isinstance(v, float) and np.isnan(v) else (float(v) if isinstance(v, (float, np.floating))
+                                                                     else v))
+            for k, v in r.drop("run_id").items()}
+
+
+def disturbance(figures: dict, above: float = DISTURBED) -> str | None:
+    """Why a run is disturbed (the evidence in words), or None: it lost more than ``above`` of the host's CPU."""
+    lost = figures.get("lost_cpu")
+    if lost is None or not lost > above:
+        return None
+    return f"{evidence(figures)}: over the {above:.0%} a run may lose"
+
+
+def evidence(figures: dict | pd.Series) -> str:
+    """What took the CPU, in words: "the hypervisor took 15% of the CPU (steal)", "other processes took 40% of
+    it (mostly stress-ng)", or both."""
+    get = figures.get
+    steal, foreign = get("steal") or 0.0, get("foreign")
+    foreign = 0.0 if foreign is None or foreign != foreign else foreign
+    parts = []
+    if steal >= 0.005:
+        parts.append(f"the hypervisor took {steal:.0%} of the CPU (steal)")
+    if foreign >= 0.005:
+        top, share = get("top_foreign"), get("top_foreign_share")
+        mostly = f", mostly {top} ({share:.0%})" if isinstance(top, str) and share == share and share else ""
+        parts.append(f"processes outside the lab took {foreign:.0%} of it{mostly}")
+    return " and ".join(parts) if parts else "no CPU was lost to others"
+
+
+def summary(runs: pd.DataFrame) -> dict:
+    """The campaign's interference over its measured runs: medians and maxima of steal, foreign CPU and their sum,
+    and how many runs lost more than ``DISTURBED``."""
+    if runs.empty or "lost_cpu" not in runs or runs.lost_cpu.isna().all():
+        return {}
+    lost = runs.lost_cpu.dropna()
+    foreign = runs.foreign.dropna() if "foreign" in runs else pd.Series(dtype=float)
+    return {"runs": int(len(lost)), "steal_median": float(runs.steal.median()), "steal_max": float(runs.steal.max()),
+            "foreign_median": float(foreign.median()) if len(foreign) else None,
+            "foreign_max": float(foreign.max()) if len(foreign) else None,
+            "lost_median": float(lost.median()), "lost_max": float(lost.max()),
+            "over": int((lost > DISTURBED).sum())}
+
+
+def in_words(runs: pd.DataFrame, most: int = 3) -> list[str]:
+    """The runs that lost the most CPU, each with how far its throughput sat from its configuration's mean:
+    "the hypervisor took 15% of the CPU (steal) during run 0009, which ran 15% slower than its configuration's
+    mean". Only runs that lost at least 3% of the CPU; at most ``most``."""
+    need = {"lost_cpu", "tps_mean", "config", "run_id"}
+    if runs.empty or not need <= set(runs.columns):
+        return []
+    ok = runs.dropna(subset=["lost_cpu", "tps_mean"])
+    if ok.empty:
+        return []
+    rel = ok.tps_mean / ok.groupby("config").tps_mean.transform("mean")
+    out = []
+    for i in ok.sort_values("lost_cpu", ascending=False).index[:most]:
+        r = ok.loc[i]
+        if r.lost_cpu < 0.03:
+            break
+        d = rel[i] - 1
+        how = (f"{abs(d):.0%} {'slower' if d < 0 else 'faster'} than its configuration's mean" if abs(d) >= 0.005
+               else "at its configuration's mean")
+        out.append(f"{evidence(r)} during run {r.run_id}, which ran {how}")
+    return out
