@@ -33,13 +33,20 @@ def _progress(text: str) -> None:
 
 
 @app.command()
-def doctor() -> None:
-    """Report system packages, versions and WAN capabilities; print the install command for what is missing."""
-    from benchlib.doctor import checks, report_lines
+def doctor(noise: bool = typer.Option(True, help="also measure this host's noise (steal, background CPU, fsync "
+                                                  "latency) for a few seconds"),
+           seconds: float = typer.Option(3.0, min=0.5, max=600, help="how long the CPU is watched for noise"),
+           folder: Path = typer.Option(Path("runs"), help="where fsync latency is measured (the runs folder)")) -> None:
+    """Report system packages, versions and WAN capabilities; print the install command for what is missing; measure
+    and state this host's noise, with what to do about each kind."""
+    from benchlib.doctor import checks, noise_lines, report_lines
 
     found = checks()
     for line in report_lines(found):
         typer.echo(line)
+    if noise:
+        for line in noise_lines(folder, seconds):
+            typer.echo(line)
     if any(not c.ok and c.required for c in found):
         raise typer.Exit(1)
 
@@ -335,7 +342,8 @@ def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. run
     timing = (f"; static images {statistics.median(r.image_seconds):.2f} s median each"
               if r.image_seconds else "")
     typer.echo(f"{len(r.files)} chart files, {len(r.notebooks)} notebooks{timing}")
-    for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
+    for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else []), *r.interference,
+                 *([r.settled] if r.settled else [])]:
         typer.echo(line)
     typer.echo(f"report: {r.page}")
 
@@ -414,7 +422,8 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     (campaign_folder,) = [p.parent for p in folder.glob("*/campaign.json")]
     typer.echo(f"publishing {campaign_folder} ...")
     r = publish_report(campaign_folder)
-    for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else [])]:
+    for line in [*r.failover, *r.headline, *r.consistency, *([r.audit] if r.audit else []), *r.interference,
+                 *([r.settled] if r.settled else [])]:
         typer.echo(line)
     typer.echo(f"campaign {_minutes(campaign_s)}, the main job {_minutes(time.monotonic() - started)} "
                "(lab, check, campaign, report)")

@@ -100,3 +100,14 @@ def report_lines(found: list[Check]) -> list[str]:
     elif not any(c.ok for c in found if c.name == "wan:netem"):
         lines.append("WAN sites use the user-space TUN relay (this kernel has no netem)")
     return lines
+
+
+def noise_lines(folder: Path, seconds: float = 3.0) -> list[str]:
+    """This host's noise (``benchlib.sampling.noise``), a line per kind: what was measured, and what to do."""
+    from benchlib.analysis.interference import noise_words
+    from benchlib.sampling.noise import measure
+
+    out = []
+    for what, todo, bad in noise_words(measure(folder, seconds)):
+        out.append(f"{'NOISY' if bad else 'ok':8} {'noise':20} {what}: {todo}")
+    return out

@@ -72,7 +72,9 @@ class LabFacts(_Open):
 class Manifest(_Open):
     format_version: int
     run_id: str
-    status: str  # ok | failed | invalid (it ran, but its cluster broke an invariant: benchlib.systems.invariants)
+    #: ok | failed | invalid (it ran, but its cluster broke an invariant: benchlib.systems.invariants) | disturbed
+    #: (it ran, but lost more of the host's CPU to others than the campaign allows: redone, left out)
+    status: str
     reason: str | None = None
     started_utc: str
     ended_utc: str
@@ -107,6 +109,9 @@ class Manifest(_Open):
     heal: dict[str, Any] = Field(default_factory=dict)
     survivor: str | None = None
     ledger: dict[str, Any] = Field(default_factory=dict)
+    #: what took the host from the lab over the load window (benchlib.analysis.interference.of_run): steal, foreign
+    #: CPU, their sum lost_cpu, pressure, frequency, the top foreign command
+    interference: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Manifest":
@@ -144,6 +149,18 @@ class CampaignRecord(_Open):
         """The equivalence margin the campaign's spec set, else 2%."""
         value = self.campaign.get("margin")
         return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else MARGIN
+
+    @property
+    def settle_within(self) -> float | None:
+        """The precision the campaign's headline ratios settle at (``settle_within``), or None: settled by verdict."""
+        value = self.campaign.get("settle_within")
+        return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else None
+
+    @property
+    def redo_above(self) -> float:
+        """The share of the host's CPU lost to others above which a run of the campaign is disturbed."""
+        value = (self.campaign.get("interference") or {}).get("redo_above")
+        return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else 0.10
 
     @property
     def search_precision(self) -> float:

@@ -105,6 +105,18 @@ def _kernel_manager():
 
         cleanup_resources = run_sync(_async_cleanup_resources)
 
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client interrupts a kernel before it asks it to shut down. papermill shuts a kernel down after
+            # its last cell, when it is idle: the interrupt then interrupts nothing, and ipykernel logs
+            # "ERROR | KeyboardInterrupt caught in kernel" to the console of a campaign that ended normally. A
+            # kernel that does not stop on the shutdown request is killed all the same; benchlib's own Ctrl-C
+            # forwarding signals the kernel directly (``execute``).
+            if getattr(self, "shutting_down", False):
+                return
+            await super()._async_interrupt_kernel()
+
+        interrupt_kernel = run_sync(_async_interrupt_kernel)
+
     return PrivateSocketKernelManager
 
 

@@ -41,6 +41,8 @@ class Report:
     audit: str = ""  # what the consistency audit after every run found, in one sentence
     consistency: list[str] = field(default_factory=list)  # stale reads per cluster and read consistency, in words
     failover: list[str] = field(default_factory=list)  # unavailability and lost writes per fault configuration
+    interference: list[str] = field(default_factory=list)  # what took the host from the lab, in words
+    settled: str = ""  # how many headline ratios are settled, and what ended the campaign
 
 
 def _table(df: pd.DataFrame, columns: list[str]) -> str:
@@ -122,13 +124,32 @@ def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, 
     report.audit = _audited(a)
     report.consistency = a.consistency_findings
     report.failover = a.failover_findings
+    report.interference = interference_findings(a, campaign)
+    report.settled = settlement(a, campaign)
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
 
-def _verdict_words(r: pd.Series) -> str:
-    """The verdict of one ratio in plain words, with why an INCONCLUSIVE one is not settled."""
+def _verdict_words(r: pd.Series, within: float | None = None) -> str:
+    """The verdict of one ratio in plain words, with why an INCONCLUSIVE one is not settled (or, settled at the
+    campaign's precision ``within``, what that precision says), and what an adjustment for interference did."""
+    words = _verdict_only(r, within)
+    if isinstance(r.get("adjusted_for"), str) and r.adjusted_for and pd.notna(r.get("unadjusted")):
+        moved = r.ratio / r.unadjusted - 1
+        words += (f" (adjusted for the CPU lost to others, which moved it {moved:+.1%}; unadjusted "
+                  f"{r.unadjusted:.2f}, {r.unadjusted_low:.2f}–{r.unadjusted_high:.2f})")
+    return words
+
+
+def _verdict_only(r: pd.Series, within: float | None) -> str:
     margin = f"{r.margin:.0%}" if pd.notna(r.get("margin")) else "the"
+    precise = within is not None and bool(r.get("settled", False))
+    if precise and r.verdict == "INCONCLUSIVE":
+        need = r.get("runs_needed_per_side")
+        more = (f"; about {int(need)} rounds in all would settle that" if pd.notna(need) and need and need < 100
+                else "")
+        return (f"measured to ±{r.half_width_rel:.0%}, within the campaign's ±{within:.0%} target; whether it "
+                f"differs by more than the {margin} margin is not settled{more}")
     if r.verdict == "FASTER":
         return f"faster by more than the {margin} margin: the difference is real"
     if r.verdict == "SLOWER":
@@ -152,15 +173,89 @@ def _verdict_words(r: pd.Series) -> str:
             "(repeat the campaign in rounds)")
 
 
-def _stopped_on(campaign: Path) -> str:
-    """What the campaign's adaptive mode stopped on (its last stop event), or ''."""
+def _events(campaign: Path, kind: str) -> list[dict]:
+    """The campaign's events of one kind (events.jsonl), oldest first."""
     import json
 
     events = campaign / "events.jsonl"
     if not events.exists():
-        return ""
-    stops = [e for e in map(json.loads, events.read_text().splitlines()) if e.get("event") == "adaptive_stop"]
+        return []
+    return [e for e in map(json.loads, events.read_text().splitlines()) if e.get("event") == kind]
+
+
+def _stopped_on(campaign: Path) -> str:
+    """What the campaign's adaptive mode stopped on (its last stop event), or ''."""
+    stops = _events(campaign, "adaptive_stop")
     return stops[-1]["reason"] if stops else ""
+
+
+def interference_findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
+    """What took the host from the lab, in sentences: over the runs (steal, other processes), the disturbed runs that
+    were redone with their evidence, the runs that lost the most and how far they sat from their configuration, and
+    what the ratios' adjustment did."""
+    from benchlib.analysis import interference
+
+    ok = a.runs[a.runs.status == "ok"]
+    measured = ok[ok.search.isna()] if "search" in ok else ok
+    s = interference.summary(measured)
+    out = []
+    if s:
+        foreign = (f"; processes outside the lab and benchlib a median {s['foreign_median']:.1%} (at most "
+                   f"{s['foreign_max']:.1%})" if s.get("foreign_median") is not None else
+                   "; the CPU of other processes was not sampled (recorded before benchlib did)")
+        out.append(f"Interference over {s['runs']} runs: the hypervisor took a median {s['steal_median']:.1%} of the "
+                   f"CPU (steal; at most {s['steal_max']:.1%}){foreign}.")
+    d = interference.disturbed_runs(campaign)
+    if not d.empty:
+        redone = d[d.redone]
+        left = d[~d.redone]
+        if len(redone):
+            items = "; ".join(f"{r.run_id} (attempt {int(r.attempt)}): {r.reason}" for r in redone.itertuples())
+            out.append(f"{len(redone)} run{'s were' if len(redone) > 1 else ' was'} disturbed, left out and redone "
+                       f"in its round: {items}.")
+        if len(left):
+            out.append(f"{len(left)} disturbed run{'s are' if len(left) > 1 else ' is'} not redone yet (rerun the "
+                       f"campaign): {', '.join(left.run_id)}.")
+    worst = interference.in_words(measured)
+    if worst:
+        out.append("The runs that lost the most CPU: " + "; ".join(worst) + ".")
+    c = a.comparisons
+    if not c.empty and "adjusted_for" in c:
+        adj = c[c.adjusted_for.astype(str) != ""]
+        if len(adj):
+            moved = (adj.ratio / adj.unadjusted - 1).abs()
+            slope = float(adj.covariate_slope.median())
+            out.append(f"{len(adj)} of {len(c)} ratios are adjusted for the CPU lost to others (the two-way model's "
+                       f"covariate: a run that lost 10% of the CPU ran about {abs(np.expm1(slope * 0.1)):.0%} "
+                       f"{'slower' if slope < 0 else 'faster'}); the adjustment moved them by {moved.median():.1%} "
+                       f"(median), at most {moved.max():.1%}.")
+        elif s and s.get("lost_max", 0) >= 0.01:
+            notes = c.notes.astype(str)
+            refused = notes[notes.str.contains("not adjusted for")]
+            out.append("The ratios are not adjusted for the CPU lost to others: " + (
+                refused.iloc[0].split("not adjusted for ", 1)[1].split(";")[0] if len(refused) else
+                "it did not make them more precise") + ".")
+    return out
+
+
+def _host_noise(campaign: Path) -> str:
+    """This host's noise as measured at the campaign's last start (``benchlib doctor`` measures the same)."""
+    from benchlib.analysis.interference import noise_words
+
+    noise = _events(campaign, "host_noise")
+    if not noise:
+        return ""
+    items = "".join(f"<li>{'<b>' if bad else ''}{html.escape(what)}{'</b>' if bad else ''}: {html.escape(todo)}</li>"
+                    for what, todo, bad in noise_words(noise[-1]))
+    return f"<p>This host at the campaign's start ({html.escape(str(noise[-1].get('measured_utc', '')))}):</p><ul>{items}</ul>"
+
+
+def _interference(report: Report, campaign: Path) -> str:
+    if not report.interference and not _events(campaign, "host_noise"):
+        return ""
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in report.interference)
+    return f'<h2 id="interference">Interference</h2><ul>{items}</ul>{_host_noise(campaign)}'
+
 
 
 def headline(a: CampaignAnalysis) -> list[str]:
@@ -195,7 +290,7 @@ def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
         what = ("serves {:.2f}× {}'s reads on the nodes besides the write node (read split)" if r.metric == "read_tps"
                 else "delivers {:.2f}× {}'s throughput").format(r.ratio, r.baseline)
         lines.append((f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) {what} {where} ({interval}; {runs})",
-                      _verdict_words(r)))
+                      _verdict_words(r, a.record.settle_within)))
     return lines
 
 
@@ -227,10 +322,29 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
             f"(ratio of mean TPS; margin δ = {a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is "
             f"not called real).{faulted}</p>"
             f"<ul>{items}</ul>"]
-    stopped = _stopped_on(campaign)
-    if stopped:
-        lead.append(f"<p>Adaptive mode stopped: {html.escape(stopped)}.</p>")
+    lead.append(f"<p>{html.escape(settlement(a, campaign))}</p>")
     return lead
+
+
+def settlement(a: CampaignAnalysis, campaign: Path) -> str:
+    """How many headline ratios are settled, at which precision, after how many rounds, and which rule ended the
+    campaign (the adaptive mode's stop, or its planned rounds)."""
+    from benchlib.analysis.campaign import headline_rows
+
+    c = headline_rows(a.comparisons)
+    if c.empty:
+        return ""
+    within = a.record.settle_within
+    done = int(c.settled.sum()) if "settled" in c else int((c.verdict != "INCONCLUSIVE").sum())
+    ok = a.runs[a.runs.status == "ok"]
+    rounds = int(ok.repetition.max()) if "repetition" in ok and ok.repetition.notna().any() else 1
+    how = f"95% interval within ±{within:.0%}" if within is not None else "verdict no longer inconclusive"
+    widest = c.half_width_rel.replace(np.inf, np.nan).max() if "half_width_rel" in c else np.nan
+    out = (f"{done} of {len(c)} headline ratio{'s' if len(c) != 1 else ''} settled ({how}) after {rounds} "
+           f"round{'s' if rounds != 1 else ''}" + (f"; the widest interval ±{widest:.0%}" if widest == widest else ""))
+    stopped = _stopped_on(campaign)
+    return out + (f". Stopped by the adaptive mode: {stopped}." if stopped else ". The planned rounds only (no "
+                                                                                   "adaptive mode).")
 
 
 def _invalid(a: CampaignAnalysis) -> str:
@@ -361,6 +475,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              _invalid(a), _failover(a, report), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
+    parts.append(_interference(report, campaign))
     parts.append(_consistency(a, report))
     parts.append(f"<h2>Warnings</h2>{problems_html(a.problems)}")
     from benchlib import studies

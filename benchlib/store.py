@@ -1,7 +1,7 @@
 """The run store: one immutable, self-describing folder per run.
 
     runs/<campaign>/<run_id>/
-        manifest.json        format version, status (ok | failed), reason, UTC start/end,
+        manifest.json        format version, status (ok | failed | invalid | disturbed), reason, UTC start/end,
                              the run's parameters, environment facts (no secrets)
         raw/                 sysbench output and other raw text, as written
         <frame>.parquet      tidy frames named in ``benchlib.schema`` (intervals, lag, cluster, histogram)
@@ -121,6 +121,11 @@ class RunWriter:
         """Keep a run that completed but did not measure what it names (its cluster changed mode meanwhile:
         ``benchlib.systems.invariants``), marked, with all its frames: statistics leave it out."""
         return self._close("invalid", reason, extra)
+
+    def disturbed(self, reason: str, **extra: Any) -> Path:
+        """Keep a run that completed while others took the host's CPU from it (``benchlib.analysis.interference``),
+        marked, with all its frames: statistics leave it out, the campaign redoes it."""
+        return self._close("disturbed", reason, extra)
 
     def abandon(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)

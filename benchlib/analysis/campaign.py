@@ -291,11 +291,33 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     measured = measured[measured.fault_at_s.isna()] if "fault_at_s" in measured else measured
     configs = _configs(measured, params, batches, target)
     comparisons = _comparisons(measured, params, baseline, margin)
-    problems = validate(table, configs, params, comparisons)
+    if not comparisons.empty:
+        comparisons["settled"] = settled(comparisons, record.settle_within)
+    problems = validate(table, configs, params, comparisons, disturbed_above=record.redo_above)
     path = None if isinstance(campaign, dict) else Path(campaign)
     a = CampaignAnalysis(table, configs, comparisons, problems, frames, params, path, record, rates)
     a.problems = _sorted(pd.concat([problems, _bound_problems(a, params)], ignore_index=True).fillna({"kind": ""}))
     return a
+
+
+#: the comparisons a campaign is judged on: the writers' throughput, and a read split's readers'
+HEADLINE_METRICS = ("tps", "read_tps")
+
+
+def settled(comparisons: pd.DataFrame, within: float | None = None) -> pd.Series:
+    """Per comparison, whether it is settled: its 95% interval lies within +- ``within`` of its ratio (the campaign's
+    ``settle_within``: the precision asked for, whatever the verdict), or, without ``within``, its verdict is no
+    longer INCONCLUSIVE."""
+    if comparisons.empty:
+        return pd.Series(dtype=bool)
+    if within is not None:
+        return comparisons.half_width_rel.astype(float) <= within + 1e-12
+    return comparisons.verdict != "INCONCLUSIVE"
+
+
+def headline_rows(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """The headline comparisons (throughput ratios) of ``comparisons``."""
+    return comparisons[comparisons.metric.isin(HEADLINE_METRICS)] if not comparisons.empty else comparisons
 
 
 def _sorted(problems: pd.DataFrame) -> pd.DataFrame:
@@ -583,7 +605,8 @@ def config_label(row: pd.Series, keys: list[str]) -> str:
 
 
 def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
-             comparisons: pd.DataFrame | None = None) -> pd.DataFrame:
+             comparisons: pd.DataFrame | None = None, *, disturbed_above: float = interference.DISTURBED
+             ) -> pd.DataFrame:
     """Every problem of a campaign, with a severity: error (a result must not be used as is),
     warning (read it with care), info."""
     out: list[dict[str, Any]] = []
@@ -600,6 +623,10 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
     for r in records:
         rid = r["run_id"]
         if r["status"] == "invalid":
+            continue
+        if r["status"] == "disturbed":
+            add("warning", rid, f"run disturbed and not redone yet: {str(r['reason']).removeprefix('DISTURBED: ')}",
+                "left out of every statistic; rerun the campaign: disturbed runs are redone")
             continue
         if r["status"] != "ok":
             add("error", rid, f"run failed: {r['reason']}", "rerun the campaign: failed runs are redone")
@@ -641,6 +668,12 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
                 "summary_tps includes it", kind="tail")
         if pd.isna(r["catch_up_s"]):
             add("warning", rid, "no catch-up time recorded", kind="catch_up")
+        lost = r.get("lost_cpu")
+        if isinstance(lost, float) and lost > disturbed_above and not isinstance(r.get("search"), str):
+            add("warning", rid, f"disturbed: {interference.evidence(r)} (over the {disturbed_above:.0%} a run "
+                                "may lose), kept after its redos",
+                "the ratios are adjusted for the CPU lost to others where that is safe (see the findings); "
+                "`benchlib doctor` says what this host's noise is and what to do about it", kind="interference")
     keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]
     labels = {c.config: f"config {c.config} ({config_label(c, keys)})" for _, c in configs.iterrows()}
     out = _once_per_config(out, table, labels) + _error_rates(table, labels)

@@ -16,20 +16,24 @@ Only ``lost_cpu`` qualifies as a covariate: no configuration can move the hyperv
 Host busy, pressure and fsync latency are shown, never adjusted for: the lab's own load drives them, and it differs
 by configuration, so adjusting for them would absorb part of the effect measured.
 
-A run is *disturbed* when it lost more than ``DISTURBED`` of the host's CPU. The default, 10%: on the demo lab at
-2 client threads a run lost about 1% of its throughput per 1% of the CPU taken (a CPU hog, measured: README,
-Interference), against 2-5% run-to-run noise once round effects are removed: a run that lost 10% of the CPU is off by
-about twice that noise, more than one round can average away.
+A run is *disturbed* when it lost more than ``DISTURBED`` of the host's CPU. The default, 10%, is measured
+(bench/interference_cost.py: the demo lab, async and Galera at 2 and 16 client threads, 8 rounds with a CPU hog of
+0-100% duty in a Latin square): a run's throughput fell 7.3% [5.3, 9.2] per 10% of the CPU lost (5% at 2 threads,
+12% at 16, where the lab is CPU-bound), against 2-5% run-to-run noise once round effects are removed. A run that
+lost 10% is off by about twice that noise, more than a few rounds average away; below that, the ratios'
+adjustment for ``lost_cpu`` takes it into account.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["COVARIATES", "DISTURBED", "disturbance", "in_words", "of_run", "per_run", "summary"]
+__all__ = ["COVARIATES", "DISTURBED", "disturbance", "disturbed_runs", "evidence", "in_words", "of_run", "per_run",
+           "noise_words", "summary"]
 
 DISTURBED = 0.10  # share of the host's CPU lost to others above which a run is disturbed (redone)
 COVARIATES = ("lost_cpu",)  # what the configuration cannot move: the ratios may be adjusted for it
@@ -166,4 +170,60 @@ def in_words(runs: pd.DataFrame, most: int = 3) -> list[str]:
         how = (f"{abs(d):.0%} {'slower' if d < 0 else 'faster'} than its configuration's mean" if abs(d) >= 0.005
                else "at its configuration's mean")
         out.append(f"{evidence(r)} during run {r.run_id}, which ran {how}")
+    return out
+
+
+def disturbed_runs(campaign: str | Path) -> pd.DataFrame:
+    """Every run of a campaign folder that was disturbed: the attempts a redo replaced (``attempts/<run_id>.N``) and
+    any not redone yet, with the reason (the evidence) and the figures. Columns: run_id, attempt, redone, reason,
+    and the figures of ``COLUMNS``."""
+    from benchlib.store import read_manifest
+
+    root = Path(campaign)
+    cols = ["run_id", "attempt", "redone", "reason", *[c for c in COLUMNS if c != "run_id"]]
+    rows = []
+    folders = [(p, True) for p in sorted((root / "attempts").glob("*.*"))] if (root / "attempts").is_dir() else []
+    folders += [(p, False) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")
+                and p.name != "attempts"] if root.is_dir() else []
+    for folder, retired in folders:
+        if not (folder / "manifest.json").exists():
+            continue
+        m = read_manifest(folder)
+        if m.status != "disturbed":
+            continue
+        attempt = int(folder.name.rsplit(".", 1)[1]) if retired else None
+        rows.append({"run_id": m.run_id, "attempt": attempt, "redone": retired,
+                     "reason": str(m.reason or "").removeprefix("DISTURBED: "), **m.interference})
+    return pd.DataFrame(rows, columns=cols)
+
+
+STEAL_WARN = 0.02  # the hypervisor's steal above which the host is called noisy
+BACKGROUND_WARN = 0.05  # other processes' CPU above which ...
+FSYNC_SPREAD_WARN = 5.0  # fsync p99 / p50 above which ...
+
+
+def noise_words(noise: dict) -> list[tuple[str, str, bool]]:
+    """A host's measured noise (``benchlib.sampling.noise.measure``) in words: (what was measured, what a user can do
+    about it, whether it is a problem), for steal, background CPU and fsync latency."""
+    if not noise:
+        return []
+    out = []
+    steal = float(noise.get("steal") or 0.0)
+    out.append((f"steal {steal:.1%} of the CPU over {noise.get('seconds', 0):g} s",
+                "the hypervisor gives this VM's CPU time to other guests: a dedicated-CPU (or bare-metal) instance "
+                "avoids it; benchlib redoes a run that loses more than 10% and adjusts the ratios for the rest"
+                if steal > STEAL_WARN else "none to speak of", steal > STEAL_WARN))
+    bg = float(noise.get("background") or 0.0)
+    top = noise.get("background_top") or {}
+    named = ", ".join(f"{k} {v:.0%}" for k, v in list(top.items())[:3])
+    out.append((f"background CPU {bg:.1%} (processes outside benchlib{': ' + named if named else ''})",
+                "stop them while a campaign runs (a build, a browser, another benchmark); benchlib measures what "
+                "they take from every run" if bg > BACKGROUND_WARN else "quiet", bg > BACKGROUND_WARN))
+    if "fsync_p50_ms" in noise:
+        p50, p99 = float(noise["fsync_p50_ms"]), float(noise["fsync_p99_ms"])
+        spread = p99 / p50 if p50 > 0 else float("inf")
+        bad = spread > FSYNC_SPREAD_WARN
+        out.append((f"fsync latency p50 {p50:.2f} ms, p99 {p99:.2f} ms ({spread:.1f}x) in {noise.get('fsync_folder', '')}",
+                    "durable commits wait for fsync: uneven latency makes durable configurations noisy; a local "
+                    "SSD without other I/O, or compare with durability relaxed too" if bad else "even", bad))
     return out

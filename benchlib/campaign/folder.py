@@ -5,7 +5,7 @@
                              (written once; a folder holding another campaign is refused)
         events.jsonl         what happened, one JSON object per line (runs, heals, interrupts)
         <run_id>/            one folder per run (benchlib.store)
-        attempts/<run_id>.N  failed runs that a later attempt replaced, kept as they were
+        attempts/<run_id>.N  failed and disturbed runs that a later attempt replaced, kept as they were
         notebooks/           executed copies of the campaign notebook (benchlib run)
 """
 
@@ -103,7 +103,8 @@ class CampaignFolder:
         return {r: read_manifest(self.path / r) for r in self.stored()}
 
     def retire(self, run_id: str) -> Path:
-        """Move a failed run's folder to ``attempts/<run_id>.N`` (kept as it was) before it is run again."""
+        """Move a failed or disturbed run's folder to ``attempts/<run_id>.N`` (kept as it was) before it is run
+        again."""
         folder = self.path / run_id
         attempts = self.path / "attempts"
         attempts.mkdir(exist_ok=True)
@@ -113,6 +114,16 @@ class CampaignFolder:
         target = attempts / f"{run_id}.{n}"
         os.rename(folder, target)
         return target
+
+    def attempts_of(self, run_id: str, status: str | None = None) -> int:
+        """How many earlier attempts of ``run_id`` are kept in ``attempts/`` (with ``status``: of that status)."""
+        folder = self.path / "attempts"
+        if not folder.is_dir():
+            return 0
+        found = [p for p in folder.glob(f"{run_id}.*") if p.is_dir() and p.name.rsplit(".", 1)[-1].isdigit()]
+        if status is None:
+            return len(found)
+        return sum(1 for p in found if (p / "manifest.json").exists() and read_manifest(p).status == status)
 
     def next_index(self, planned: list[int]) -> int:
         """The index of a new run: after every planned one and every folder there is."""

@@ -16,6 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from benchlib.analysis import interference
 from benchlib.campaign.audit import audit, dataset_tables
 from benchlib.campaign.read_split import ReadSplit
 from benchlib.manifest import ClusterFacts, LabFacts
@@ -105,7 +106,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                 on_interval: Callable[[Interval], None] | None = None,
                 on_second: Callable[[Interval, float | None], None] | None = None,
                 context: dict[str, Any] | None = None, probe: ProbeOptions | None = None,
-                read_threads: int = 0) -> Path:
+                read_threads: int = 0, disturbed_above: float | None = None) -> Path:
     """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
 
     Before the measured window: the dataset (once per shape), an optional warm-up of ``warmup_s``
@@ -117,7 +118,9 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     stale-read probe beside the load (its frames: probe_writes, probe_reads; its options in the manifest).
     ``read_threads`` > 0 makes the load a read split: that many sysbench threads read on every other node beside
     the writers, each session under the run's read consistency (frame read_intervals; a reader that fails fails
-    the run, naming its node).
+    the run, naming its node). What took the host's CPU from the lab over the load window is recorded
+    (``interference``); with ``disturbed_above``, a run that lost more than that share of it is kept as DISTURBED
+    with the evidence (statistics leave it out; the campaign redoes it).
     """
     nodes = [n.name for n in lab.cluster_nodes(cluster)]
     write_node = nodes[0]
@@ -225,6 +228,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     if loaded.status == "ok" and catch_up is not None:  # every node holds what the write node holds
         audited = audit(lab, cluster, nodes, dataset_tables(opts) + ([STALE_TABLE] if probed is not None else []))
         extra["audit"] = audited.as_dict()
+    if loaded.status == "ok":
+        extra["interference"] = interference.of_run(cluster_frame, (load_t0, load_end))
     extra.update({
         "in_sync_wait_s": in_sync,
         "load_window_s": [load_t0, load_end],
@@ -250,6 +255,9 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         return writer.invalid(invalid_reason([b.sentence() for b in breaches] + diverged), **extra)
     if catch_up is None:
         return writer.fail(f"replicas did not catch up within {catch_up_timeout:g} s after the load", **extra)
+    spoiled = interference.disturbance(extra["interference"], disturbed_above) if disturbed_above else None
+    if spoiled:
+        return writer.disturbed(f"DISTURBED: {spoiled}", **extra)
     return writer.finish(**extra)
 
 

@@ -15,6 +15,7 @@ start removes), takes down a lab the campaign brought up, and the campaign resum
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -97,6 +98,10 @@ class CampaignResult:
 METRICS = ("server_counters", "process", "host")
 
 
+#: seconds a campaign start watches the host's CPU for noise before its first run (events.jsonl: host_noise)
+NOISE_S = 1.5
+
+
 def campaign_dir(spec: CampaignSpec, runs_dir: str | Path) -> Path:
     return Path(runs_dir) / spec.name
 
@@ -115,6 +120,7 @@ class CampaignSession:
     on_interval: Callable[["Lab", PlannedRun, "Interval"], None] | None = None
     lab: "Lab | None" = None
     owned: bool = False  # this campaign brought the lab up (and takes it down)
+    pending: list[PlannedRun] = field(default_factory=list)  # disturbed runs to redo before their round closes
 
     def context(self) -> dict[str, Any]:
         """What every run's manifest records of its campaign (the host facts are in campaign.json, once)."""
@@ -134,11 +140,25 @@ class CampaignSession:
                                 hint=f"benchlib lab down {self.lab_spec.name} (the campaign brings it up as "
                                      "specified), or point the campaign at the running lab's spec") from None
         self.progress.say(f"using {self.lab.describe()}")
+        self.host_noise()
         stopped = self.lab.load_driver().stop_strays()
         if stopped:
             self.folder.event("stray_load", stopped=stopped)
             self.progress.say(f"stopped a load a previous start left running: {', '.join(stopped)}")
         return self.lab
+
+    def host_noise(self) -> None:
+        """Measure this host's noise for this start (steal, background CPU outside the lab, fsync latency in the
+        campaign folder) into the events (the report's header says it); a noisy host is said at once."""
+        from benchlib.analysis.interference import noise_words
+        from benchlib.sampling.noise import measure
+
+        where = getattr(self.lab, "dir", None)  # a local lab: its servers' command lines hold its directory
+        noise = measure(self.folder.path, NOISE_S, markers=(str(where),) if where else ())
+        self.folder.event("host_noise", **noise)
+        for what, todo, bad in noise_words(noise):
+            if bad:
+                self.progress.say(f"noisy host: {what}: {todo}")
 
     def close(self, keep_lab: bool) -> None:
         if self.lab is None:
@@ -162,6 +182,10 @@ class CampaignSession:
         writer = RunWriter(self.folder.path, run.run_id, run.params, secrets=lab.secrets())
         hook = (lambda iv: self.on_interval(lab, run, iv)) if self.on_interval else None
         spec = self.campaign
+        guard = spec.interference
+        redos = self.folder.attempts_of(run.run_id, status="disturbed")
+        disturbed_above = guard.redo_above if guard.redo_above < 1 and redos < guard.max_redos and not run.search \
+            else None
         try:
             if run.fault is not None:
                 done = execute_fault_run(lab, run.cluster, run.options, writer, run.fault, stall_s=spec.stall_s,
@@ -170,8 +194,8 @@ class CampaignSession:
                 done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
                                    stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s,
                                    on_interval=hook, on_second=self.progress.second, context=self.context(),
-                                   probe=run.probe,
-                                   read_threads=run.read_threads)
+                                   probe=run.probe, read_threads=run.read_threads,
+                                   disturbed_above=disturbed_above)
         except CampaignError:
             raise  # a lab that could not be healed: stop rather than measure a broken lab
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:
@@ -190,10 +214,29 @@ class CampaignSession:
         manifest = read_manifest(done)
         self.result.ran.append(run.run_id)
         self.folder.event("run", run_id=run.run_id, status=manifest.status, reason=manifest.reason)
-        if not manifest.ok:
+        if manifest.status == "disturbed":
+            self.folder.event("disturbed", run_id=run.run_id, reason=manifest.reason, attempt=redos + 1,
+                              interference=manifest.interference)
+            self.progress.say(f"run {run.run_id} {manifest.reason.removeprefix('DISTURBED: ')}: redone before its "
+                              "round closes")
+            self.pending.append(run)
+        elif not manifest.ok:
             self.progress.say(f"run {run.run_id} failed: {manifest.reason}")
             self.heal(after=run.run_id)
         self.progress.done()
+
+    def redo_disturbed(self, before: PlannedRun | None = None) -> None:
+        """Run again the disturbed runs whose round closes before ``before`` (every one when None): a redo comes at
+        the end of its round, after the runs that were planned in it, so the interference has time to pass and the
+        round stays a complete block. A redo that is disturbed again is queued again (``max_redos`` at most)."""
+        while True:
+            due = [r for r in self.pending if before is None or r.repetition < before.repetition]
+            if not due:
+                return
+            run = due[0]
+            self.pending.remove(run)
+            plan = self.result.plan
+            self.one_run(run, plan.index(run) + 1 if run in plan else len(plan), len(plan))
 
     def heal(self, **where: str) -> None:
         lab = self.need_lab()
@@ -228,6 +271,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
     """Run (or resume) the campaign of the spec file ``spec``; returns what it did and where the runs are.
 
     ``before_run`` and ``on_interval`` are hooks (fault injection in tests, custom displays)."""
+    started = time.monotonic()  # the campaign's time budget counts from here (budget_s)
     params = CampaignParameters.check(spec=str(spec), runs_dir=str(runs_dir), failed=failed, keep_lab=keep_lab,
                                       progress=progress)
     campaign, lab_spec = load_campaign_spec(params.spec)
@@ -260,9 +304,11 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
             lab = session.need_lab()
             folder.event("start", lab=lab.name, todo=len(todo), done=len(result.skipped), owned_lab=session.owned)
         for run in todo:
+            session.redo_disturbed(before=run)
             session.one_run(run, runs.index(run) + 1, len(runs))
+        session.redo_disturbed()
         while campaign.adaptive:
-            step = next_round(campaign, folder, result.plan)
+            step = next_round(campaign, folder, result.plan, elapsed_s=time.monotonic() - started)
             if step.stop:
                 result.adaptive = step.reason
                 folder.event("adaptive_stop", rounds=step.rounds, reason=step.reason, open=step.open)
@@ -274,6 +320,7 @@ def run_campaign(spec: str | Path, *, runs_dir: str | Path = "runs", failed: str
             bar.total(len(result.plan))
             for run in step.runs:
                 session.one_run(run, result.plan.index(run) + 1, len(result.plan))
+            session.redo_disturbed()
         for search in searches:
             driver = SearchDriver(campaign, search, folder, policy, result.plan, bar, session.one_run)
             if session.lab is None and driver.needs_runs():

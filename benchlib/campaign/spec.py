@@ -45,9 +45,11 @@
 Top-level run policy: ``failed = "redo" | "keep"`` (what a rerun does with failed runs),
 ``stall_s`` (the watchdog: seconds without progress before a run is HUNG),
 ``catch_up_timeout_s`` (how long to wait for replicas after the load); ``adaptive = true`` adds
-whole rounds (every configuration, baseline included, shuffled) while a comparison against the baseline
-is INCONCLUSIVE, up to ``max_repetitions`` rounds (without a baseline: while a configuration's 95%
-interval is wider than ``target_halfwidth`` of its mean). ``note`` says what the campaign reproduces
+whole rounds (every configuration, baseline included, shuffled) while a headline comparison against the baseline
+is not settled (its verdict INCONCLUSIVE; with ``settle_within``, its 95% interval wider than that), up to
+``max_repetitions`` rounds and while one more round fits in ``budget_s`` (without a baseline: while a
+configuration's 95% interval is wider than ``target_halfwidth`` of its mean). ``[interference]``: a run that lost
+more than ``redo_above`` of the host's CPU to others is disturbed and redone (``max_redos`` times at most). ``note`` says what the campaign reproduces
 and what it cannot (the CLI prints it).
 
 With ``sustained = true``, after the planned (closed-loop) runs, one search per cluster, settings
@@ -211,6 +213,16 @@ class FaultPlan:
         return out
 
 
+class InterferenceSpec(_Strict):
+    """[interference]: runs that others' use of the host spoiled (``benchlib.analysis.interference``)."""
+
+    #: a run that lost more than this share of the host's CPU to others (the hypervisor's steal, processes outside
+    #: the lab and benchlib) is disturbed: kept, marked, left out, and redone before its round closes; 1 turns it off
+    redo_above: float = Field(default=0.10, gt=0, le=1)
+    #: redos per run; the last attempt is kept even if disturbed (flagged; the ratios' adjustment accounts for it)
+    max_redos: int = Field(default=2, ge=0, le=10)
+
+
 class CampaignSpec(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     lab: str
@@ -226,6 +238,13 @@ class CampaignSpec(_Strict):
     adaptive: bool = False
     max_repetitions: int = Field(default=10, ge=2, le=100)
     target_halfwidth: float = Field(default=0.02, gt=0, lt=1)  # relative half-width of the 95% interval
+    #: a headline ratio (throughput against the baseline) is settled once its 95% interval lies within +- this of
+    #: it, whatever its verdict; unset: once its verdict is no longer INCONCLUSIVE
+    settle_within: float | None = Field(default=None, gt=0, lt=1)
+    #: campaign time, seconds: the adaptive mode adds a round only while one more fits (estimated from the rounds
+    #: run so far); unset: no limit but max_repetitions
+    budget_s: float | None = Field(default=None, gt=0)
+    interference: InterferenceSpec = Field(default_factory=InterferenceSpec)
     # delta: ratios against the baseline within 1 +- margin count as no difference (EQUIVALENT); FASTER and
     # SLOWER need the whole 95% interval beyond it. The report states it.
     margin: float = Field(default=0.02, gt=0, lt=1)

@@ -52,7 +52,7 @@ def test_the_cap_stops_it_and_says_what_is_still_open(tmp_path):
 def test_settled_comparisons_stop_it(tmp_path):
     spec, folder, runs = campaign_with(tmp_path, 3, max_repetitions=5, margin=0.95)  # every ratio is within 1 +- 95%
     step = next_round(spec, folder, runs)
-    assert step.stop and step.open == [] and step.reason == "every comparison settled after 3 rounds"
+    assert step.stop and step.open == [] and step.reason == "every headline comparison settled after 3 rounds"
 
 
 def test_a_round_an_earlier_start_left_incomplete_is_completed_first(tmp_path):

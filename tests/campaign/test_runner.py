@@ -19,11 +19,16 @@ from benchlib.lab.lab import LocalLab
 from benchlib.lab.state import list_labs
 from benchlib.store import load_campaign, read_manifest
 from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers, needs_root
+from tests.hog import CpuHog
 
 
 def write_campaign(tmp_path: Path, lab_file: str, lab_name: str, *, clusters: list[str], repetitions: int = 2,
                    time_s: int = 3, threads: list[int] = [2], extra: str = "") -> Path:
-    """A campaign file next to a copy of an example lab renamed ``lab_name``."""
+    """A campaign file next to a copy of an example lab renamed ``lab_name``. Runs disturbed by the host (another
+    test on the other xdist worker is a noisy neighbour) are kept, not redone, unless ``extra`` sets
+    [interference]: these tests count runs."""
+    if "[interference]" not in extra:
+        extra += "\n[interference]\nredo_above = 1\n"
     lab_toml = (ROOT / "examples" / "labs" / lab_file).read_text()
     lab_toml = "\n".join(f'name = "{lab_name}"' if line.startswith("name =") else line for line in lab_toml.splitlines())
     (tmp_path / "lab.toml").write_text(lab_toml)
@@ -314,3 +319,48 @@ def test_a_full_disk_stops_the_campaign_with_one_message_and_nothing_half_stored
         filled[0].unlink()
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
         assert res.returncode == 0 and "2 ok" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_run_a_cpu_hog_disturbed_is_redone_in_its_round_and_named(labs, tmp_path):
+    """A CPU hog outside benchlib (tests/hog.py: another job on the host) during the first run: that run lost about a
+    third of the CPU, so it is kept as DISTURBED with the evidence, left out, and redone before its round closes;
+    the report names it. The hog is gone by the redo."""
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-hog", clusters=["async"], repetitions=2, time_s=3,
+                          threads=[2, 4], extra="[interference]\nredo_above = 0.10\nmax_redos = 2\n")
+    labs.up(example_spec("async-1p2r.toml", "t-hog"))
+    hogs: list[CpuHog] = []
+    seen: list[str] = []
+
+    def hog_in_the_first_run(lab, run):
+        seen.append(run.run_id)
+        for h in hogs:
+            h.stop()
+        if len(seen) == 1:
+            hogs.append(CpuHog(2, 1.0, seconds=60).start())
+
+    try:
+        result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none", before_run=hog_in_the_first_run)
+    finally:
+        for h in hogs:
+            h.stop()
+    first = result.plan[0]
+    # the redo comes after the rest of round 1, before round 2
+    round1 = [r.run_id for r in result.plan if r.repetition == 1]
+    assert seen[: len(round1) + 1] == round1 + [first.run_id], seen
+    assert result.counts == {"ok": 4}
+    kept = read_manifest(result.path / "attempts" / f"{first.run_id}.1")
+    assert kept.status == "disturbed" and kept.reason.startswith("DISTURBED: processes outside the lab took")
+    assert "mostly python" in kept.reason and kept.interference["foreign"] > 0.2
+    assert read_manifest(result.path / first.run_id).interference["foreign"] < 0.1
+    events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
+    (disturbed,) = [e for e in events if e["event"] == "disturbed"]
+    assert disturbed["run_id"] == first.run_id and disturbed["attempt"] == 1
+    assert any(e["event"] == "host_noise" for e in events)
+    from benchlib.analysis.campaign import analyze
+    from benchlib.report import interference_findings
+
+    a = analyze(result.path)
+    assert (a.runs.status == "ok").all() and a.runs.foreign.notna().all() and a.errors.empty
+    said = " ".join(interference_findings(a, result.path))
+    assert f"1 run was disturbed, left out and redone in its round: {first.run_id} (attempt 1): processes outside " \
+           "the lab took" in said
