@@ -210,12 +210,17 @@ def interference_findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
         redone = d[d.redone]
         left = d[~d.redone]
         if len(redone):
-            items = "; ".join(f"{r.run_id} (attempt {int(r.attempt)}): {r.reason}" for r in redone.itertuples())
-            out.append(f"{len(redone)} run{'s were' if len(redone) > 1 else ' was'} disturbed, left out and redone "
-                       f"in its round: {items}.")
+            items = "; ".join(f"{r.run_id} (attempt {int(r.attempt)}): {interference.evidence(r._asdict())}"
+                              for r in redone.itertuples())
+            many = len(redone) > 1
+            out.append(f"{len(redone)} run{'s were' if many else ' was'} disturbed (over the "
+                       f"{a.record.redo_above:.0%} of the CPU a run may lose to others), left out and redone in "
+                       f"{'their' if many else 'its'} round: {items}.")
         if len(left):
-            out.append(f"{len(left)} disturbed run{'s are' if len(left) > 1 else ' is'} not redone yet (rerun the "
-                       f"campaign): {', '.join(left.run_id)}.")
+            items = "; ".join(f"{r.run_id}: {interference.evidence(r._asdict())}" for r in left.itertuples())
+            out.append(f"{len(left)} run{'s were' if len(left) > 1 else ' was'} disturbed in every attempt and "
+                       f"{'are' if len(left) > 1 else 'is'} left out (a round one run short; rerunning the campaign "
+                       f"tries again): {items}.")
     worst = interference.in_words(measured)
     if worst:
         out.append("The runs that lost the most CPU: " + "; ".join(worst) + ".")
@@ -224,11 +229,11 @@ def interference_findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
         adj = c[c.adjusted_for.astype(str) != ""]
         if len(adj):
             moved = (adj.ratio / adj.unadjusted - 1).abs()
-            slope = float(adj.covariate_slope.median())
-            out.append(f"{len(adj)} of {len(c)} ratios are adjusted for the CPU lost to others (the two-way model's "
-                       f"covariate: a run that lost 10% of the CPU ran about {abs(np.expm1(slope * 0.1)):.0%} "
-                       f"{'slower' if slope < 0 else 'faster'}); the adjustment moved them by {moved.median():.1%} "
-                       f"(median), at most {moved.max():.1%}.")
+            tps = adj[adj.metric == "tps"]
+            slope = (f" (the two-way model's covariate: a run that lost 10% of the CPU ran about "
+                     f"{-np.expm1(float(tps.covariate_slope.median()) * 0.1):.0%} slower)" if len(tps) else "")
+            out.append(f"{len(adj)} of {len(c)} ratios are adjusted for the CPU lost to others{slope}; the adjustment "
+                       f"moved them by {moved.median():.1%} (median), at most {moved.max():.1%}.")
         elif s and s.get("lost_max", 0) >= 0.01:
             notes = c.notes.astype(str)
             refused = notes[notes.str.contains("not adjusted for")]
@@ -248,6 +253,19 @@ def _host_noise(campaign: Path) -> str:
     items = "".join(f"<li>{'<b>' if bad else ''}{html.escape(what)}{'</b>' if bad else ''}: {html.escape(todo)}</li>"
                     for what, todo, bad in noise_words(noise[-1]))
     return f"<p>This host at the campaign's start ({html.escape(str(noise[-1].get('measured_utc', '')))}):</p><ul>{items}</ul>"
+
+
+def noise_line(campaign: Path) -> str:
+    """This host's noise at the campaign's last start in one sentence (the report's header; details: Interference)."""
+    from benchlib.analysis.interference import noise_words
+
+    noise = _events(campaign, "host_noise")
+    if not noise:
+        return ""
+    words = noise_words(noise[-1])
+    bad = [what for what, _, b in words if b]
+    return (f"Host noise at the start: {'; '.join(what.split(' (')[0] for what, _, _ in words)}: "
+            + (f"noisy ({len(bad)} of {len(words)}: see Interference)." if bad else "quiet."))
 
 
 def _interference(report: Report, campaign: Path) -> str:
@@ -471,7 +489,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              "; baseline for ratios: "
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}. "
-             f"{html.escape(_audited(a))}</p>",
+             f"{html.escape(_audited(a))} {html.escape(noise_line(campaign))}</p>",
              _invalid(a), _failover(a, report), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')

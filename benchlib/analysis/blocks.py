@@ -20,8 +20,11 @@ equal interference. It is used only when it is safe and useful:
 - only for covariates no configuration can move (``interference.COVARIATES``); and not when the data say the
   configuration did move it (an F test of the configuration effect on the covariate, rounds removed, p < 0.01:
   ``REFUSE_P``). A weaker sign for the two configurations of a comparison (p < 0.05) is said in its notes;
-- only when the covariate varied (by more than 1% of the CPU, ``MIN_SPREAD``) and the adjusted model is the more
-  precise one for the whole family (t_0.975 times the residual SD is lower with it than without: one df spent).
+- only when the covariate varied (by more than 3% of the CPU, ``MIN_SPREAD``: less moves a run by less than its
+  noise), its slope has the sign CPU lost can have (a run that loses CPU is never faster for it, its latency never
+  lower), and the
+  adjusted model is the more precise one for the whole family (t_0.975 times the residual SD is lower with it than
+  without: one df spent).
 
 Simulated with fixed seeds (tests/analysis/test_blocks.py): the 95% interval covers 94-95% with and without a real
 effect of the covariate, and a covariate that the configuration drives is refused.
@@ -46,7 +49,7 @@ __all__ = ["BlockFit", "BlockRatio", "block_ratio", "fit", "min_detectable_effec
 LEVENE_ALPHA = 0.05
 REFUSE_P = 0.01  # the configuration effect on a covariate below this p: it is not adjusted for
 FLAG_P = 0.05  # ... below this for the two configurations compared: said in the comparison's notes
-MIN_SPREAD = 0.01  # a covariate must vary by this much (max - min) over the runs to be adjusted for
+MIN_SPREAD = 0.03  # a covariate must vary by this much (max - min) over the runs to be adjusted for
 
 
 @dataclass
@@ -225,10 +228,11 @@ class BlockRatio:
         return max(self.ci_high / self.ratio - 1, 1 - self.ci_low / self.ratio)
 
 
-def _adjustment(config, rounds, values, covariates: dict[str, np.ndarray] | None
+def _adjustment(config, rounds, values, covariates: dict[str, np.ndarray] | None, higher_is_better: bool = True
                 ) -> tuple[BlockFit | None, BlockFit | None, dict[str, np.ndarray], str, float | None]:
     """(fit without, fit with the usable covariates or None, those covariates, why not adjusted, the covariate's
-    configuration p) over the family."""
+    configuration p) over the family. CPU lost can only lower throughput and raise latency: a slope of the other
+    sign is noise, not an effect to adjust for."""
     whole = fit(config, rounds, values)
     if whole is None or not covariates:
         return whole, None, {}, "", None
@@ -250,8 +254,10 @@ def _adjustment(config, rounds, values, covariates: dict[str, np.ndarray] | None
     if not usable:
         return whole, None, {}, "; ".join(why), p_of
     adjusted = fit(config, rounds, values, usable)
-    if adjusted is None or adjusted.half_width >= whole.half_width:
-        return whole, None, {}, "; ".join(why), p_of
+    wrong_way = any((b >= 0) if higher_is_better else (b <= 0) for b, _ in (adjusted.slopes.values() if adjusted
+                                                                             else []))
+    if adjusted is None or adjusted.half_width >= whole.half_width or wrong_way:
+        return whole, None, {}, "; ".join(why), p_of  # not more precise, or a slope no CPU loss can have
     return whole, adjusted, usable, "; ".join(why), p_of
 
 
@@ -264,7 +270,7 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
     rounds = np.asarray(rounds, dtype=object)
     values = np.asarray(values, dtype=float)
     covariates = {k: np.asarray(v, dtype=float) for k, v in (covariates or {}).items()}
-    plain, adjusted, usable, why, cov_p = _adjustment(config, rounds, values, covariates)
+    plain, adjusted, usable, why, cov_p = _adjustment(config, rounds, values, covariates, higher_is_better)
     if plain is None or a not in plain.effects or b not in plain.effects:
         return None
     whole = adjusted or plain

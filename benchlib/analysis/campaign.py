@@ -261,9 +261,10 @@ def _assess_all(inputs: list[RunInput]) -> list[dict[str, Any]]:
 
 
 def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float | None = None,
-            target: float = TARGET) -> CampaignAnalysis:
+            target: float = TARGET, adjust: bool = True) -> CampaignAnalysis:
     """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async); ``margin``
-    is delta (default: the campaign spec's ``margin``, else 2%)."""
+    is delta (default: the campaign spec's ``margin``, else 2%); ``adjust``: the ratios may take the CPU lost to
+    others as a covariate where that is safe and narrows them (``benchlib.analysis.blocks``)."""
     frames = load_campaign(campaign) if not isinstance(campaign, dict) else campaign
     record = (read_campaign_record(campaign) if not isinstance(campaign, dict) else None) or CampaignRecord()
     if margin is None:
@@ -290,7 +291,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     # fault runs are judged by what the fault did (analysis.failover), not pooled into throughput configurations
     measured = measured[measured.fault_at_s.isna()] if "fault_at_s" in measured else measured
     configs = _configs(measured, params, batches, target)
-    comparisons = _comparisons(measured, params, baseline, margin)
+    comparisons = _comparisons(measured, params, baseline, margin, adjust)
     if not comparisons.empty:
         comparisons["settled"] = settled(comparisons, record.settle_within)
     problems = validate(table, configs, params, comparisons, disturbed_above=record.redo_above)
@@ -389,7 +390,8 @@ def _server(row: pd.Series) -> str:
     return SERVER_OF.get(system, str(system)) if isinstance(system, str) else ""
 
 
-def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: float) -> pd.DataFrame:
+def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: float,
+                 adjust: bool = True) -> pd.DataFrame:
     ok = table[(table.status == "ok")]
     if ok.empty or "tps_mean" not in ok:
         return pd.DataFrame()
@@ -417,13 +419,13 @@ def _comparisons(table: pd.DataFrame, params: list[str], baseline: str, margin: 
         base = _same_reads(base, first)
         head = {**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
                 "baseline_clusters": ",".join(sorted(map(str, base.cluster.unique()))) if "cluster" in base else ""}
-        for row, result in _ratios(g, base, blocks, margin):
+        for row, result in _ratios(g, base, blocks, margin, adjust):
             rows.append({**head, **row})
             results.append(result)
     return _adjusted(rows, results)
 
 
-def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, margin: float):
+def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, margin: float, adjust: bool = True):
     """(row, result) per metric (throughput, latency): the runs ``g`` of one configuration against the runs
     ``base``, by the two-way model over the campaign's rounds where there are rounds (``blocks``), else Fieller."""
     family = None
@@ -440,7 +442,7 @@ def _ratios(g: pd.DataFrame, base: pd.DataFrame, blocks: pd.DataFrame | None, ma
         blocked = None
         if family is not None and metric in family:
             fam = family.dropna(subset=[metric])
-            covariates = {c: fam[c].to_numpy(float) for c in interference.COVARIATES if c in fam}
+            covariates = {c: fam[c].to_numpy(float) for c in interference.COVARIATES if c in fam} if adjust else {}
             blocked = block_ratio(fam.label, fam.repetition, fam[metric], g.config.iloc[0], _BASE,
                                   higher_is_better=higher, margin=margin, covariates=covariates)
         main = blocked or r
@@ -625,8 +627,10 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
         if r["status"] == "invalid":
             continue
         if r["status"] == "disturbed":
-            add("warning", rid, f"run disturbed and not redone yet: {str(r['reason']).removeprefix('DISTURBED: ')}",
-                "left out of every statistic; rerun the campaign: disturbed runs are redone")
+            add("warning", rid, f"run disturbed: {str(r['reason']).removeprefix('DISTURBED: ')}",
+                "left out of every statistic (redone up to [interference] max_redos times, disturbed every time); "
+                "rerun the campaign when the host is quieter: disturbed runs are redone; `benchlib doctor` says what "
+                "this host's noise is")
             continue
         if r["status"] != "ok":
             add("error", rid, f"run failed: {r['reason']}", "rerun the campaign: failed runs are redone")
@@ -671,7 +675,7 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
         lost = r.get("lost_cpu")
         if isinstance(lost, float) and lost > disturbed_above and not isinstance(r.get("search"), str):
             add("warning", rid, f"disturbed: {interference.evidence(r)} (over the {disturbed_above:.0%} a run "
-                                "may lose), kept after its redos",
+                                "may lose), kept: the campaign did not redo disturbed runs when it ran",
                 "the ratios are adjusted for the CPU lost to others where that is safe (see the findings); "
                 "`benchlib doctor` says what this host's noise is and what to do about it", kind="interference")
     keys = [k for k in params if k in configs.columns and k not in ("topology", "config")]

@@ -117,12 +117,12 @@ def disturbance(figures: dict, above: float = DISTURBED) -> str | None:
     lost = figures.get("lost_cpu")
     if lost is None or not lost > above:
         return None
-    return f"{evidence(figures)}: over the {above:.0%} a run may lose"
+    return f"{evidence(figures)}, over the {above:.0%} a run may lose"
 
 
 def evidence(figures: dict | pd.Series) -> str:
-    """What took the CPU, in words: "the hypervisor took 15% of the CPU (steal)", "other processes took 40% of
-    it (mostly stress-ng)", or both."""
+    """What took the CPU, in words: "the hypervisor took 15% of the CPU (steal)", "processes outside the lab took
+    40% of the CPU, mostly stress-ng (38%)", or both."""
     get = figures.get
     steal, foreign = get("steal") or 0.0, get("foreign")
     foreign = 0.0 if foreign is None or foreign != foreign else foreign
@@ -132,7 +132,7 @@ def evidence(figures: dict | pd.Series) -> str:
     if foreign >= 0.005:
         top, share = get("top_foreign"), get("top_foreign_share")
         mostly = f", mostly {top} ({share:.0%})" if isinstance(top, str) and share == share and share else ""
-        parts.append(f"processes outside the lab took {foreign:.0%} of it{mostly}")
+        parts.append(f"processes outside the lab took {foreign:.0%} of {'it' if parts else 'the CPU'}{mostly}")
     return " and ".join(parts) if parts else "no CPU was lost to others"
 
 

@@ -200,7 +200,7 @@ def cpu_bound(a) -> pd.DataFrame:
 
 
 _BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
-_HOST_SERIES = r"cpu\.all\.[a-z]+_s|disk\.[^.]+\.(read|write)_bytes"
+_HOST_SERIES = r"cpu\.all\.[a-z]+_s|disk\.[^.]+\.(read|write)_bytes|foreign\.cpu_s|psi\.(cpu|io)\.some_us"
 
 
 def host_over_time(a, run_ids: list[str] | None = None, *, busiest: bool = True) -> pd.DataFrame:
@@ -208,9 +208,13 @@ def host_over_time(a, run_ids: list[str] | None = None, *, busiest: bool = True)
     steal over all CPU time: 100 is every CPU busy), ``iowait_pct``, ``disk_write_mib_s`` and ``disk_read_mib_s``
     (whole disks summed), at ``t_s`` seconds since the run's load started (the clock of sysbench's intervals).
     A sample after a counter reset gives no value. With ``busiest``, one host per run: the one with the highest
-    mean CPU busy (a remote lab's client hosts: the one that could have limited the run)."""
+    mean CPU busy (a remote lab's client hosts: the one that could have limited the run). The interference beside
+    it (``benchlib.analysis.interference``): ``steal_pct``, ``foreign_pct`` (NaN where it was not sampled),
+    ``lost_pct`` (the two: the CPU the lab lost to others), ``psi_cpu_pct`` and ``psi_io_pct`` (share of the second
+    some task waited for a CPU or for I/O)."""
     cl = a.frames.get("cluster", pd.DataFrame())
-    cols = ["run_id", "config", "host", "t_s", "cpu_busy_pct", "iowait_pct", "disk_write_mib_s", "disk_read_mib_s"]
+    cols = ["run_id", "config", "host", "t_s", "cpu_busy_pct", "iowait_pct", "disk_write_mib_s", "disk_read_mib_s",
+            "steal_pct", "foreign_pct", "lost_pct", "psi_cpu_pct", "psi_io_pct"]
     if cl.empty:
         return pd.DataFrame(columns=cols)
     h = cl[cl.node.astype(str).str.startswith("host:")]
@@ -236,7 +240,12 @@ def host_over_time(a, run_ids: list[str] | None = None, *, busiest: bool = True)
             "iowait_pct": 100 * d.get("cpu.all.iowait_s", np.nan) / total,
             "disk_write_mib_s": d[[c for c in d.columns if c.endswith(".write_bytes")]].sum(axis=1) / dt / 2 ** 20,
             "disk_read_mib_s": d[[c for c in d.columns if c.endswith(".read_bytes")]].sum(axis=1) / dt / 2 ** 20,
+            "steal_pct": 100 * d.get("cpu.all.steal_s", np.nan) / total,
+            "foreign_pct": 100 * d.get("foreign.cpu_s", np.nan) / total,
+            "psi_cpu_pct": 100 * d.get("psi.cpu.some_us", np.nan) / 1e6 / dt,
+            "psi_io_pct": 100 * d.get("psi.io.some_us", np.nan) / 1e6 / dt,
         })
+        frame["lost_pct"] = frame.steal_pct.fillna(0) + frame.foreign_pct.fillna(0)
         frame.iloc[reset, 1:] = np.nan
         frame = frame.iloc[1:]
         last = (float(end) - start + 1) if pd.notna(end) else np.inf

@@ -1,4 +1,5 @@
-"""Progress of a campaign: a tqdm bar over the runs (run k of n, live TPS and replica lag), events above it."""
+"""Progress of a campaign: a tqdm bar over the runs (run k of n, live TPS and replica lag; a redo of a disturbed run
+counts as one more), events above it."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ class Progress:
 
     def total(self, n: int) -> None:
         self.bar.total = n
+
+    def one_more(self) -> None:
+        """A run was added on the way (a disturbed run's redo): the bar counts it."""
+        self.bar.total = (self.bar.total or 0) + 1
+        self.bar.refresh()
 
     def done(self) -> None:
         self.bar.update(1)

@@ -184,8 +184,7 @@ class CampaignSession:
         spec = self.campaign
         guard = spec.interference
         redos = self.folder.attempts_of(run.run_id, status="disturbed")
-        disturbed_above = guard.redo_above if guard.redo_above < 1 and redos < guard.max_redos and not run.search \
-            else None
+        disturbed_above = guard.redo_above if guard.redo_above < 1 and not run.search else None
         try:
             if run.fault is not None:
                 done = execute_fault_run(lab, run.cluster, run.options, writer, run.fault, stall_s=spec.stall_s,
@@ -215,11 +214,15 @@ class CampaignSession:
         self.result.ran.append(run.run_id)
         self.folder.event("run", run_id=run.run_id, status=manifest.status, reason=manifest.reason)
         if manifest.status == "disturbed":
+            again = redos < guard.max_redos
             self.folder.event("disturbed", run_id=run.run_id, reason=manifest.reason, attempt=redos + 1,
-                              interference=manifest.interference)
-            self.progress.say(f"run {run.run_id} {manifest.reason.removeprefix('DISTURBED: ')}: redone before its "
-                              "round closes")
-            self.pending.append(run)
+                              interference=manifest.interference, redo=again)
+            self.progress.say(f"run {run.run_id} disturbed: {manifest.reason.removeprefix('DISTURBED: ')}; " + (
+                "redone before its round closes" if again else
+                f"left out after {redos + 1} attempts (its round is one run short; rerunning the campaign tries "
+                "again)"))
+            if again:
+                self.pending.append(run)
         elif not manifest.ok:
             self.progress.say(f"run {run.run_id} failed: {manifest.reason}")
             self.heal(after=run.run_id)
@@ -236,6 +239,7 @@ class CampaignSession:
             run = due[0]
             self.pending.remove(run)
             plan = self.result.plan
+            self.progress.one_more()
             self.one_run(run, plan.index(run) + 1 if run in plan else len(plan), len(plan))
 
     def heal(self, **where: str) -> None:

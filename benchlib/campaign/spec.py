@@ -219,7 +219,8 @@ class InterferenceSpec(_Strict):
     #: a run that lost more than this share of the host's CPU to others (the hypervisor's steal, processes outside
     #: the lab and benchlib) is disturbed: kept, marked, left out, and redone before its round closes; 1 turns it off
     redo_above: float = Field(default=0.10, gt=0, le=1)
-    #: redos per run; the last attempt is kept even if disturbed (flagged; the ratios' adjustment accounts for it)
+    #: redos per run; a run disturbed in every attempt stays out (its round one run short: the two-way model fits
+    #: unequal rounds; a rerun of the campaign tries it again)
     max_redos: int = Field(default=2, ge=0, le=10)
 
 

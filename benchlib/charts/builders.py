@@ -169,15 +169,18 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
     """Per-second throughput (and latency below it) of chosen runs; the steady window after the warm-up
     trim shaded; each run's stability label annotated. With ``average_by`` (e.g. "config"), the runs of
     each group are averaged second by second with their min-max band. With ``host`` (``host_over_time``: the
-    same ``group`` or ``average_by`` column, ``cpu_busy_pct``, ``disk_write_mib_s`` at ``x``), the host's CPU busy
-    and disk writes over the same seconds in two more panels."""
+    same ``group`` or ``average_by`` column, ``cpu_busy_pct``, ``disk_write_mib_s`` at ``x``, and ``lost_pct`` where
+    interference was measured), the host's CPU busy (dotted: the share lost to others: steal and processes outside
+    the lab) and disk writes over the same seconds in two more panels."""
     _need(intervals, [x, y, latency, group, average_by], "stability_over_time")
     host = host if host is not None and not host.empty else None
     if host is not None:
         _need(host, [x, average_by or group, "cpu_busy_pct", "disk_write_mib_s"], "stability_over_time (host)")
     panels = [(y, "transactions/s", 0.6)] + ([(latency, "latency, ms", 0.4)] if latency else [])
     if host is not None:
-        panels += [("cpu_busy_pct", "host CPU %", 0.3), ("disk_write_mib_s", "disk MiB/s", 0.3)]
+        lost = "lost_pct" in host and host.lost_pct.notna().any()
+        panels += [("cpu_busy_pct", "host CPU %" + (" (dotted: lost)" if lost else ""), 0.3),
+                   ("disk_write_mib_s", "disk MiB/s", 0.3)]
     rows = len(panels)
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06 if host is not None else 0.08,
                         row_heights=[p[2] for p in panels])
@@ -224,13 +227,22 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
                                          showlegend=False, line=dict(color=color, width=1.5, dash=dash)), row=2, col=1)
         if host is not None:
             hk = host[host[key] == k]
+            shown = ["cpu_busy_pct", "disk_write_mib_s"] + (["lost_pct"] if lost else [])
             if average_by:
-                hk = hk.assign(**{x: hk[x].round()}).groupby(x, as_index=False)[["cpu_busy_pct", "disk_write_mib_s"]].mean()
+                hk = hk.assign(**{x: hk[x].round()}).groupby(x, as_index=False)[shown].mean()
             hk = hk.sort_values(x)
             for offset, col_name in enumerate(("cpu_busy_pct", "disk_write_mib_s")):
                 fig.add_trace(go.Scatter(x=hk[x], y=hk[col_name], mode="lines", name=str(k), legendgroup=str(k),
-                                         showlegend=False, line=dict(color=color, width=1.5)),
+                                         showlegend=False, line=dict(color=color, width=1.5),
+                                         hovertemplate=f"{k}: %{{y:.0f}}% busy<extra></extra>" if offset == 0
+                                         else None),
                               row=host_row + offset, col=1)
+            if lost:  # the CPU others took (steal, processes outside the lab) under the same run's busy line
+                fig.add_trace(go.Scatter(x=hk[x], y=hk["lost_pct"], mode="lines", name=f"{k}: lost to others",
+                                         legendgroup=str(k), showlegend=False,
+                                         line=dict(color=color, width=1.5, dash="dot"),
+                                         hovertemplate=f"{k}: %{{y:.1f}}% lost to others<extra></extra>"),
+                              row=host_row, col=1)
         if labels and k in labels:
             style = {"dash": " - -", "dot": " · · ·", "dashdot": " -·-"}.get(dash, "")
             fig.add_annotation(text=f"{k}{style}: {labels[k]}", xref="paper", yref="paper", x=0, y=0, yanchor="top",

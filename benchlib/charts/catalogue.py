@@ -207,8 +207,11 @@ def _stability_caption(a) -> str:
     else:
         which = (f"each configuration's mean over its runs of {MIN_STABILITY_S} s or more" if long_only
                  else "each configuration's mean over its runs") + " (band: slowest to fastest run)"
+    host = "host" in a.frames.get("cluster", pd.DataFrame()).get("node", pd.Series(dtype=str)).astype(str).str[:4].unique()
     return (f"Per-second throughput and latency: {which}, in its topology's colour; grey: the steady window after "
-            "the warm-up cut; under the chart: the runs' verdicts.")
+            "the warm-up cut" + ("; below, the host's CPU busy (dotted: the share lost to others, steal and processes "
+                                 "outside the lab) and disk writes" if host else "")
+            + "; under the chart: the runs' verdicts.")
 
 
 #: the one-line method under each chart: what a bar, a line and a whisker are

@@ -56,13 +56,13 @@ def test_steal_in_a_recorded_series_makes_a_run_disturbed(run):
     f = interference.of_run(with_steal(run.frames["cluster"], window, 0.15), window)
     assert f["steal"] - before == pytest.approx(0.15, abs=0.01) and f["lost_cpu"] == f["steal"]
     why = interference.disturbance(f)
-    assert why and why.startswith("the hypervisor took 22% of the CPU (steal)") and "over the 10%" in why
+    assert why and why.startswith("the hypervisor took 22% of the CPU (steal)") and ", over the 10%" in why
     assert interference.disturbance(f, above=0.3) is None
 
 
 def test_foreign_cpu_is_named_with_its_top_command():
     f = {"steal": 0.0, "foreign": 0.42, "lost_cpu": 0.42, "top_foreign": "stress-ng", "top_foreign_share": 0.40}
-    assert interference.evidence(f) == "processes outside the lab took 42% of it, mostly stress-ng (40%)"
+    assert interference.evidence(f) == "processes outside the lab took 42% of the CPU, mostly stress-ng (40%)"
 
 
 def test_a_campaign_with_a_stolen_run_is_warned_and_said(tmp_path):
