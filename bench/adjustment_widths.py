@@ -1,12 +1,13 @@
 """The ratios' 95% interval widths with and without the adjustment for the CPU lost to others, on recorded campaigns.
 
 For each campaign folder (default: every recorded campaign in data/campaigns/ with repetition rounds and a
-baseline), analyses it twice, with the two-way model's covariate (``lost_cpu``: steal plus the CPU of processes
+baseline), analyses its throughput ratios twice, with the two-way model's covariate (``lost_cpu``: steal plus the CPU of processes
 outside the lab, where safe and narrower) and without, and prints per campaign: how many ratios were adjusted, the
 median and widest relative 95% half-width both ways, their quotient (adjusted / unadjusted: below 1 is narrower),
-how far the adjustment moved the ratios, and the campaign's CPU lost (median, max). The demo-size recordings are
-``quick`` (the main job on a quiet host) and ``quick-disturbed`` (the same with a CPU hog in half of round 2;
-bench/disturbed_campaign.py).
+how far the adjustment moved the ratios, and the campaign's CPU lost (median, max). The demo-size recordings:
+``quick`` (the main job on a quiet host), ``quick-disturbed`` (the same with a CPU hog in half of round 2: those
+runs redone) and ``quick-busy`` (a light hog, up to 7% of the CPU, on a random half of the runs: under the redo
+threshold, what the adjustment is for); bench/disturbed_campaign.py records them.
 
     python bench/adjustment_widths.py [CAMPAIGN ...]
 """
@@ -42,7 +43,9 @@ def main() -> None:
         c, p = adj.comparisons, plain.comparisons
         if c.empty or "method" not in c or not (c.method == "blocks").any():
             continue  # no rounds or no baseline: nothing the covariate enters
-        c, p = c[c.method == "blocks"], p[p.method == "blocks"]
+        c, p = c[(c.method == "blocks") & (c.metric == "tps")], p[(p.method == "blocks") & (p.metric == "tps")]
+        if c.empty:
+            continue
         w, w0 = c.half_width_rel.replace(np.inf, np.nan), p.half_width_rel.replace(np.inf, np.nan)
         done = c.adjusted_for.astype(str) != ""
         moved = (c.ratio / c.unadjusted - 1).abs()[done]

@@ -22,9 +22,9 @@ equal interference. It is used only when it is safe and useful:
   ``REFUSE_P``). A weaker sign for the two configurations of a comparison (p < 0.05) is said in its notes;
 - only when the covariate varied (by more than 3% of the CPU, ``MIN_SPREAD``: less moves a run by less than its
   noise), its slope has the sign CPU lost can have (a run that loses CPU is never faster for it, its latency never
-  lower), and the
-  adjusted model is the more precise one for the whole family (t_0.975 times the residual SD is lower with it than
-  without: one df spent).
+  lower), and the adjusted model is the more precise one for the whole family (the mean 95% half-width of the
+  configurations' contrasts with the baseline is lower with it than without: one df spent, and a covariate that
+  fell unevenly on the configurations widens the contrasts it is collinear with).
 
 Simulated with fixed seeds (tests/analysis/test_blocks.py): the 95% interval covers 94-95% with and without a real
 effect of the covariate, and a covariate that the configuration drives is refused.
@@ -67,10 +67,12 @@ class BlockFit:
     round_p: float | None  # F test of the round effect (None: no df for it)
     slopes: dict[str, tuple[float, float]] = field(default_factory=dict)  # covariate -> (slope, its SE), log scale
 
-    @property
-    def half_width(self) -> float:
-        """t_0.975 times the residual SD: the family's precision, per unit of a contrast's design factor."""
-        return float(stats.t.ppf(0.975, self.df) * self.sigma)
+    def half_width(self, baseline: str) -> float:
+        """The family's precision: the mean 95% half-width (log scale) of every configuration's contrast with
+        ``baseline`` (a covariate that is unbalanced across configurations widens these, beside saving noise)."""
+        t = stats.t.ppf(0.975, self.df)
+        others = [c for c in self.configs if c != baseline]
+        return float(np.mean([t * self.contrast(c, baseline)[1] for c in others])) if others else math.inf
 
     def contrast(self, a: str, b: str) -> tuple[float, float]:
         """log(a / b) and its standard error."""
@@ -228,7 +230,8 @@ class BlockRatio:
         return max(self.ci_high / self.ratio - 1, 1 - self.ci_low / self.ratio)
 
 
-def _adjustment(config, rounds, values, covariates: dict[str, np.ndarray] | None, higher_is_better: bool = True
+def _adjustment(config, rounds, values, covariates: dict[str, np.ndarray] | None, baseline: str,
+                higher_is_better: bool = True
                 ) -> tuple[BlockFit | None, BlockFit | None, dict[str, np.ndarray], str, float | None]:
     """(fit without, fit with the usable covariates or None, those covariates, why not adjusted, the covariate's
     configuration p) over the family. CPU lost can only lower throughput and raise latency: a slope of the other
@@ -256,7 +259,8 @@ def _adjustment(config, rounds, values, covariates: dict[str, np.ndarray] | None
     adjusted = fit(config, rounds, values, usable)
     wrong_way = any((b >= 0) if higher_is_better else (b <= 0) for b, _ in (adjusted.slopes.values() if adjusted
                                                                              else []))
-    if adjusted is None or adjusted.half_width >= whole.half_width or wrong_way:
+    if adjusted is None or baseline not in whole.effects or wrong_way \
+            or adjusted.half_width(baseline) >= whole.half_width(baseline):
         return whole, None, {}, "; ".join(why), p_of  # not more precise, or a slope no CPU loss can have
     return whole, adjusted, usable, "; ".join(why), p_of
 
@@ -270,7 +274,7 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
     rounds = np.asarray(rounds, dtype=object)
     values = np.asarray(values, dtype=float)
     covariates = {k: np.asarray(v, dtype=float) for k, v in (covariates or {}).items()}
-    plain, adjusted, usable, why, cov_p = _adjustment(config, rounds, values, covariates, higher_is_better)
+    plain, adjusted, usable, why, cov_p = _adjustment(config, rounds, values, covariates, b, higher_is_better)
     if plain is None or a not in plain.effects or b not in plain.effects:
         return None
     whole = adjusted or plain
@@ -282,7 +286,7 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
         pair = np.isin(config, [a, b])
         own = fit(config[pair], rounds[pair], values[pair], {k: v[pair] for k, v in usable.items()})
         own_plain = fit(config[pair], rounds[pair], values[pair])
-        if own is not None and (not usable or own_plain is None or own.half_width < own_plain.half_width):
+        if own is not None and (not usable or own_plain is None or own.half_width(b) < own_plain.half_width(b)):
             used, pooled, unadjusted_fit = own, "this pair only", own_plain or plain
         elif own_plain is not None:
             used, pooled, unadjusted_fit, usable = own_plain, "this pair only", own_plain, {}

@@ -63,7 +63,8 @@ def _open(campaign: CampaignSpec, folder: CampaignFolder) -> tuple[list[str], st
     a = analyze(folder.path, target=campaign.target_halfwidth, margin=campaign.margin)
     c = headline_rows(a.comparisons)
     if not c.empty:
-        keys = [k for k in a.param_columns if k in c.columns and k not in ("topology", "config")]
+        keys = [k for k in a.param_columns if k in c.columns and k not in ("topology", "config")
+                and (k == "cluster" or c[k].nunique(dropna=False) > 1)]  # what tells the open ones apart
         done = settled(c, campaign.settle_within)
         return [f"{label(r, keys)} {METRIC.get(r.metric, r.metric)}" for (_, r), ok in zip(c.iterrows(), done)
                 if not ok], "headline comparison"

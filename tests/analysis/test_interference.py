@@ -9,7 +9,6 @@ tested live, with a CPU hog, in tests/sampling/test_foreign.py and tests/campaig
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -106,3 +105,45 @@ def test_noise_in_words_says_what_to_do():
     assert f_bad and "18.0x" in fs and "SSD" in f_do
     quiet = interference.noise_words({"seconds": 3, "steal": 0.0, "background": 0.01})
     assert [bad for _, _, bad in quiet] == [False, False]
+
+
+DATA = ROOT / "data" / "campaigns"
+
+
+def test_the_recorded_disturbed_campaign_names_its_redone_runs_and_agrees_with_the_quiet_one():
+    """data/campaigns/quick-disturbed: the main job's campaign with a CPU hog on both cores in the first half of
+    round 2 (bench/disturbed_campaign.py). Its three disturbed runs were redone in their round; the attempts are
+    kept and named with their evidence; its ratios sit inside the quiet campaign's intervals and vice versa."""
+    from benchlib.analysis.campaign import headline_rows
+    from benchlib.report import interference_findings
+
+    a = analyze(DATA / "quick-disturbed")
+    assert (a.runs.status == "ok").all() and a.runs.lost_cpu.max() < 0.10
+    said = " ".join(interference_findings(a, DATA / "quick-disturbed"))
+    assert "3 runs were disturbed (over the 10% of the CPU a run may lose to others), left out and redone" in said
+    assert "0007-async-oltp_read_write-t2-36f13814-r2 (attempt 1): processes outside the lab took 63% of the CPU, " \
+           "mostly python" in said
+    quiet = headline_rows(analyze(DATA / "quick").comparisons).set_index(["cluster", "threads"])
+    for r in headline_rows(a.comparisons).itertuples():
+        q = quiet.loc[(r.cluster, r.threads)]
+        assert q.ci_low <= r.ratio <= q.ci_high and r.ci_low <= q.ratio <= r.ci_high, (r, q)
+
+
+def test_the_recorded_busy_campaign_is_adjusted_and_says_how_much_that_moved_each_ratio():
+    """data/campaigns/quick-busy: a light hog (up to 7% of the CPU: under the redo threshold) on a random half of
+    the runs. The hog fell on the 2-thread async runs (the baseline) more than on Galera's: the adjustment moves
+    galera t2 from 1.21 to 1.16, and the words say it with the unadjusted interval."""
+    from benchlib.report import headline, interference_findings
+
+    a = analyze(DATA / "quick-busy")
+    c = a.comparisons[a.comparisons.metric == "tps"].set_index(["cluster", "threads"])
+    assert (c.adjusted_for == "lost_cpu").all() and (c.covariate_slope < 0).all()
+    g = c.loc[("galera", 2)]
+    assert g.unadjusted == pytest.approx(1.206, abs=0.005) and g.ratio == pytest.approx(1.159, abs=0.005)
+    line = next(x for x in headline(a) if x.startswith("galera") and "at 2 client" in x)
+    assert "(adjusted for the CPU lost to others, which moved it -3.9%; unadjusted 1.21, 1.10–1.32)" in line
+    said = " ".join(interference_findings(a, DATA / "quick-busy"))
+    assert "8 of 8 ratios are adjusted for the CPU lost to others" in said
+    plain = analyze(DATA / "quick-busy", adjust=False).comparisons
+    assert (plain.adjusted_for == "").all() and plain.ratio[plain.metric == "tps"].round(3).tolist() == \
+        c.unadjusted.round(3).tolist()

@@ -51,7 +51,7 @@ def test_a_lab_marker_makes_a_process_ours(tmp_path):
     marker = str(tmp_path / "lab-marker")
     with CpuHog(1, 1.0, seconds=30) as hog:
         # the hog's command line does not hold the marker: a second hog's does (as a server's --defaults-file does)
-        r = subprocess.run(["sh", "-c", f'"$@" </dev/null >/dev/null 2>&1 & echo $!', "x", sys.executable, "-c",
+        r = subprocess.run(["sh", "-c", '"$@" </dev/null >/dev/null 2>&1 & echo $!', "x", sys.executable, "-c",
                             BUSY, marker], capture_output=True, text=True, check=True)
         lab_pid = int(r.stdout)
         try:
