@@ -227,6 +227,11 @@ def host_over_time(a, run_ids: list[str] | None = None, *, busiest: bool = True)
         if run_id not in runs.index or pd.isna(runs.at[run_id, "load_start_s"]):
             continue
         start, end = float(runs.at[run_id, "load_start_s"]), runs.at[run_id, "load_end_s"]
+        anchor = np.sort(g.t_s[g.metric.astype(str) == "cpu.all.user_s"].unique())
+        if len(anchor) > 1:  # another probe's rows (foreign CPU) onto the host probe's nearest tick, a few ms away
+            at = np.clip(np.searchsorted(anchor, g.t_s.to_numpy(float)), 1, len(anchor) - 1)
+            left, right = anchor[at - 1], anchor[at]
+            g = g.assign(t_s=np.where(g.t_s - left <= right - g.t_s, left, right))
         wide = g.pivot_table(index="t_s", columns="metric", values="value", aggfunc="last").sort_index()
         reset = g.groupby("t_s").reset.any().reindex(wide.index).fillna(False).to_numpy()
         d = wide.diff()

@@ -179,8 +179,7 @@ def stability_over_time(intervals: pd.DataFrame, *, x: str = "t_s", y: str = "tp
     panels = [(y, "transactions/s", 0.6)] + ([(latency, "latency, ms", 0.4)] if latency else [])
     if host is not None:
         lost = "lost_pct" in host and host.lost_pct.notna().any()
-        panels += [("cpu_busy_pct", "host CPU %" + (" (dotted: lost)" if lost else ""), 0.3),
-                   ("disk_write_mib_s", "disk MiB/s", 0.3)]
+        panels += [("cpu_busy_pct", "host CPU %", 0.3), ("disk_write_mib_s", "disk MiB/s", 0.3)]
     rows = len(panels)
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06 if host is not None else 0.08,
                         row_heights=[p[2] for p in panels])

@@ -209,8 +209,8 @@ def _stability_caption(a) -> str:
                  else "each configuration's mean over its runs") + " (band: slowest to fastest run)"
     host = "host" in a.frames.get("cluster", pd.DataFrame()).get("node", pd.Series(dtype=str)).astype(str).str[:4].unique()
     return (f"Per-second throughput and latency: {which}, in its topology's colour; grey: the steady window after "
-            "the warm-up cut" + ("; below, the host's CPU busy (dotted: the share lost to others, steal and processes "
-                                 "outside the lab) and disk writes" if host else "")
+            "the warm-up cut" + (";<br>below, the host's CPU busy (dotted: the share lost to others, steal and "
+                                 "processes outside the lab) and its disk writes" if host else "")
             + "; under the chart: the runs' verdicts.")
 
 
@@ -294,12 +294,14 @@ def show(a: CampaignAnalysis, name: str) -> None:
 
 
 def with_caption(fig: go.Figure, caption: str) -> go.Figure:
-    """One line of method under the plot (below the x-axis title), the bottom margin grown to hold it."""
+    """A line of method under the plot (below the x-axis title; ``<br>`` starts another), the bottom margin grown to
+    hold it."""
     bottom = fig.layout.margin.b if fig.layout.margin.b is not None else 60
     below = max(bottom, 66) + 6  # plotly sets an x-axis title about 45-65 px under the plot: the caption goes under it
     fig.add_annotation(text=caption, xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
                        yshift=-below, showarrow=False, align="left", font=dict(size=12, color="#555"))
-    fig.update_layout(margin=dict(b=below + 24))  # the same height: a 16:9 chart stays 16:9 for its slot
+    lines = caption.count("<br>") + 1
+    fig.update_layout(margin=dict(b=below + 24 + 16 * (lines - 1)))  # the same height: a 16:9 chart stays 16:9
     return fig
 
 

@@ -251,7 +251,9 @@ class RemoteLab:
         if not hosts:  # the load runs here: this host, and what its other processes took from it
             from benchlib.sampling.foreign import ForeignCpuProbe
 
-            hosts = [HostProbe(log, clock), ForeignCpuProbe(log, clock)]
+            # servers of this lab on this very host (a loopback address) are the lab's, not neighbours
+            here = any(_is_this_host(a) for a in addresses)
+            hosts = [HostProbe(log, clock), ForeignCpuProbe(log, clock, markers=SERVER_COMMANDS if here else ())]
         return [ClockProbe(self.connect, nodes, log, clock), *hosts, *servers]
 
     def _server_host_reader(self, name: str):
@@ -335,3 +337,21 @@ class RemoteLab:
                 except Exception:  # noqa: BLE001 - closing a dead connection
                     pass
             self._watch.clear()
+
+
+#: command-line words of the servers a remote lab reaches: when one of its servers is on this host, processes whose
+#: command line holds one are the lab's own load, not interference (``ForeignCpuProbe``)
+SERVER_COMMANDS = ("mysqld", "mariadbd", "garbd")
+
+
+def _is_this_host(address: str) -> bool:
+    """Whether ``address`` is this machine: a loopback address, localhost, or one of its own names."""
+    import ipaddress
+    import socket
+
+    if address in ("localhost", socket.gethostname(), socket.getfqdn()):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False

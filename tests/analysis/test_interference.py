@@ -147,3 +147,19 @@ def test_the_recorded_busy_campaign_is_adjusted_and_says_how_much_that_moved_eac
     plain = analyze(DATA / "quick-busy", adjust=False).comparisons
     assert (plain.adjusted_for == "").all() and plain.ratio[plain.metric == "tps"].round(3).tolist() == \
         c.unadjusted.round(3).tolist()
+
+
+def test_the_stability_chart_draws_the_cpu_lost_under_the_host_busy_line():
+    """The foreign-CPU probe samples a few ms apart from the host probe: its rows are put on the host probe's
+    seconds, so the busy line, the disk writes and the dotted share lost to others all have values."""
+    from benchlib.analysis import views
+    from benchlib.charts.catalogue import figures
+
+    a = analyze(DATA / "quick")
+    runs, _ = views.long_runs(a, 30)
+    host = views.host_load(a, list(runs.run_id))
+    assert len(host) >= 3 * 28 and host.cpu_busy_pct.notna().all() and host.lost_pct.notna().all()
+    assert host.disk_write_mib_s.max() > 1 and host.foreign_pct.between(0, 5).all()
+    fig = figures(a)["stability"]
+    dotted = [t for t in fig.data if t.line and t.line.dash == "dot" and "lost to others" in str(t.name)]
+    assert len(dotted) == 3  # one per configuration's long run
