@@ -180,7 +180,7 @@ def cpu_bound(a) -> pd.DataFrame:
     iowait = whole.get("iowait", pd.Series(0.0, index=whole.index)) / total
     node_cpu = rates[(rates.metric == "cpu_s") & ~rates.node.str.startswith("host:")]
     members = {(rid, n) for rid, ns in runs.nodes.astype(str).items() for n in ns.split(",")}
-    node_cpu = node_cpu[[k in members for k in zip(node_cpu.run_id, node_cpu.node)]]
+    node_cpu = node_cpu[np.array([k in members for k in zip(node_cpu.run_id, node_cpu.node)], dtype=bool)]
     top = node_cpu.sort_values("rate", ascending=False, kind="stable").drop_duplicates("run_id").set_index("run_id")
     rows = []
     for (run_id, host), b in busy.items():

@@ -5,6 +5,9 @@
     seed = 1
     repetitions = 2
     sustained = true                    # also search each configuration's maximum sustained throughput
+    adaptive = true                     # rounds while a headline ratio is not settled (see below)
+    settle_within = 0.10                # settled: its 95% interval within +-10% (unset: its verdict decided)
+    budget_s = 250                      # a round is added only while it fits in this much campaign time
 
     [load]
     workloads = ["oltp_read_write"]
@@ -33,6 +36,10 @@
     repetitions = 1                     # runs per rate (a rate holds when a majority of its runs do, and none fails)
     max_runs = 16                       # per search
     only = { workload = ["oltp_read_write"], durability = ["relaxed"] }   # limit the searches
+
+    [interference]                      # (all optional) runs others' use of the host spoiled
+    redo_above = 0.10                   # a run that lost more of the host's CPU (steal, other processes): redone
+    max_redos = 2                       # per run; disturbed every time: left out
 
     [fault]                             # (optional) a fault in every run, what follows measured (fault_run)
     kind = ["kill"]                     # an axis: kill | freeze | cut

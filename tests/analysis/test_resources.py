@@ -96,3 +96,13 @@ def test_every_chart_says_its_context_under_the_title(a):
     for name, fig in figures(a).items():
         title = fig.layout.title.text
         assert "2-core host" in title and "MariaDB 10.11" in title, name  # a PNG pasted alone still says it
+
+
+def test_cpu_bound_without_process_rows_still_judges_the_host(a):
+    """A remote lab samples its client hosts but no server process: the host's busy share is judged, no node named."""
+    from dataclasses import replace
+
+    rates = a.rates[a.rates.metric != "cpu_s"]
+    bound = resources.cpu_bound(replace(a, rates=rates))
+    assert len(bound) == len(a.runs) and (bound.node == "").all() and bound.node_share.isna().all()
+    assert bound.busy.between(0, 1).all()

@@ -321,6 +321,7 @@ def test_a_full_disk_stops_the_campaign_with_one_message_and_nothing_half_stored
         assert res.returncode == 0 and "2 ok" in res.stdout, res.stdout + res.stderr
 
 
+@pytest.mark.measures  # the hog's share of the CPU against the threshold: the other worker would be a second hog
 def test_a_run_a_cpu_hog_disturbed_is_redone_in_its_round_and_named(labs, tmp_path):
     """A CPU hog outside benchlib (tests/hog.py: another job on the host) during the first run: that run lost about a
     third of the CPU, so it is kept as DISTURBED with the evidence, left out, and redone before its round closes;
@@ -353,8 +354,8 @@ def test_a_run_a_cpu_hog_disturbed_is_redone_in_its_round_and_named(labs, tmp_pa
     assert "mostly python" in kept.reason and kept.interference["foreign"] > 0.2
     assert read_manifest(result.path / first.run_id).interference["foreign"] < 0.1
     events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
-    (disturbed,) = [e for e in events if e["event"] == "disturbed"]
-    assert disturbed["run_id"] == first.run_id and disturbed["attempt"] == 1
+    disturbed = [e for e in events if e["event"] == "disturbed"]
+    assert disturbed[0]["run_id"] == first.run_id and disturbed[0]["attempt"] == 1 and disturbed[0]["redo"]
     assert any(e["event"] == "host_noise" for e in events)
     from benchlib.analysis.campaign import analyze
     from benchlib.report import interference_findings

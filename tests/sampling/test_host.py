@@ -112,3 +112,14 @@ def test_an_unreachable_host_is_a_warning_and_the_sampling_goes_on():
         time.sleep(0.7)
     assert gone.warnings == ["host c9: not sampled (client host c9: connection refused (port 22))"]
     assert not sampler.errors and set(log.frame().node) == {"host:here"}
+
+
+def test_cpu_frequency_is_the_mean_of_cpufreq_where_the_host_has_it():
+    """cpufreq's scaling_cur_freq (kHz, a line per CPU): most VMs, this one included, do not expose it."""
+    from benchlib.sampling.host import FREQ_FILES, parse_freq
+
+    assert parse_freq("2400000\n3600000\n") == [("cpu.freq_mhz", 3000.0, False)]
+    assert parse_freq("") == []
+    texts = local_reader(HOST_FILES)
+    freq = [m for m in host_metrics(texts) if m[0] == "cpu.freq_mhz"]
+    assert bool(freq) == (texts[FREQ_FILES] is not None)
