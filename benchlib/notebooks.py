@@ -105,18 +105,6 @@ def _kernel_manager():
 
         cleanup_resources = run_sync(_async_cleanup_resources)
 
-        async def _async_interrupt_kernel(self) -> None:
-            # jupyter_client interrupts a kernel before it asks it to shut down. papermill shuts a kernel down after
-            # its last cell, when it is idle: the interrupt then interrupts nothing, and ipykernel logs
-            # "ERROR | KeyboardInterrupt caught in kernel" to the console of a campaign that ended normally. A
-            # kernel that does not stop on the shutdown request is killed all the same; benchlib's own Ctrl-C
-            # forwarding signals the kernel directly (``execute``).
-            if getattr(self, "shutting_down", False):
-                return
-            await super()._async_interrupt_kernel()
-
-        interrupt_kernel = run_sync(_async_interrupt_kernel)
-
     return PrivateSocketKernelManager
 
 
@@ -143,7 +131,11 @@ def execute(name: str, output: Path, parameters: dict[str, Any], *, stream: bool
         executed = pm.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(source.parent),
                                        progress_bar=False, stdout_file=sys.stdout if stream else None,
                                        stderr_file=sys.stderr if stream else None,
-                                       extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no start-up chatter
+                                       # no start-up chatter, and none at the end: jupyter_client interrupts an
+                                       # idle kernel before shutting it down, and ipykernel logs that as "ERROR |
+                                       # KeyboardInterrupt caught in kernel" on the console of a campaign that ended
+                                       # normally (a cell's own errors come back through papermill)
+                                       extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
                                        kernel_manager_class=_kernel_manager())
     except OSError as exc:  # the executed copy could not be written
         _drop_unreadable(output)
