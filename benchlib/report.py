@@ -5,6 +5,8 @@ each one (one browser kept for all static images), executes the analysis noteboo
 writes ``report.html``: the warnings at the top, the statistical verdicts, the interactive charts and
 links to every file. Output goes to ``CAMPAIGN/report/<UTC time>/``; earlier reports are kept. A report is
 written into a hidden folder and renamed when complete, so a publish that fails or is killed leaves none half-made.
+
+Size: about 480 lines; the per-axis findings (consistency, failover) move to their axes with issue 36 (axes as units), the interference words already live in ``benchlib.analysis.interference_findings``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import plotly.io as pio
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
 from benchlib.analysis.problems import problems_html
+from benchlib.analysis.interference_findings import events as _events
+from benchlib.analysis.interference_findings import interference_findings, noise_line
 from benchlib.analysis.staleness import configuration_columns
 from benchlib.charts.catalogue import CATALOGUE, figures
 
@@ -173,74 +177,10 @@ def _verdict_only(r: pd.Series, within: float | None) -> str:
             "(repeat the campaign in rounds)")
 
 
-def _events(campaign: Path, kind: str) -> list[dict]:
-    """The campaign's events of one kind (events.jsonl), oldest first."""
-    import json
-
-    events = campaign / "events.jsonl"
-    if not events.exists():
-        return []
-    return [e for e in map(json.loads, events.read_text().splitlines()) if e.get("event") == kind]
-
-
 def _stopped_on(campaign: Path) -> str:
     """What the campaign's adaptive mode stopped on (its last stop event), or ''."""
     stops = _events(campaign, "adaptive_stop")
     return stops[-1]["reason"] if stops else ""
-
-
-def interference_findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
-    """What took the host from the lab, in sentences: over the runs (steal, other processes), the disturbed runs that
-    were redone with their evidence, the runs that lost the most and how far they sat from their configuration, and
-    what the ratios' adjustment did."""
-    from benchlib.analysis import interference
-
-    ok = a.runs[a.runs.status == "ok"]
-    measured = ok[ok.search.isna()] if "search" in ok else ok
-    s = interference.summary(measured)
-    out = []
-    if s:
-        foreign = (f"; processes outside the lab and benchlib a median {s['foreign_median']:.1%} (at most "
-                   f"{s['foreign_max']:.1%})" if s.get("foreign_median") is not None else
-                   "; the CPU of other processes was not sampled (recorded before benchlib did)")
-        out.append(f"Interference over {s['runs']} runs: the hypervisor took a median {s['steal_median']:.1%} of the "
-                   f"CPU (steal; at most {s['steal_max']:.1%}){foreign}.")
-    d = interference.disturbed_runs(campaign)
-    if not d.empty:
-        redone = d[d.redone]
-        left = d[~d.redone]
-        if len(redone):
-            items = "; ".join(f"{r.run_id} (attempt {int(r.attempt)}): {interference.evidence(r._asdict())}"
-                              for r in redone.itertuples())
-            many = len(redone) > 1
-            out.append(f"{len(redone)} run{'s were' if many else ' was'} disturbed (over the "
-                       f"{a.record.redo_above:.0%} of the CPU a run may lose to others), left out and redone in "
-                       f"{'their' if many else 'its'} round: {items}.")
-        if len(left):
-            items = "; ".join(f"{r.run_id}: {interference.evidence(r._asdict())}" for r in left.itertuples())
-            out.append(f"{len(left)} run{'s were' if len(left) > 1 else ' was'} disturbed in every attempt and "
-                       f"{'are' if len(left) > 1 else 'is'} left out (a round one run short; rerunning the campaign "
-                       f"tries again): {items}.")
-    worst = interference.in_words(measured)
-    if worst:
-        out.append("The runs that lost the most CPU: " + "; ".join(worst) + ".")
-    c = a.comparisons
-    if not c.empty and "adjusted_for" in c:
-        adj = c[c.adjusted_for.astype(str) != ""]
-        if len(adj):
-            moved = (adj.ratio / adj.unadjusted - 1).abs()
-            tps = adj[adj.metric == "tps"]
-            slope = (f" (the two-way model's covariate: a run that lost 10% of the CPU ran about "
-                     f"{-np.expm1(float(tps.covariate_slope.median()) * 0.1):.0%} slower)" if len(tps) else "")
-            out.append(f"{len(adj)} of {len(c)} ratios are adjusted for the CPU lost to others{slope}; the adjustment "
-                       f"moved them by {moved.median():.1%} (median), at most {moved.max():.1%}.")
-        elif s and s.get("lost_max", 0) >= 0.01:
-            notes = c.notes.astype(str)
-            refused = notes[notes.str.contains("not adjusted for")]
-            out.append("The ratios are not adjusted for the CPU lost to others: " + (
-                refused.iloc[0].split("not adjusted for ", 1)[1].split(";")[0] if len(refused) else
-                "it did not make them more precise") + ".")
-    return out
 
 
 def _host_noise(campaign: Path) -> str:
@@ -253,19 +193,6 @@ def _host_noise(campaign: Path) -> str:
     items = "".join(f"<li>{'<b>' if bad else ''}{html.escape(what)}{'</b>' if bad else ''}: {html.escape(todo)}</li>"
                     for what, todo, bad in noise_words(noise[-1]))
     return f"<p>This host at the campaign's start ({html.escape(str(noise[-1].get('measured_utc', '')))}):</p><ul>{items}</ul>"
-
-
-def noise_line(campaign: Path) -> str:
-    """This host's noise at the campaign's last start in one sentence (the report's header; details: Interference)."""
-    from benchlib.analysis.interference import noise_words
-
-    noise = _events(campaign, "host_noise")
-    if not noise:
-        return ""
-    words = noise_words(noise[-1])
-    bad = [what for what, _, b in words if b]
-    return (f"Host noise at the start: {'; '.join(what.split(' (')[0] for what, _, _ in words)}: "
-            + (f"noisy ({len(bad)} of {len(words)}: see Interference)." if bad else "quiet."))
 
 
 def _interference(report: Report, campaign: Path) -> str:

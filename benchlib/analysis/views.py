@@ -3,6 +3,8 @@ no notebook computes anything itself.
 
 Each function returns a tidy frame (or the pieces a chart builder takes); the column names match
 the chart builders' defaults.
+
+Size: about 590 lines of per-axis views; they move to their axes with issue 36 (axes as units).
 """
 
 from __future__ import annotations

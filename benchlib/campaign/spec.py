@@ -68,6 +68,8 @@ A setting applies to the clusters whose topology has it; every configuration is
 in a seeded random order, each repetition round shuffled anew, and never the same
 configuration twice in a row. Run ids are stable (index, configuration hash,
 repetition), so a rerun of the campaign can skip the runs it already has.
+
+Size: about 560 lines (schema, planner, fault validation); the planner goes to ``campaign/plan.py`` and the fault plans to the fault axis with issue 36 (axes as units).
 """
 
 from __future__ import annotations

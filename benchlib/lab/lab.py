@@ -4,6 +4,8 @@
 step tears down everything the attempt created and raises one ``BenchlibError``.
 ``LocalLab.open(name)`` attaches to a running lab for status, settings, heal and down.
 Machine-wide housekeeping (labs left by crashed runs) is ``benchlib.lab.cleanup``.
+
+Size: about 530 lines; ``LocalLab`` splits into a core and capabilities (faults, proxy) with the lab-capabilities step of design review 4, after issue 36.
 """
 
 from __future__ import annotations
