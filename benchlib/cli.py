@@ -220,7 +220,8 @@ def run(spec: Path = typer.Argument(..., help="campaign spec (TOML), e.g. exampl
 def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab: bool = False,
                   notebook: bool = True) -> int:
     from benchlib.campaign.runner import CampaignParameters, CampaignResult, campaign_dir, run_campaign
-    from benchlib.campaign.spec import load_campaign_spec, plan
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import load_campaign_spec
 
     params = CampaignParameters.check(spec=str(spec.resolve()), runs_dir=str(runs_dir.resolve()), failed=failed,
                                       keep_lab=keep_lab, progress="text")

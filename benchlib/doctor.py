@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlib import catalogue
 from benchlib.lab.mycnf import GALERA_PROVIDER
 
 
@@ -38,6 +39,10 @@ def _dpkg_version(package: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
 
 
+#: the programs whose --version line doctor shows
+_SAYS_VERSION = frozenset({"mariadbd", "sysbench", "rsync", "mariadb"})
+
+
 def checks() -> list[Check]:
     from benchlib.lab.wan import capability_report
 
@@ -46,7 +51,7 @@ def checks() -> list[Check]:
                      ("mariadb", "mariadb-client"), ("sysbench", "sysbench"), ("rsync", "rsync"),
                      ("socat", "socat"), ("ip", "iproute2")]:
         path = shutil.which(exe)
-        version = _version([exe, "--version"]) if path and exe in {"mariadbd", "sysbench", "rsync", "mariadb"} else None
+        version = _version([exe, "--version"]) if path and exe in _SAYS_VERSION else None
         out.append(Check(exe, path is not None, f"{version or ''} {path or 'not found'}".strip(), pkg))
     out += server_checks()
     galera = Path(GALERA_PROVIDER).exists()
@@ -70,14 +75,14 @@ def server_checks() -> list[Check]:
     out = []
     for s in found:
         plugins = ""
-        if s.flavor == "mysql":
+        if catalogue.SERVERS[s.flavor].plugins:
             have = s.plugins()
             plugins = " · plugins: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in have.items())
         out.append(Check(f"server:{s.flavor}", True, f"{s.label} ({s.source}) {s.mysqld}{plugins}", None))
-    if not any(s.flavor == "mysql" for s in found):
-        out.append(Check("server:mysql", False, "no MySQL server: MySQL and Group Replication clusters cannot run; "
-                         "get one: python -m benchlib.servers.debian (./scripts/bootstrap does), or give a spec "
-                         "the basedir of an unpacked server", None, required=False))
+    for flavor in catalogue.SERVERS.values():
+        if flavor.without and not any(s.flavor == flavor.name for s in found):
+            out.append(Check(f"server:{flavor.name}", False, f"no {flavor.title} server: {flavor.without}", None,
+                             required=False))
     return out
 
 

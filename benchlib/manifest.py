@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlib import catalogue
 from benchlib.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "CampaignRecord", "ClusterFacts", "LabFacts", "Manifest", "UPGRADERS", "upgrade"]
@@ -202,7 +203,7 @@ def _v1_to_v2(m: dict[str, Any]) -> dict[str, Any]:
         durability = cspec.get("durability") or (spec.get("defaults") or {}).get("durability") or "durable"
         facts = {"system": _LOCAL_SYSTEM.get(topology), "topology": topology, "placement": "local",
                  "nodes": node_facts, "durability": durability,
-                 "binlog": bool(cspec.get("binlog", topology != "galera"))}
+                 "binlog": bool(cspec.get("binlog", catalogue.topology(topology).binlog if topology in catalogue.TOPOLOGIES else True))}
     facts["version"] = ((m.get("server_variables") or {}).get(nodes[0]) or {}).get("version") if nodes else None
     lab.setdefault("system", facts["system"])
     lab["facts"] = facts

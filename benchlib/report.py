@@ -24,6 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from benchlib import catalogue
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
 from benchlib.analysis.problems import problems_html
@@ -124,12 +125,10 @@ def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, 
         for name in applicable(campaign):
             report.notebooks.append(execute(name, output_path(folder / "notebooks", name),
                                             {"campaign": str(campaign), "baseline": baseline}, stream=False))
-    report.headline = headline(a)
-    report.audit = _audited(a)
-    report.consistency = a.consistency_findings
-    report.failover = a.failover_findings
-    report.interference = interference_findings(a, campaign)
-    report.settled = settlement(a, campaign)
+    said = findings(a, campaign)
+    report.headline, report.consistency = said["headline"], said["consistency"]
+    report.failover, report.interference = said["failover"], said["interference"]
+    report.audit, report.settled = "".join(said["audit"]), "".join(said["settled"])
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
@@ -201,6 +200,15 @@ def _interference(report: Report, campaign: Path) -> str:
     items = "".join(f"<li>{html.escape(x)}</li>" for x in report.interference)
     return f'<h2 id="interference">Interference</h2><ul>{items}</ul>{_host_noise(campaign)}'
 
+
+
+def findings(a: CampaignAnalysis, campaign: Path) -> dict[str, list[str]]:
+    """Every sentence the report says of the campaign, by section (what ``publish`` writes, without the charts): the
+    throughput ratios, the audit, stale reads, failover, interference and the settlement."""
+    return {"headline": headline(a), "audit": [x for x in [_audited(a)] if x],
+            "consistency": list(a.consistency_findings), "failover": list(a.failover_findings),
+            "interference": list(interference_findings(a, campaign)),
+            "settled": [x for x in [settlement(a, campaign)] if x]}
 
 
 def headline(a: CampaignAnalysis) -> list[str]:
@@ -355,10 +363,8 @@ def _failover(a: CampaignAnalysis, report: Report) -> str:
     promised = runs.drop_duplicates("system")
     promises = ""
     if "failover_how" in runs:
-        from benchlib.analysis.failover import PROMISES
-
-        promises = "".join(f"<li><b>{html.escape(str(r.system))}</b>: {html.escape(PROMISES.get(str(r.system), ''))}"
-                           "</li>" for r in promised.itertuples() if PROMISES.get(str(r.system)))
+        promises = "".join(f"<li><b>{html.escape(str(r.system))}</b>: {html.escape(catalogue.promise(r.system))}"
+                           "</li>" for r in promised.itertuples() if catalogue.promise(r.system))
     how = ("A ledger writer beside sysbench commits one row with its own id per tick on the node that takes the writes, "
            "follows the failover at once, and records each write as acknowledged, failed or unknown. Unavailability: "
            "the longest wait between two acknowledged writes from the last one before the fault on. Lost: "

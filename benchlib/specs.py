@@ -12,11 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from benchlib import catalogue
 from benchlib.errors import SpecError
 
 __all__ = ["Strict", "format_validation", "read_toml"]
 
-_TOPOLOGY_TAGS = ("single", "async", "semisync", "galera", "group_replication")
+_TOPOLOGY_TAGS = tuple(catalogue.local_topologies())  # the tags of a local cluster's topology union
 
 
 class Strict(BaseModel):

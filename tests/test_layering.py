@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "benchlib"
 
 #: lowest first; a name is a package or module under benchlib (the most specific name decides)
 LAYERS = [
-    ["errors", "schema", "specs"],  # foundations
+    ["errors", "schema", "specs", "catalogue"],  # foundations; the system catalogue (pure data)
     ["sysbench", "store", "manifest", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
     # store and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
     ["analysis", "sampling", "lab.base"],  # statistics over stored runs; probes and the sampler; the Lab protocol

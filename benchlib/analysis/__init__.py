@@ -4,4 +4,5 @@ agreement of repetitions, ratios against a baseline, lag growth, campaign valida
 Analysis code: imports nothing from the lab, the sampler or the runner; it runs on any campaign folder.
 """
 
-__all__ = ["campaign", "changepoint", "compare", "lag", "series", "stability", "sustained", "views"]
+__all__ = ["campaign", "changepoint", "compare", "comparisons", "lag", "runs", "series", "stability", "sustained",
+           "validate", "views"]

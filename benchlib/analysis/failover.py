@@ -33,23 +33,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["PROMISES", "in_words", "unavailability", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
+__all__ = ["in_words", "unavailability", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
 
-#: what each system promises when the node that takes the writes fails (the report quotes them)
-PROMISES = {
-    "group_replication": "the group elects a new primary once it has expelled the failed one (5 s of suspicion, then "
-                         "group_replication_member_expel_timeout); an acknowledged transaction was certified by a "
-                         "majority, so none is lost.",
-    "galera": "every node of the primary component takes writes; a commit returns once the cluster has ordered it, so "
-              "the survivors hold every acknowledged write; they go on once the view has dropped the failed node.",
-    "mariadb": "nothing fails over by itself (here the lab promotes the most advanced replica, as orchestrator "
-               "would); async acknowledges before any replica has the write, so it can lose what the replicas had "
-               "not received; semi-sync acknowledges once a replica received it (AFTER_SYNC before the commit is "
-               "visible, AFTER_COMMIT after), so a promotion that first applies the relay logs loses none, unless "
-               "the primary had fallen back to async.",
-    "mysql": "as MariaDB: nothing fails over by itself (here the lab promotes); async can lose what the replicas had "
-             "not received.",
-}
 RECOVERED = 0.95  # the share of the pre-fault throughput that counts as recovered
 RECOVERED_SECONDS = 3  # ... for this many seconds in a row
 

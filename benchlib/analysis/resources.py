@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from benchlib import catalogue
 from scipy import stats
 
 __all__ = ["COSTS", "cost_per_trx", "cost_by_config", "cpu_bound", "host_over_time", "role_of", "window_rates"]
@@ -28,7 +30,6 @@ HOST_COSTS = {"cpu_ms": (r"cpu\.all\.(user|nice|system|irq|softirq)_s", 1000.0),
               "disk_writes": (r"disk\.[^.]+\.writes", 1.0), "disk_write_kb": (r"disk\.[^.]+\.write_bytes", 1 / 1024),
               "disk_read_kb": (r"disk\.[^.]+\.read_bytes", 1 / 1024), "net_tx_kb": (r"net\.[^.]+\.tx_bytes", 1 / 1024)}
 COSTS = sorted({*PROCESS_COSTS, *HOST_COSTS})
-MULTI_WRITER = {"galera", "pxc", "group_replication"}
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 BUSY = 0.90  # a host or node busier than this share of its CPUs is CPU-bound
 IOWAIT = 0.20
@@ -39,7 +40,7 @@ def role_of(topology: str, index: int) -> str:
     multi-writer cluster."""
     if index == 0:
         return "writer"
-    return "member" if topology in MULTI_WRITER else "replica"
+    return "member" if catalogue.is_multi_writer(topology) else "replica"
 
 
 def window_rates(cl: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +120,7 @@ def cost_per_trx(a) -> pd.DataFrame:
     out = out[host | (index >= 0)]
     index, host = index[host | (index >= 0)], host[host | (index >= 0)]
     topo = out.run_id.map(runs.topology.astype(str)).to_numpy()
-    multi = np.isin(topo, list(MULTI_WRITER))
+    multi = np.isin(topo, [t.name for t in catalogue.TOPOLOGIES.values() if t.multi_writer])
     out["role"] = np.where(host, "host", np.where(index == 0, "writer", np.where(multi, "member", "replica")))
     out["config"] = out.run_id.map(runs.config).to_numpy()
     out["cluster"] = out.run_id.map(runs.cluster).to_numpy()

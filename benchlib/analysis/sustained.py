@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from benchlib import catalogue
 from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.stability import mser5
 
@@ -218,7 +219,7 @@ def judge_runs(frames: Mapping[str, pd.DataFrame], run_ids: Sequence[str] | None
             q = g.queue_length.astype("float64").to_numpy() if "queue_length" in g else None
             v = rate_verdict(rate, g.tps.to_numpy(float), t_s=g.t_s.to_numpy(float), queue=q, lag_t=lt, lag_ms=lm,
                              fc_paused_frac=float(paused.get(r.run_id, 0.0)),
-                             has_replicas=getattr(r, "topology", None) != "single")
+                             has_replicas=_has_replicas(getattr(r, "topology", None)))
         rows.append({"run_id": r.run_id, **v.as_dict()})
     return pd.DataFrame(rows)
 
@@ -274,3 +275,9 @@ def searches(a: "CampaignAnalysis", *, precision: float = 0.02) -> pd.DataFrame:
                          r for rs in at_high.reasons for r in rs.split("; ") if r))),
                      "rates_tried": len(history), "runs": len(g), "status": status})
     return pd.DataFrame(rows)
+
+
+def _has_replicas(topology: object) -> bool:
+    """A run's cluster has nodes besides the write node (an unknown topology: assumed to have)."""
+    facts = catalogue.TOPOLOGIES.get(topology) if isinstance(topology, str) else None
+    return facts.replicas if facts else True

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchlib import catalogue
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, config_columns
 from benchlib.analysis.campaign import config_label as label
 from benchlib.analysis.problems import Problems
@@ -50,6 +51,29 @@ def sustained_or_empty(a: CampaignAnalysis) -> pd.DataFrame:
         return sustained(a)
     except AnalysisError:
         return pd.DataFrame(columns=["label", "workload", "peak_tps", "sustained_tps", "first_failing_tps", "status"])
+
+
+def of_system(frame: pd.DataFrame, system: str) -> pd.DataFrame:
+    """The rows of ``frame`` whose runs are of ``system`` (a ``benchlib.catalogue`` name); none when the frame does
+    not say which system its runs are of. How studies and notebooks select systems."""
+    return frame[frame["system"] == system] if "system" in frame else frame[:0]
+
+
+def of_topology(frame: pd.DataFrame, topology: str, *, or_all: bool = False) -> pd.DataFrame:
+    """The rows of ``frame`` whose runs are of ``topology``; when none are (or the frame has no topology column):
+    none, or with ``or_all`` every row."""
+    if "topology" not in frame:
+        return frame if or_all else frame[:0]
+    hit = frame["topology"] == topology
+    return frame if or_all and not hit.any() else frame[hit]
+
+
+def clusters_of(a: CampaignAnalysis, topology: str, *, wan: bool | None = None) -> list[str]:
+    """The campaign's clusters of ``topology`` in the order its runs name them; with ``wan`` only those whose nodes
+    are (True) or are not (False) across a WAN link."""
+    rtt = cluster_rtts(a)
+    pairs = a.runs[["cluster", "topology"]].drop_duplicates().itertuples(index=False)
+    return [c for c, t in pairs if t == topology and (wan is None or bool(rtt.get(c)) == wan)]
 
 
 def cluster_sizes(a: CampaignAnalysis) -> dict[str, int]:
@@ -216,10 +240,6 @@ def worst_lag_run(a: CampaignAnalysis) -> str:
     return str(runs.loc[runs.lag_p95_ms.idxmax(), "run_id"])
 
 
-SERVER_NAMES = {"mariadb": "MariaDB", "galera": "MariaDB", "mysql": "MySQL", "group_replication": "MySQL",
-                "pxc": "Percona XtraDB Cluster", "aurora": "Aurora MySQL"}
-
-
 def servers(a: CampaignAnalysis) -> str:
     """Which server each cluster ran, in one line for a chart's subtitle: "async, galera3: MariaDB 10.11.19 ·
     myasync, gr3: MySQL 9.7.4" (empty when the runs do not say)."""
@@ -231,7 +251,7 @@ def servers(a: CampaignAnalysis) -> str:
         if not isinstance(system, str):
             continue
         number = str(version).split("-")[0] if isinstance(version, str) else ""
-        name = f"{SERVER_NAMES.get(system, system)} {number}".strip()
+        name = f"{catalogue.server_name(system)} {number}".strip()
         if cluster not in seen.setdefault(name, []):
             seen[name].append(str(cluster))
     return " · ".join(f"{', '.join(cs)}: {name}" for name, cs in seen.items())
@@ -461,7 +481,7 @@ def consistency_costs(a: CampaignAnalysis) -> tuple[pd.DataFrame, str]:
     itself at 1). The metric is throughput, except for open-loop loads that every configuration held (a fixed rate
     held by every setting: what a setting costs shows in latency); an open-loop load that queued measures the most
     the writer could do, its throughput."""
-    from benchlib.analysis.campaign import SHORT_OF_RATE
+    from benchlib.analysis.validate import SHORT_OF_RATE
     from benchlib.analysis.staleness import configuration_columns
 
     s = stale_reads(a, pooled=False)

@@ -3,7 +3,7 @@ cap.
 
 After the planned rounds, the campaign's analysis says which headline comparisons against the baseline (the
 throughput ratios) are not settled yet: their verdict is INCONCLUSIVE or, with ``settle_within``, their 95% interval
-is wider than that (``benchlib.analysis.campaign.settled``); in a campaign without a baseline, which configurations
+is wider than that (``benchlib.analysis.comparisons.settled``); in a campaign without a baseline, which configurations
 have a 95% interval wider than ``target_halfwidth``. While any is, the campaign runs one more round: every
 configuration again, baseline included, shuffled, so the rounds stay complete blocks for the two-way model. It stops
 on the first of three rules, and says which: every headline comparison settled; another round would not fit in
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from benchlib.campaign.folder import CampaignFolder
 from benchlib.campaign.ids import RunId
-from benchlib.campaign.spec import CampaignSpec, PlannedRun
+from benchlib.campaign.plan import PlannedRun
+from benchlib.campaign.spec import CampaignSpec
 
 __all__ = ["Step", "next_round"]
 

@@ -49,7 +49,6 @@ from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib import systems
-from benchlib.systems import failover as failovers
 from benchlib.systems import sql
 
 if TYPE_CHECKING:
@@ -117,7 +116,7 @@ def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: R
     nodes = [n.name for n in infos]
     write_node = nodes[0]
     facts = lab.facts(cluster)
-    how = failovers.of(facts.system)
+    how = systems.failover_of(facts.system)
     fault = fault_of(plan, cluster, nodes)
     lab_record = LabFacts(name=lab.name, kind=lab.kind, cluster=cluster, topology=facts.topology, system=facts.system,
                           nodes=nodes, settings=lab.settings(cluster), facts=facts).model_dump(mode="json")

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchlib.campaign.spec import PlannedRun
+    from benchlib.campaign.plan import PlannedRun
     from benchlib.sysbench.output import Interval
 
 __all__ = ["Progress"]

@@ -30,7 +30,8 @@ from benchlib.campaign.progress import Progress
 from benchlib.campaign.fault_run import execute_fault_run
 from benchlib.campaign.run import execute_run
 from benchlib.campaign.search import SearchDriver
-from benchlib.campaign.spec import CampaignSpec, PlannedRun, load_campaign_spec, plan, plan_searches
+from benchlib.campaign.plan import PlannedRun, plan, plan_searches
+from benchlib.campaign.spec import CampaignSpec, load_campaign_spec
 from benchlib.environment import git_revision
 from benchlib.errors import BenchlibError, DiskFullError, LabSpecMismatch, SpecError, disk_full
 from benchlib.labs import AnyLabSpec, open_lab

@@ -16,7 +16,8 @@ import pandas as pd
 from benchlib.campaign.folder import CampaignError, CampaignFolder
 from benchlib.campaign.ids import RunId
 from benchlib.campaign.progress import Progress
-from benchlib.campaign.spec import CampaignSpec, PlannedRun, PlannedSearch
+from benchlib.campaign.plan import PlannedRun, PlannedSearch
+from benchlib.campaign.spec import CampaignSpec
 
 __all__ = ["SearchDriver"]
 

@@ -496,7 +496,8 @@ class LocalLab:
 
     def _reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
         for key, value in self.settings(topo.cluster).items():
-            topo.apply_setting(key, value, nodes if key != "semisync" else topo.nodes)
+            whole = topo.ctx.rules.settings[key].apply is not None  # a whole-cluster applier (semi-sync on or off)
+            topo.apply_setting(key, value, topo.nodes if whole else nodes)
 
     # -- runtime settings ------------------------------------------------------------------------
     def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:

@@ -90,7 +90,7 @@ def _check_node(lab: "RemoteLab", result: RemoteCheck, cluster: str, node, conn,
                                      f"{'.'.join(map(str, kind.version))} ({variables.get('version')})")
         return
     result.add(node.name, True, f"{node.name}: {variables.get('version')} ({spec.system}, {node.role})")
-    writer = node.role in ("primary", "writer")
+    writer = node.role == spec.facts.writer_role
     if writer:
         for stmt in ("CREATE DATABASE IF NOT EXISTS benchlib", "CREATE DATABASE IF NOT EXISTS sbtest",
                      "CREATE TABLE IF NOT EXISTS benchlib.check_write (id INT PRIMARY KEY) ENGINE=InnoDB",

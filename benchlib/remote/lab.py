@@ -79,7 +79,7 @@ class RemoteLab:
     def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
         """The nodes of ``cluster``, the one that takes the writes first."""
         system = self.system(cluster)
-        nodes = sorted(self.spec.clusters[cluster].nodes, key=lambda n: n.role not in ("primary", "writer"))
+        nodes = sorted(self.spec.clusters[cluster].nodes, key=lambda n: n.role != self.spec.clusters[cluster].facts.writer_role)
         return [NodeInfo(n.name, cluster, n.role, system, n.host, n.port) for n in nodes]
 
     def system(self, cluster: str) -> str:

@@ -35,18 +35,12 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from benchlib import systems
+from benchlib import catalogue, systems
 from benchlib.errors import SpecError
 from benchlib.systems.settings import SettingRules
 from benchlib.specs import Strict, format_validation, read_toml
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
-SYSTEMS = ("mariadb", "mysql", "group_replication", "pxc", "galera", "aurora")
-ROLES = {
-    "mariadb": {"primary", "replica"}, "mysql": {"primary", "replica"},
-    "group_replication": {"primary", "secondary"}, "pxc": {"writer", "node"}, "galera": {"writer", "node"},
-    "aurora": {"writer", "reader"},
-}
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 
@@ -92,15 +86,9 @@ class RemoteNode(_Strict):
     ssh: SSHAccess | None = None  # optional: the server host's CPU, disks and network are sampled over SSH
 
 
-#: the label analysis groups clusters by (async is the baseline ratios are taken against)
-DEFAULT_TOPOLOGY = {"mariadb": "async", "mysql": "async", "galera": "galera", "pxc": "galera",
-                    "group_replication": "group_replication", "aurora": "aurora"}
-TOPOLOGY_LABELS = {"async", "semisync", "galera", "group_replication", "aurora"}
-
-
 class RemoteCluster(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    system: Literal["mariadb", "mysql", "group_replication", "pxc", "galera", "aurora"]
+    system: str  # a system of benchlib.catalogue
     mode: Literal["single-primary", "multi-primary"] | None = None
     nodes: list[RemoteNode] = Field(min_length=1)
     credentials: Credentials | None = None  # overrides the lab's
@@ -108,38 +96,52 @@ class RemoteCluster(_Strict):
 
     @property
     def topology(self) -> str:
-        return self.label or DEFAULT_TOPOLOGY[self.system]
+        return self.label or catalogue.of(self.system).topology
 
     @property
     def writer(self) -> "RemoteNode":
-        return next(n for n in self.nodes if n.role in ("primary", "writer"))
+        return next(n for n in self.nodes if n.role == self.facts.writer_role)
+
+    @property
+    def facts(self) -> catalogue.SystemFacts:
+        return catalogue.of(self.system)
 
     @property
     def node_count(self) -> int:
         return len(self.nodes)
 
+    @field_validator("system")
+    @classmethod
+    def _system(cls, v):
+        if v not in catalogue.SYSTEMS:
+            raise ValueError(f"system {v!r}: one of {', '.join(catalogue.SYSTEMS)}")
+        return v
+
     @field_validator("label")
     @classmethod
     def _label(cls, v):
-        if v is not None and v not in TOPOLOGY_LABELS:
-            raise ValueError(f"topology {v!r}: one of {', '.join(sorted(TOPOLOGY_LABELS))}")
+        labels = [t.name for t in catalogue.TOPOLOGIES.values() if t.replicas]
+        if v is not None and v not in labels:
+            raise ValueError(f"topology {v!r}: one of {', '.join(sorted(labels))}")
         return v
 
     @model_validator(mode="after")
     def _roles(self):
-        allowed = ROLES[self.system]
+        facts = self.facts
         for n in self.nodes:
-            if n.role not in allowed:
+            if n.role not in facts.roles:
                 raise ValueError(f"node {n.name}: role {n.role!r} is not one of {self.system}'s: "
-                                 f"{', '.join(sorted(allowed))}")
-        writers = [n.name for n in self.nodes if n.role in ("primary", "writer")]
-        if self.system == "group_replication":
+                                 f"{', '.join(sorted(facts.roles))}")
+        writers = [n.name for n in self.nodes if n.role == facts.writer_role]
+        if facts.modes:
             if self.mode is None:
-                raise ValueError("group_replication needs mode = \"single-primary\" or \"multi-primary\"")
-            if self.mode == "single-primary" and len(writers) != 1:
-                raise ValueError(f"single-primary Group Replication needs exactly one primary (got {writers})")
+                raise ValueError(f"{self.system} needs mode = " + " or ".join(f'"{m}"' for m in facts.modes))
+            if self.mode == facts.modes[0] and len(writers) != 1:
+                raise ValueError(f"{facts.modes[0]} {facts.title} needs exactly one {facts.writer_role} "
+                                 f"(got {writers})")
         elif self.mode is not None:
-            raise ValueError(f"mode applies to group_replication only, not {self.system}")
+            having = [f.name for f in catalogue.SYSTEMS.values() if f.modes]
+            raise ValueError(f"mode applies to {', '.join(having)} only, not {self.system}")
         elif not writers:
             raise ValueError("no node with role primary or writer: where does the load go?")
         return self

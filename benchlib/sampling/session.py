@@ -22,7 +22,7 @@ from benchlib.sampling.probe import Connect
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
 from benchlib.sampling.stale_reads import ProbeOptions, StaleReadProbe
-from benchlib import systems
+from benchlib import catalogue, systems
 from benchlib.systems import consistency
 from benchlib.sampling.status import (GaleraProbe, LivenessProbe, MariaDBReplicationProbe, ServerCountersProbe,
                                       StatusLog)
@@ -35,7 +35,7 @@ __all__ = ["STATUS_PROBES", "LabSampling", "build_sampling"]
 #: (connect, nodes writer first, log, clock, clocks or None) -> the cluster's status probe (None: none)
 StatusFactory = Callable[[Connect, list[str], StatusLog, Callable[[], float], "ClockProbe | None"], "Probe | None"]
 
-#: system -> status probe of one of its clusters
+#: a system's status probe (``benchlib.catalogue.SystemFacts.status_probe``) -> the probe of one of its clusters
 STATUS_PROBES: dict[str, StatusFactory] = {
     "mariadb": lambda c, nodes, log, clock, clocks: (MariaDBReplicationProbe(c, nodes[0], nodes[1:], log, clock)
                                                      if len(nodes) > 1 else None),
@@ -179,7 +179,8 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
                 setting = consistency.for_system(lab.system(cluster), stale_reads.consistency)
                 stale[cluster] = StaleReadProbe(lab.connect, nodes[0], nodes[1:], setting, stale_reads, clock)
                 probes += stale[cluster].probes
-        factory = STATUS_PROBES.get(lab.system(cluster))
+        facts = catalogue.get(lab.system(cluster))
+        factory = STATUS_PROBES.get(facts.status_probe) if facts else None
         status = factory(lab.connect, nodes, log, clock, clocks) if factory else None
         if status is not None:
             probes.append(status)

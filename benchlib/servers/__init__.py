@@ -23,12 +23,13 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from benchlib import catalogue
 from benchlib.errors import MissingDependencyError
 
 __all__ = ["FLAVORS", "PLUGINS", "Server", "find", "found", "prefix_root", "probe"]
 
 #: the server flavours benchlib tells apart by their ``--version``, and how people call them
-FLAVORS = {"mariadb": "MariaDB", "mysql": "MySQL"}
+FLAVORS = {name: facts.title for name, facts in catalogue.SERVERS.items()}
 #: where to get a server of a flavour that is not found
 GET = {"mariadb": "run ./scripts/demo as root, or: apt-get install -y mariadb-server galera-4",
        "mysql": "run ./scripts/bootstrap (it fetches Debian's MySQL 9 into .servers/), or: python -m "
@@ -141,7 +142,7 @@ def found(basedir: str | Path | None = None) -> list[Server]:
         path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
         if path:
             s = probe(path, None, "system")
-            if s and not (name == "mysqld" and s.flavor == "mariadb"):  # Debian's mysqld is MariaDB's alias
+            if s and name == catalogue.SERVERS[s.flavor].binaries[0]:  # Debian's mysqld is MariaDB's alias
                 out.append(s)
     root = prefix_root()
     if root.is_dir():

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from benchlib import catalogue
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 from benchlib.studies.base import Study, commit_latency
@@ -60,7 +61,7 @@ def _wanted_rtt(row) -> float:
 @measurer("tps_ratio")
 def _tps_ratio(c: Context, row) -> Measured:
     clusters = [k for k, t in c.topo.items() if t == row.topology]
-    if row.relative_to != "async" or not clusters:
+    if row.relative_to != catalogue.BASELINE or not clusters:
         return np.nan, ""
     nodes = row.nodes if pd.notna(row.nodes) else None
     best = min(clusters, key=lambda k: abs(c.sizes.get(k, 0) - (nodes or c.sizes.get(k, 0))))
@@ -70,14 +71,14 @@ def _tps_ratio(c: Context, row) -> Measured:
 
 @measurer("sustained_tps_ratio")
 def _sustained_ratio(c: Context, row) -> Measured:
-    if row.relative_to != "async":
+    if row.relative_to != catalogue.BASELINE:
         return np.nan, ""
     sv = views.sustained_or_empty(c.a)
     if sv.empty:
         return np.nan, ""
     where = {"workload": row.workload, **({"durability": row.durability} if pd.notna(row.durability)
                                            and "durability" in sv else {})}
-    base, mine = pick(sv, topology="async", **where), pick(sv, topology=row.topology, **where)
+    base, mine = pick(sv, topology=catalogue.BASELINE, **where), pick(sv, topology=row.topology, **where)
     if not len(base) or not len(mine):
         return np.nan, ""
     return (float(mine.sustained_tps.max() / base.sustained_tps.max()),
@@ -97,7 +98,7 @@ def _tps(c: Context, row) -> Measured:
         return np.nan, ""
     want = _wanted_rtt(row)
     k = next((k for k, t in c.topo.items() if t == row.topology
-              and (c.rtt.get(k, 0.0) > 0) == (want > 0 and row.topology != "async")), None)
+              and (c.rtt.get(k, 0.0) > 0) == (want > 0 and row.topology != catalogue.BASELINE)), None)
     if not k:
         return np.nan, ""
     value = mean_of(pick(views.measured(c.a), cluster=k, threads=32, workload="oltp_read_write"), "tps_mean")
@@ -106,7 +107,7 @@ def _tps(c: Context, row) -> Measured:
 
 @measurer("replica_cpu_pct")
 def _replica_cpu(c: Context, row) -> Measured:
-    if row.topology != "async":
+    if row.topology != catalogue.BASELINE:
         return np.nan, ""
     try:
         return (mean_of(pick(views.parallel_apply(c.a), parallel_threads=4), "replica_cpu_pct"),
@@ -116,7 +117,7 @@ def _replica_cpu(c: Context, row) -> Measured:
 
 
 def _lag(c: Context, row) -> Measured:
-    if row.topology != "async":
+    if row.topology != catalogue.BASELINE:
         return np.nan, ""
     m = pick(views.measured(c.a), parallel_threads=4)
     if not len(m):

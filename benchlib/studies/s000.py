@@ -17,8 +17,7 @@ from benchlib.studies.judge import NO, NOT_SHOWN, YES, claim, compare, pick, rat
 def _claims_000(a: CampaignAnalysis) -> list[dict[str, Any]]:
     out = []
     sizes = views.cluster_sizes(a)
-    galera = sorted((c for c, t in a.runs[["cluster", "topology"]].drop_duplicates().itertuples(index=False)
-                     if t == "galera"), key=lambda c: sizes.get(c, 0))
+    galera = sorted(views.clusters_of(a, "galera"), key=lambda c: sizes.get(c, 0))
     small = galera[0] if galera else None
     for wl, pub in (("oltp_read_write", "0.30 durable, 0.38 relaxed (9 members); 0.46 relaxed (3)"),
                     ("oltp_update_index", "0.10 durable, 0.125 relaxed (9 members); 0.35 relaxed (3)")):
@@ -77,10 +76,11 @@ def _group_replication_claims(a: CampaignAnalysis) -> list[dict[str, Any]]:
     """Group Replication against async replication of the same server (MySQL): the rounds model's ratio."""
     text = "Group Replication delivers 84% (OLTP RW) and over 60% (update-index) of async"
     m = views.measured(a)
-    if "system" not in m or not (m.system == "group_replication").any():
+    grs = views.of_system(m, "group_replication")
+    if grs.empty:
         return [remote_claim(text, "0.84 / 0.60 (9 members, durable)", "MySQL Group Replication")]
     sizes = views.cluster_sizes(a)
-    gr = min(m[m.system == "group_replication"].cluster.unique(), key=lambda c: sizes.get(c, 0))
+    gr = min(grs.cluster.unique(), key=lambda c: sizes.get(c, 0))
     out = []
     for wl, pub in (("oltp_read_write", "0.84 (9 members, durable)"), ("oltp_update_index", "over 0.60 (9 members)")):
         for dur in ("durable", "relaxed"):

@@ -16,7 +16,7 @@ from benchlib.studies.judge import compare, paired, pick, remote_claim, stale_cl
 def _claims_002(a: CampaignAnalysis) -> list[dict[str, Any]]:
     m = views.measured(a)
     out = []
-    g = m[m.topology == "galera"] if "topology" in m else m[:0]
+    g = views.of_topology(m, "galera")
     if "fc_limit" in g and g.fc_limit.notna().any():
         tight, loose = g.fc_limit.min(), g.fc_limit.max()
         t, lo = pick(g, fc_limit=tight), pick(g, fc_limit=loose)
@@ -63,7 +63,7 @@ def gr_backlog_max(a: CampaignAnalysis) -> pd.Series:
 
 def _group_replication_claims(a: CampaignAnalysis, m: pd.DataFrame) -> list[dict[str, Any]]:
     text = "Group Replication's flow control leaves replicas 154 to 1363 entries behind"
-    g = m[m.system == "group_replication"] if "system" in m else m[:0]
+    g = views.of_system(m, "group_replication")
     if g.empty or "gr_applier_threshold" not in g or g.gr_applier_threshold.nunique() < 2:
         return [remote_claim(text, "154 / ~1000 / 1363 entries", "MySQL Group Replication")]
     g = g.assign(backlog_max=g.run_id.map(gr_backlog_max(a)))
@@ -85,7 +85,7 @@ def _fig_backlog(a):
     from benchlib import charts
 
     m = views.measured(a)
-    m = m[m.topology == "galera"] if (m.topology == "galera").any() else m
+    m = views.of_topology(m, "galera", or_all=True)
     if m.catch_up_s.notna().sum() == 0:
         raise AnalysisError("no run with a measured catch-up to show the backlog of")
     rid = str(m.sort_values("catch_up_s").run_id.iloc[-1])

@@ -13,7 +13,7 @@ from benchlib.studies.judge import compare, fewer_stale, paired, pick, remote_cl
 
 def _claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
     m = views.measured(a)
-    m = m[m.topology == "galera"] if "topology" in m else m
+    m = views.of_topology(m, "galera", or_all="topology" not in m)
     out = []
     if "fc_limit" in m and m.fc_limit.notna().any():
         low, high = m.fc_limit.min(), m.fc_limit.max()
@@ -37,7 +37,7 @@ def _claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
                         less=False, how=f"TPS ratio {off[0]} (binlog off) / {on[0]} (binlog on) per configuration"))
     out.append(remote_claim("PXC 5.7.17 performs on the level of Group Replication", "charts", "Percona XtraDB Cluster"))
     every = views.measured(a)
-    g = every[every.system == "group_replication"] if "system" in every else every[:0]
+    g = views.of_system(every, "group_replication")
     if "gr_applier_threshold" in g and g.gr_applier_threshold.nunique() >= 2:
         tight, loose = g.gr_applier_threshold.min(), g.gr_applier_threshold.max()
         out.append(compare("A tighter Group Replication flow-control threshold costs throughput",
@@ -53,7 +53,7 @@ def _stale_claims_004(a: CampaignAnalysis) -> list[dict[str, Any]]:
     consistency levels; 8.0.14 brought group_replication_consistency)."""
     gr = {"system": "group_replication"}
     runs = a.runs[a.runs.status == "ok"]
-    g = runs[runs.system == "group_replication"] if "system" in runs else runs[:0]
+    g = views.of_system(runs, "group_replication")
     loose = g.gr_applier_threshold.max() if "gr_applier_threshold" in g and len(g) else None
     tight = g.gr_applier_threshold.min() if "gr_applier_threshold" in g and len(g) else None
     eventual = stale_rate(a, **gr, consistency="EVENTUAL", **({"gr_applier_threshold": loose} if loose else {}))

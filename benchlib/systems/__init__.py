@@ -10,8 +10,10 @@ a local topology maps onto a system (async, semi-sync and single -> ``mariadb``;
 ``galera``), a remote cluster names its system. The SQL and parsers of every system's probes
 are in its module; the sampler's probes (``benchlib.sampling``) use them.
 
-Adding a system is one ``register(System(...))`` here (and its probe in
-``benchlib.sampling.session.STATUS_PROBES``), not a chain of ifs.
+What a system *is* (its title, failover promise, read-consistency settings, roles) is pure data in
+``benchlib.catalogue``, which analysis may import; this registry holds what acts on its servers. Adding a system is
+one ``catalogue.register(SystemFacts(...))``, one ``register(System(...))`` here and its status probe in
+``benchlib.sampling.session.STATUS_PROBES``, not a chain of ifs.
 """
 
 from __future__ import annotations
@@ -19,18 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from benchlib import catalogue
 from benchlib.errors import SpecError
-from benchlib.systems import aurora, galera, group_replication, mariadb, mysql, positions, replication
+from benchlib.systems import aurora, failover, galera, group_replication, mariadb, mysql, positions, replication
 from benchlib.systems import invariants as inv
 from benchlib.systems.settings import Setting, SettingRules
 
-__all__ = ["SYSTEMS", "System", "get", "register", "rules"]
+__all__ = ["SYSTEMS", "System", "failover_of", "get", "register", "rules"]
 
 
 @dataclass(frozen=True)
 class System:
-    name: str
-    title: str
+    name: str  # its benchlib.catalogue entry: title, failover promise, read settings, roles
     settings: dict[str, Setting]
     node_status: Callable[[Any, str], dict[str, Any]]
     #: (connection, takes the writes, nodes in the cluster, node name) -> what keeps the node from being ready
@@ -48,6 +50,17 @@ class System:
     sweeps_nothing: str = ""  # why no setting can be swept (Aurora)
     variables: tuple[str, ...] = ()  # server variables recorded in every run's manifest (beyond COMMON_VARIABLES)
     counters: tuple[str, ...] = ()  # SHOW GLOBAL STATUS counters sampled every second (beyond COMMON_COUNTERS)
+    #: (connect, nodes, current) -> the node that takes the writes now, after a fault (None: unchanged, the one a
+    #: lab promoted); how the system fails over and what it promises are in ``benchlib.catalogue``
+    locate: failover.Locate | None = None
+
+    @property
+    def facts(self) -> catalogue.SystemFacts:
+        return catalogue.of(self.name)
+
+    @property
+    def title(self) -> str:
+        return self.facts.title
 
     @property
     def status_counters(self) -> list[str]:
@@ -91,6 +104,16 @@ def get(name: str) -> System:
         raise SpecError(f"unknown system {name!r}", hint=f"systems: {', '.join(sorted(SYSTEMS))}") from None
 
 
+def failover_of(name: str) -> failover.Failover | None:
+    """How ``name`` fails over (None: benchlib knows none, e.g. Aurora, whose failover is the cloud's): the catalogue's
+    kind and promise, and the system's ``locate``."""
+    facts = catalogue.get(name)
+    if facts is None or not facts.failover:
+        return None
+    found = SYSTEMS.get(name)
+    return failover.Failover(facts.failover, facts.promise, (found.locate if found else None) or failover.unchanged)
+
+
 def rules(system: str, *, label: str | None = None, replicas: bool = True, remote: bool = False,
           allow_restart: bool = False) -> SettingRules:
     """The settings of one cluster of ``system``: without replica settings when it has no replicas, and with
@@ -113,24 +136,25 @@ _NO_RESTART = "MariaDB"  # no RESTART statement: settings read at start cannot b
 _REPLICATED = (inv.semisync_holds, inv.replica_threads, inv.nodes_answer)
 _GALERA = (inv.galera_membership, inv.nodes_answer)
 
-register(System("mariadb", "MariaDB replication", mariadb.SETTINGS, mariadb.node_status, replication.readiness,
+register(System("mariadb", mariadb.SETTINGS, mariadb.node_status, replication.readiness,
                 replication.reads, frozenset({"mariadb"}), no_restart=_NO_RESTART, invariants=_REPLICATED,
                 positions=positions.MARIADB,
                 restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES, counters=mariadb.COUNTERS))
-register(System("galera", "MariaDB Galera Cluster", galera.SETTINGS, galera.node_status, galera.readiness,
+register(System("galera", galera.SETTINGS, galera.node_status, galera.readiness,
                 galera.reads, frozenset({"mariadb_galera", "pxc"}), no_restart=_NO_RESTART, invariants=_GALERA,
-                positions=positions.GALERA,
+                positions=positions.GALERA, locate=failover.galera_node,
                 restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
-register(System("pxc", "Percona XtraDB Cluster", galera.SETTINGS, galera.node_status, galera.readiness, galera.reads,
-                frozenset({"pxc"}), invariants=_GALERA, positions=positions.GALERA, restart_settings=mysql.RESTART_SETTINGS,
+register(System("pxc", galera.SETTINGS, galera.node_status, galera.readiness, galera.reads,
+                frozenset({"pxc"}), invariants=_GALERA, positions=positions.GALERA, locate=failover.galera_node,
+                restart_settings=mysql.RESTART_SETTINGS,
                 variables=galera.VARIABLES))
-register(System("mysql", "MySQL replication", mysql.SETTINGS, mysql.node_status, replication.readiness,
+register(System("mysql", mysql.SETTINGS, mysql.node_status, replication.readiness,
                 replication.reads, frozenset({"mysql", "percona"}), invariants=_REPLICATED, positions=positions.GTID,
                 restart_settings=mysql.RESTART_SETTINGS, variables=mysql.VARIABLES))
-register(System("group_replication", "MySQL Group Replication", group_replication.SETTINGS,
+register(System("group_replication", group_replication.SETTINGS,
                 group_replication.node_status, group_replication.readiness, group_replication.reads,
                 frozenset({"mysql", "percona"}), invariants=(inv.group_membership, inv.nodes_answer),
-                positions=positions.GTID,
+                positions=positions.GTID, locate=failover.gr_primary,
                 restart_settings=mysql.RESTART_SETTINGS, variables=group_replication.VARIABLES))
-register(System("aurora", "Amazon Aurora MySQL", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
+register(System("aurora", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
                 sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from benchlib import catalogue
 from benchlib.errors import SpecError
 from benchlib.systems import positions
 from benchlib.systems.sql import scalar
@@ -99,8 +100,9 @@ SETTINGS["pxc"] = SETTINGS["galera"]
 
 
 def supported(system: str) -> list[str]:
-    """The settings a session of ``system`` can read under, the default first."""
-    return list(SETTINGS.get(system, {"eventual": None}))
+    """The settings a session of ``system`` can read under, the default first (the catalogue's list)."""
+    facts = catalogue.get(system)
+    return list(facts.read_settings) if facts else ["eventual"]
 
 
 def for_system(system: str, name: str | None) -> ReadSetting:
@@ -115,7 +117,5 @@ def for_system(system: str, name: str | None) -> ReadSetting:
 
 def described(system: str) -> str:
     """What ``system`` supports, in a few words (Galera's sixteen bitmasks as a range)."""
-    names = supported(system)
-    if system in ("galera", "pxc"):
-        return "wsrep_sync_wait=0 to wsrep_sync_wait=15 (a bitmask: " + _GALERA_BITS + ")"
-    return ", ".join(names)
+    facts = catalogue.get(system)
+    return facts.described() if facts else ", ".join(supported(system))

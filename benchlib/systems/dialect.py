@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from benchlib import catalogue
 from benchlib.errors import BenchlibError
 
 __all__ = ["ProbeError", "ServerKind", "binary_log_status_sql", "detect", "replica_status_sql",
@@ -32,7 +33,7 @@ class ServerKind:
     @property
     def mysql_family(self) -> bool:
         """MySQL's own statements and performance_schema tables (MySQL, Percona Server, PXC, Aurora)."""
-        return self.system in ("mysql", "percona", "pxc", "aurora")
+        return self.system in catalogue.MYSQL_FAMILY_KINDS
 
 
 def _version(text: str) -> tuple[int, int, int]:

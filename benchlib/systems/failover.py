@@ -7,7 +7,8 @@
 - Async and semi-sync (MariaDB, MySQL): nothing fails over by itself; a lab may promote a replica (``promote``),
   and then the new primary is the one it promoted.
 
-``locate(connect, nodes, current)`` answers from the nodes themselves (None: none takes writes now); ``connect``
+``benchlib.systems.failover_of(system)`` gives a system's ``Failover``: how it fails over and its promise from the
+catalogue, and its ``locate`` from its ``System`` record. ``locate(connect, nodes, current)`` answers from the nodes themselves (None: none takes writes now); ``connect``
 is a node name -> connection function with a short timeout, ``nodes`` the cluster's nodes (name, host, port).
 """
 
@@ -18,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from benchlib.systems.sql import global_status, query, scalar
 
-__all__ = ["FAILOVER", "Failover", "of"]
+__all__ = ["Failover", "galera_node", "gr_primary", "unchanged"]
 
 Locate = Callable[[Callable[[str], Any], Sequence[Any], str], "str | None"]
 
@@ -37,7 +38,7 @@ def _answering(connect, nodes, current, ask) -> str | None:
     return None
 
 
-def _gr_primary(connect, nodes, current) -> str | None:
+def gr_primary(connect, nodes, current) -> str | None:
     by_address = {(n.host, int(n.port)): n.name for n in nodes}
 
     def ask(conn, node) -> str | None:
@@ -56,7 +57,7 @@ def _gr_primary(connect, nodes, current) -> str | None:
     return _answering(connect, nodes, current, ask)
 
 
-def _galera_node(connect, nodes, current) -> str | None:
+def galera_node(connect, nodes, current) -> str | None:
     def ask(conn, node) -> str | None:
         st = global_status(conn, "wsrep_")
         ok = st.get("wsrep_ready") == "ON" and st.get("wsrep_cluster_status") == "Primary" \
@@ -66,33 +67,16 @@ def _galera_node(connect, nodes, current) -> str | None:
     return _answering(connect, nodes, current, ask)
 
 
-def _unchanged(connect, nodes, current) -> str | None:
+def unchanged(connect, nodes, current) -> str | None:
     return current
 
 
 @dataclass(frozen=True)
 class Failover:
-    how: str  # elect | any | promote
-    promise: str  # what the system promises when the node taking writes fails, in words (README, report)
+    how: str  # elect | any | promote (benchlib.catalogue.SystemFacts.failover)
+    promise: str  # what the system promises when the node taking writes fails, in words (the catalogue's)
     locate: Locate
 
     @property
     def automatic(self) -> bool:
         return self.how != "promote"
-
-
-GROUP = Failover("elect", "the group elects a new primary once it has expelled the failed one; a transaction the "
-                          "old primary acknowledged was certified by a majority, so none is lost", _gr_primary)
-GALERA = Failover("any", "every node of the primary component takes writes; a commit returns after the cluster "
-                         "ordered it, so a survivor has every acknowledged write", _galera_node)
-REPLICATION = Failover("promote", "nothing fails over by itself: an operator or a tool (orchestrator, MHA, "
-                                  "MaxScale) promotes a replica; async acknowledges before any replica has the "
-                                  "write, semi-sync once one replica received it", _unchanged)
-
-FAILOVER: dict[str, Failover] = {"group_replication": GROUP, "galera": GALERA, "pxc": GALERA,
-                                 "mariadb": REPLICATION, "mysql": REPLICATION}
-
-
-def of(system: str) -> Failover | None:
-    """The failover of ``system`` (None: benchlib knows none, e.g. Aurora, whose failover is the cloud's)."""
-    return FAILOVER.get(system)

@@ -164,7 +164,7 @@ def test_a_condition_of_every_run_is_said_once_per_configuration_and_errors_as_a
     above ERRORS_WARN_PER_1000 or out of line with the other configurations."""
     import dataclasses
 
-    from benchlib.analysis.campaign import ERRORS_WARN_PER_1000, validate
+    from benchlib.analysis.validate import ERRORS_WARN_PER_1000, validate
 
     errors = topologies.problems[topologies.problems.kind == "errors"]
     assert len(errors) and (errors.severity == "info").all()

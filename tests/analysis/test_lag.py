@@ -33,7 +33,7 @@ def test_backlog_epsilon_scales_with_throughput_and_short_runs_say_so():
 
 
 def test_worst_node_per_second_for_every_run_at_once():
-    from benchlib.analysis.campaign import _inputs
+    from benchlib.analysis.runs import run_inputs as _inputs
 
     runs = pd.DataFrame({"run_id": ["r1", "r2"], "load_start_s": [10.0, 50.0], "load_end_s": [12.0, 52.0]})
     lag = pd.DataFrame({"run_id": pd.Categorical(["r1"] * 4 + ["r2"] * 2), "node": ["a", "b", "a", "b", "a", "b"],

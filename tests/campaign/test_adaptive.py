@@ -11,7 +11,8 @@ import pytest
 
 from benchlib.campaign.adaptive import next_round
 from benchlib.campaign.folder import CampaignFolder
-from benchlib.campaign.spec import CampaignSpec, plan
+from benchlib.campaign.plan import plan
+from benchlib.campaign.spec import CampaignSpec
 from benchlib.labs import load_lab_spec
 from tests.conftest import ROOT
 

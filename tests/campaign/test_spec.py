@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from benchlib.campaign.spec import CampaignSpec, load_campaign_spec, plan
+from benchlib.campaign.plan import plan
+from benchlib.campaign.spec import CampaignSpec, load_campaign_spec
 from benchlib.errors import SpecError, SettingError
 from benchlib.lab.spec import load_spec
 from tests.conftest import EXAMPLES, ROOT

@@ -102,7 +102,8 @@ def test_demo_command_is_the_main_job(tmp_path):
 
 def test_the_main_job_runs_the_quick_campaign_of_the_readme():
     """The demo's default campaign is the one the README describes (the test above runs it at a test size)."""
-    from benchlib.campaign.spec import load_campaign_spec, plan
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import load_campaign_spec
     from benchlib.cli import DEMO_CAMPAIGN
 
     campaign, lab = load_campaign_spec(ROOT / DEMO_CAMPAIGN)

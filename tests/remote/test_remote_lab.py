@@ -108,7 +108,8 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
 
 
 def test_a_setting_that_needs_a_restart_is_refused(remote):
-    from benchlib.campaign.spec import CampaignSpec, plan
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import CampaignSpec
 
     _, d = remote
     spec = load_remote_spec(d / "remote.toml")

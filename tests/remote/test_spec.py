@@ -62,7 +62,8 @@ def test_threads_are_split_over_client_hosts_as_the_shares_say():
 
 
 def test_the_example_campaign_plans_on_the_remote_lab_with_its_systems_settings():
-    from benchlib.campaign.spec import load_campaign_spec, plan
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import load_campaign_spec
     from benchlib.errors import SettingError
 
     campaign, lab = load_campaign_spec(ROOT / "examples" / "remote" / "000-gr9.toml")

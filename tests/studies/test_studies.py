@@ -40,7 +40,8 @@ def test_reference_figures_are_tidy_and_cite_their_study():
 
 
 def test_every_study_has_a_quick_and_a_full_campaign_and_a_notebook():
-    from benchlib.campaign.spec import load_campaign_spec, plan, plan_searches
+    from benchlib.campaign.plan import plan, plan_searches
+    from benchlib.campaign.spec import load_campaign_spec
     from benchlib.notebooks import notebook_path
 
     for s in STUDIES.values():
@@ -173,7 +174,8 @@ def test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_judg
 def test_the_recorded_study_campaigns_are_the_quick_campaigns_of_today():
     """A recorded campaign is its quick spec's, complete: its plan is what the spec plans now (re-record it with
     ./scripts/study N --no-publish when the spec changes, and copy runs/study00N-quick here)."""
-    from benchlib.campaign.spec import load_campaign_spec, plan
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import load_campaign_spec
     from benchlib.campaign.runner import _with_defaults
     from benchlib.store import list_runs, read_campaign_record
 

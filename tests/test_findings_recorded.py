@@ -1,0 +1,38 @@
+"""Every recorded campaign under data/campaigns/ says the same findings sentences as when they were written down
+(tests/fixtures/findings/): a refactoring of the analysis, the axes or the report that changes a number or a word
+the report says shows here. After an intended change: ``BENCHLIB_REWRITE_FINDINGS=1 ./scripts/test
+tests/test_findings_recorded.py``, then read the diff of tests/fixtures/findings/."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from benchlib.analysis.campaign import analyze
+from benchlib.report import findings
+
+ROOT = Path(__file__).resolve().parents[1]
+CAMPAIGNS = ROOT / "data" / "campaigns"
+GOLDEN = ROOT / "tests" / "fixtures" / "findings"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CAMPAIGNS.iterdir() if (p / "campaign.json").exists()))
+def test_a_recorded_campaign_says_the_findings_it_said(name):
+    campaign = CAMPAIGNS / name
+    said = findings(analyze(campaign, baseline="async"), campaign)
+    file = GOLDEN / f"{name}.json"
+    if os.environ.get("BENCHLIB_REWRITE_FINDINGS") == "1":
+        file.write_text(json.dumps(said, indent=1, ensure_ascii=False) + "\n")
+    expected = json.loads(file.read_text())
+    for section in expected.keys() | said.keys():
+        assert said.get(section, []) == expected.get(section, []), f"{name}: {section}"
+
+
+def test_the_failover_consistency_and_quick_campaigns_are_among_them():
+    written = {p.stem for p in GOLDEN.glob("*.json")}
+    assert {"failover", "consistency", "quick"} <= written
+    assert all(sum(map(len, json.loads((GOLDEN / f"{n}.json").read_text()).values())) > 0
+               for n in ("failover", "consistency", "quick"))
