@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -306,7 +308,7 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
     if verdict == "INCONCLUSIVE":
         need = rounds_needed(est, used.sigma, len(used.configs), margin)
     p = float(2 * stats.t.sf(abs(est) / se, used.df)) if se > 0 else None
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     if usable and used.slopes:
         name = next(iter(usable))
         e0, s0 = unadjusted_fit.contrast(a, b)
@@ -323,6 +325,9 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
     return BlockRatio(math.exp(est), lo, hi, lo90, hi90, used.df, used.sigma, n_a, n_b, verdict, margin,
                       higher_is_better, pooled, lev, whole.round_p,
                       min_detectable_effect(used.sigma, min(n_a, n_b), used.df), need, p, notes=notes,
-                      **({"method": "two-way (round + configuration) model on log run means with the CPU lost to "
-                                    "others as a covariate, t interval on the residual df"} if extra.get("adjusted_for")
-                         else {}), **extra)
+                      **_method(bool(extra.get("adjusted_for"))), **extra)
+
+
+def _method(adjusted: bool) -> dict[str, Any]:
+    return {"method": "two-way (round + configuration) model on log run means with the CPU lost to others as a "
+                      "covariate, t interval on the residual df"} if adjusted else {}

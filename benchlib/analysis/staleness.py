@@ -182,7 +182,7 @@ def in_words(row: pd.Series, costs: pd.DataFrame | None = None, weakest: pd.Seri
     failed = f"; {int(row['failed'])} reads failed" if row["failed"] else ""
     cost = ""
     if costs is not None and len(costs):
-        said_of = {}
+        said_of: dict[str, list[str]] = {}
         for c in costs.itertuples():
             if np.isfinite(c.ratio) and c.metric in METRIC_WORDS:
                 who, what = METRIC_WORDS[c.metric]

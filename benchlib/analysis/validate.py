@@ -137,7 +137,7 @@ def validate(table: pd.DataFrame, configs: pd.DataFrame, params: list[str],
     # a configuration's own interval wider than target_halfwidth matters for its absolute TPS; when every ratio
     # against the baseline is settled, what the campaign compares is known, and it is information only
     compared = comparisons is not None and not comparisons.empty
-    settled = compared and not (comparisons.verdict == "INCONCLUSIVE").any()
+    settled = compared and comparisons is not None and not (comparisons.verdict == "INCONCLUSIVE").any()
     for _, c in configs.iterrows():
         rate = c.get("rate")
         if isinstance(rate, (int, float)) and rate > 0 and c.tps_mean < (1 - SHORT_OF_RATE) * rate:
@@ -180,7 +180,8 @@ def _once_per_config(problems: list[dict[str, Any]], table: pd.DataFrame,
     for p in problems:
         if p["kind"] and p["where"] in config_of:
             groups.setdefault((config_of[p["where"]], p["kind"], p["severity"]), []).append(p)
-    out, merged = [], set()
+    out: list[dict[str, Any]] = []
+    merged: set[int] = set()
     for (config, kind, severity), ps in groups.items():
         n = runs_of.get(config, 0)
         if n < 2 or len(ps) < n:

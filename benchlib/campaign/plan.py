@@ -54,7 +54,7 @@ class PlannedRun:
     @property
     def params(self) -> dict[str, Any]:
         """What the run store records as this run's parameters (and load_campaign joins on)."""
-        extra = {"search": self.search} if self.search else {}
+        extra: dict[str, Any] = {"search": self.search} if self.search else {}
         if self.probe is not None:
             extra["consistency"] = self.probe.consistency
         if self.read_threads:
@@ -85,13 +85,15 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
         dims = {k: [rules.parse(k, v) for v in values] for k, values in matrix.items() if k in rules
                 and _applies(rules.settings[k].only_with, topology, matrix)}
         used |= set(dims)
-        loads = itertools.product(spec.load.workloads, spec.load.threads, spec.load.rates or [None])
-        seen = set()
+        rates: list[int | None] = [*spec.load.rates] or [None]
+        loads = itertools.product(spec.load.workloads, spec.load.threads, rates)
+        seen: set[str] = set()
         for (workload, threads, rate), combo, read, fault in itertools.product(
                 loads, itertools.product(*dims.values()), reads[cluster], faults[cluster]):
             settings = dict(zip(dims, combo))
-            for k in [k for k in settings if rules.settings[k].only_with in settings]:
-                if settings[rules.settings[k].only_with] is False:  # its switch is off in this combination
+            for k in list(settings):
+                switch = rules.settings[k].only_with
+                if switch is not None and switch in settings and settings[switch] is False:  # off in this one
                     del settings[k]
             if read is not None:
                 clash = sorted(set(read.load or {}) & set(dims))
@@ -118,7 +120,7 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                         hint="remove them, or add a cluster whose topology has them (the semi-sync wait point and "
                              "timeout: a semisync cluster, or sweep semisync too)")
     rng = random.Random(spec.seed)
-    order = []
+    order: list[tuple[int, tuple]] = []
     for rep in range(1, spec.repetitions + 1):
         block = list(configs)
         rng.shuffle(block)
@@ -205,20 +207,20 @@ def _fault_plans(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
             if target == "replica" and size < 2:
                 raise refuse(f"fault.target replica: cluster {c} has one node", f"leave {c} out, or target write_node")
             nodes = [f"{c}-1"] if target == "write_node" else [f"{c}-{size}"] if target == "replica" else []
-            site = target[5:] if target.startswith("site:") else None
+            site: str | None = target[5:] if target.startswith("site:") else None
             if site is not None and kind != "cut":
                 raise refuse(f"fault.target {target}: a site is a target of a cut only", "kind = \"cut\"")
             if site is not None and not any(lab.site_of(f"{c}-{i}") == site for i in range(1, size + 1)):
                 raise refuse(f"fault.target {target}: no node of cluster {c} is in site {site}",
                              f"sites: {', '.join(lab.sites) or 'none'}")
-            why = fault_refusal(lab, kind, nodes, site)
-            if why:
-                raise refuse(f"fault {kind} of {target} on cluster {c}: {why}",
+            refused = fault_refusal(lab, kind, nodes, site)
+            if refused:
+                raise refuse(f"fault {kind} of {target} on cluster {c}: {refused}",
                              "a site in the lab spec for a cut ([sites]), or another fault kind")
             if f.rejoin_at_s is not None and promote and target == "write_node":
                 raise refuse(f"fault.rejoin_at_s on cluster {c}: a promoted cluster's old primary comes back by the "
                              "heal's rebuild, not by a rejoin", f"target a replica, or leave {c} out of the promotion")
-            if rejoin == "full" and f.rejoin_at_s is not None and how is not None and how.how == "promote":
+            if rejoin == "full" and f.rejoin_at_s is not None and how is not None and how.failover == "promote":
                 raise refuse(f"fault.rejoin = \"full\" on cluster {c}: {system} replicas catch up from their GTID "
                              "position; the lab has no full transfer for them", "rejoin = \"auto\" there")
             plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
@@ -260,9 +262,10 @@ def _read_settings(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str],
         told = "; ".join(f"{s}: {consistency.described(s)}" for s in dict.fromkeys(system.values()))
         raise SpecError(f"{source}: probe.consistency {unknown[0]!r} is a read consistency of none of the clusters "
                         f"{clusters}", hint=f"the systems support {told}")
-    out = {}
+    out: dict[str, list[ReadSetting | None]] = {}
     for c in clusters:
-        mine = [consistency.for_system(system[c], w) for w in wanted if w in consistency.supported(system[c])]
+        mine: list[ReadSetting | None] = [consistency.for_system(system[c], w) for w in wanted
+                                          if w in consistency.supported(system[c])]
         out[c] = mine or [None]
     return out
 
