@@ -27,7 +27,7 @@ ROOT = enter()
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from benchlib.campaign.run import prepare_dataset  # noqa: E402
+from benchlib.campaign.setup import prepare_dataset  # noqa: E402
 from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.sampling.session import build_sampling  # noqa: E402
 from benchlib.sampling.stale_reads import ProbeOptions  # noqa: E402

@@ -101,7 +101,7 @@ class Manifest(_Open):
     #: the read side of a read-split load: threads, nodes, the read consistency its sessions ran under and its
     #: statements, sysbench's summary per node
     read_split: dict[str, Any] = Field(default_factory=dict)
-    #: a fault run (benchlib.campaign.fault_run): the fault as planned and resolved, how the system fails over, when
+    #: a fault run (benchlib.axes.fault.run): the fault as planned and resolved, how the system fails over, when
     #: the fault came (sampler clock), the lab's promotion and heal, the node the writes ended on, the ledger's counts
     fault: dict[str, Any] = Field(default_factory=dict)
     failover: dict[str, Any] = Field(default_factory=dict)

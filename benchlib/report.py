@@ -6,7 +6,8 @@ writes ``report.html``: the warnings at the top, the statistical verdicts, the i
 links to every file. Output goes to ``CAMPAIGN/report/<UTC time>/``; earlier reports are kept. A report is
 written into a hidden folder and renamed when complete, so a publish that fails or is killed leaves none half-made.
 
-Size: about 480 lines; the per-axis findings (consistency, failover) move to their axes with issue 36 (axes as units), the interference words already live in ``benchlib.analysis.interference_findings``.
+Each axis says its own findings and draws its own section (``benchlib.axes``: the probe's stale reads, a fault's
+failover); the interference words are in ``benchlib.analysis.interference_findings``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from benchlib import catalogue
+from benchlib.axes import registry
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
 from benchlib.analysis.problems import problems_html
 from benchlib.analysis.interference_findings import events as _events
 from benchlib.analysis.interference_findings import interference_findings, noise_line
-from benchlib.analysis.staleness import configuration_columns
 from benchlib.charts.catalogue import CATALOGUE, figures
+from benchlib.page import fold, table
 
 
 @dataclass
@@ -44,17 +45,11 @@ class Report:
     headline: list[str] = field(default_factory=list)  # the throughput ratios in words
     left_out: dict[str, str] = field(default_factory=dict)  # chart -> why it is not drawn
     audit: str = ""  # what the consistency audit after every run found, in one sentence
-    consistency: list[str] = field(default_factory=list)  # stale reads per cluster and read consistency, in words
-    failover: list[str] = field(default_factory=list)  # unavailability and lost writes per fault configuration
+    #: each axis's findings in words, by its section (benchlib.axes): "consistency" (stale reads per cluster and read
+    #: consistency), "failover" (unavailability and lost writes per fault configuration), an axis of one's own
+    axes: dict[str, list[str]] = field(default_factory=dict)
     interference: list[str] = field(default_factory=list)  # what took the host from the lab, in words
     settled: str = ""  # how many headline ratios are settled, and what ended the campaign
-
-
-def _table(df: pd.DataFrame, columns: list[str]) -> str:
-    cols = [c for c in columns if c in df.columns]
-    if df.empty or not cols:
-        return "<p>none</p>"
-    return df[cols].to_html(index=False, border=0, classes="t", float_format=lambda v: f"{v:.4g}", na_rep="")
 
 
 CSS = """body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width:1220px;margin:2em auto;padding:0 16px;color:#222}
@@ -126,9 +121,9 @@ def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, 
             report.notebooks.append(execute(name, output_path(folder / "notebooks", name),
                                             {"campaign": str(campaign), "baseline": baseline}, stream=False))
     said = findings(a, campaign)
-    report.headline, report.consistency = said["headline"], said["consistency"]
-    report.failover, report.interference = said["failover"], said["interference"]
+    report.headline, report.interference = said["headline"], said["interference"]
     report.audit, report.settled = "".join(said["audit"]), "".join(said["settled"])
+    report.axes = {k: v for k, v in said.items() if k not in ("headline", "interference", "audit", "settled")}
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
@@ -205,9 +200,10 @@ def _interference(report: Report, campaign: Path) -> str:
 def findings(a: CampaignAnalysis, campaign: Path) -> dict[str, list[str]]:
     """Every sentence the report says of the campaign, by section (what ``publish`` writes, without the charts): the
     throughput ratios, the audit, stale reads, failover, interference and the settlement."""
-    return {"headline": headline(a), "audit": [x for x in [_audited(a)] if x],
-            "consistency": list(a.consistency_findings), "failover": list(a.failover_findings),
-            "interference": list(interference_findings(a, campaign)),
+    said = {"headline": headline(a), "audit": [x for x in [_audited(a)] if x]}
+    for axis in registry.AXES.values():  # each axis's own findings (the probe's stale reads, a fault's failover)
+        said[axis.section or axis.name] = a.findings_of(axis.name)
+    return {**said, "interference": list(interference_findings(a, campaign)),
             "settled": [x for x in [settlement(a, campaign)] if x]}
 
 
@@ -328,71 +324,20 @@ def _audited(a: CampaignAnalysis) -> str:
     return f"Data differed between nodes after {bad} of {len(done)} audited runs (listed above as invalid){cost}."
 
 
-def _consistency(a: CampaignAnalysis, report: Report) -> str:
-    """What the stale-read probe found, per cluster and read consistency: sentences, then the table folded."""
-    if not report.consistency:
-        return ""
-    items = "".join(f"<li>{html.escape(s)}</li>" for s in report.consistency)
-    how = ("A writer commits a sequence on the write node; a reader on each other node reads it at a fixed rate under "
-           "the read consistency named. A read is stale when it returns a value older than one already acknowledged "
-           "(or read) before it was sent (Jepsen's definition); staleness is how long the first value it missed had "
-           "been known. Intervals take runs as the unit.")
-    s = a.stale_reads
-    keys = [c for c in configuration_columns(s) if c not in ("cluster", "setting")]
-    table = _table(s, ["cluster", "setting", *keys, "runs", "reads", "stale", "fraction", "low", "high",
-                       "staleness_ms_p50", "staleness_ms_p99", "staleness_ms_max", "read_ms_p50", "read_ms_p99",
-                       "wait_ms_p50", "failed"])
-    out = (f"<h2>Stale reads</h2><ul>{items}</ul><p class=\"how\">{html.escape(how)}</p>"
-           + _fold("Stale reads by configuration", table))
-    costs = a.consistency_costs
-    if not costs.empty:
-        split = costs.metric.astype(str).str.startswith("read_").any()
-        whom = "the writer and the read split's readers" if split else "the writer"
-        out += _fold(f"What each setting costs {whom}, against its cluster's weakest setting",
-                     _table(costs, ["cluster", "setting", "weakest", *keys, "metric", "ratio", "ci_low", "ci_high",
-                                    "verdict", "n", "n_baseline", "method"]))
+def _axis_sections(a: CampaignAnalysis, report: Report, *, first: bool) -> list[str]:
+    """Each axis's section of the page (``benchlib.axes``): its own renderer, else its findings as a list; those that
+    say what the runs were (a fault's) come before the throughput findings, the others after the interference."""
+    out = []
+    for axis in registry.AXES.values():
+        said = report.axes.get(axis.section or axis.name) or []
+        if not said or axis.report_first != first:
+            continue
+        if axis.report:
+            out.append(registry.resolve(axis.report)(a, said))
+        else:
+            out.append(f"<h2>{html.escape(axis.title[:1].upper() + axis.title[1:])}</h2><ul>"
+                       + "".join(f"<li>{html.escape(x)}</li>" for x in said) + "</ul>")
     return out
-
-
-def _failover(a: CampaignAnalysis, report: Report) -> str:
-    """What each fault did, per configuration: sentences, how it was measured, each system's promise, the tables."""
-    if not report.failover:
-        return ""
-    items = "".join(f"<li>{html.escape(s)}</li>" for s in report.failover)
-    runs = a.runs[a.runs.get("fault_at_s", pd.Series(dtype=float)).notna()]
-    promised = runs.drop_duplicates("system")
-    promises = ""
-    if "failover_how" in runs:
-        promises = "".join(f"<li><b>{html.escape(str(r.system))}</b>: {html.escape(catalogue.promise(r.system))}"
-                           "</li>" for r in promised.itertuples() if catalogue.promise(r.system))
-    how = ("A ledger writer beside sysbench commits one row with its own id per tick on the node that takes the writes, "
-           "follows the failover at once, and records each write as acknowledged, failed or unknown. Unavailability: "
-           "the longest wait between two acknowledged writes from the last one before the fault on. Lost: "
-           "acknowledged, and absent from the surviving primary after the heal. Intervals: order statistics for the "
-           "median and p90 (distribution-free), Clopper-Pearson for the share of faults that lose writes. sysbench "
-           "cannot follow a failover: it is started again on the new primary, so its throughput is 0 until then.")
-    out = (f'<h2 id="failover">Failover</h2><ul>{items}</ul><p class="how">{html.escape(how)}</p>'
-           + (f"<p>What each system promises when the node taking writes fails:</p><ul>{promises}</ul>"
-              if promises else ""))
-    s = a.failover_summary
-    from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
-
-    keys = [c for c in s.columns if c in ("cluster", "fault", *LOAD_KEYS) or c.startswith(SETTING_PREFIXES)]
-    out += _fold("Failover by configuration", _table(s, [*keys, "runs", "unavail_median_s", "unavail_median_low_s",
-                                                          "unavail_median_high_s", "unavail_p90_s", "unavail_max_s",
-                                                          "new_primary_median_s", "writes_elsewhere_median_s",
-                                                          "lost_total", "runs_losing", "losing_share_high",
-                                                          "recovered_95_median_s", "heal_median_s", "heal_how"]))
-    out += _fold("Failover by run", _table(a.failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
-                                                        "new_primary_s", "acked", "failed", "unknown", "lost",
-                                                        "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
-                                                        "heal_s", "heal_how"]))
-    return out
-
-
-def _fold(title: str, body: str, *, open_: bool = False) -> str:
-    """A collapsible section (a table the reader opens when the findings and charts raise a question)."""
-    return f"<details{' open' if open_ else ''}><summary><h2>{html.escape(title)}</h2></summary>{body}</details>"
 
 
 def _method(a: CampaignAnalysis) -> str:
@@ -423,11 +368,11 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}. "
              f"{html.escape(_audited(a))} {html.escape(noise_line(campaign))}</p>",
-             _invalid(a), _failover(a, report), *_findings(a, campaign)]
+             _invalid(a), *_axis_sections(a, report, first=True), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
     parts.append(_interference(report, campaign))
-    parts.append(_consistency(a, report))
+    parts += _axis_sections(a, report, first=False)
     parts.append(f"<h2>Warnings</h2>{problems_html(a.problems)}")
     from benchlib import studies
 
@@ -436,7 +381,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         ref = studies.compare_reference(a, study.id)
         parts.append(f"<h2>Study {study.id} against the published figures</h2><p>{html.escape(study.title)}. "
                      f"Needs a remote lab: {html.escape(study.remote)}.</p>"
-                     + _table(ref.claims, ["claim", "published", "measured", "holds", "how"]))
+                     + table(ref.claims, ["claim", "published", "measured", "holds", "how"]))
     for i, (name, fig) in enumerate(figs.items()):
         title = CATALOGUE[name][0]
         div = pio.to_html(fig, full_html=False, include_plotlyjs=i == 0,  # plotly.js inlined once: works offline
@@ -448,15 +393,15 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         parts.append(f'<div class="chart"><h2>{html.escape(CATALOGUE[name][0])}</h2><p class="how">Not drawn: '
                      f"{html.escape(why)}.</p></div>")
     if not a.comparisons.empty:
-        parts.append(_fold("Against the baseline", _table(a.comparisons, [
+        parts.append(fold("Against the baseline", table(a.comparisons, [
             "cluster", "topology", "durability", "workload", "threads", "metric", "ratio", "ci_low", "ci_high", "p",
             "q", "verdict", "runs_needed_per_side", "mde", "fieller_low", "fieller_high"])))
     searches = views.sustained_or_empty(a)
     if not searches.empty:
-        parts.append(_fold("Maximum sustained throughput", _table(searches, [
+        parts.append(fold("Maximum sustained throughput", table(searches, [
             "label", "workload", "threads", "peak_tps", "sustained_tps", "first_failing_tps", "bracket_rel",
             "sustained_vs_peak", "fc_limited", "failing_because", "runs", "status"])))
-    parts.append(_fold("Configurations", _table(a.configs, [
+    parts.append(fold("Configurations", table(a.configs, [
         "cluster", "durability", "workload", "threads", "fc_limit", "parallel_threads", "runs", "tps_mean", "ci_low",
         "ci_high", "half_width_rel", "cov_runs", "i2", "agreement", "lat_pctl_ms", "lag_p95_ms", "catch_up_s"])))
     try:
@@ -475,11 +420,11 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         wide = shown.pivot_table(index=["label", "role"], columns="cost", values="per_trx", aggfunc="first",
                                  observed=True).reset_index()
         wide.columns = [str(c) for c in wide.columns]
-        parts.append(_fold("Resources", "<p>Cost per transaction (a counter's rate over the load window divided by "
+        parts.append(fold("Resources", "<p>Cost per transaction (a counter's rate over the load window divided by "
                            "the run's throughput), geometric mean over runs (intervals: the resources notebook); "
                            "roles: writer (sysbench's node), replicas and other members summed, host (every process "
-                           f"on it).{html.escape(busy)}</p>" + _table(wide, list(wide.columns))))
-    parts.append(_fold("Runs", _table(a.runs, [
+                           f"on it).{html.escape(busy)}</p>" + table(wide, list(wide.columns))))
+    parts.append(fold("Runs", table(a.runs, [
         "run_id", "status", "rate", "trim_s", "tps_mean", "tps_se", "n_eff", "tps_cov", "stability", "lat_pctl_ms",
         "lag_p95_ms", "lag_verdict", "catch_up_s"])))
     if report.notebooks:

@@ -152,3 +152,9 @@ FAULT_EVENTS = Schema("fault_events", {
     "node": Column("str", "the node the event is about (empty: the cluster)"),
     "detail": Column("str", "what happened, in words"),
 })
+
+
+#: every frame kind a run may write, by name (an axis registers its own: ``benchlib.axes.registry.register``)
+FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM,
+                             "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS,
+                             "read_intervals": READ_INTERVALS, "ledger": LEDGER, "fault_events": FAULT_EVENTS}

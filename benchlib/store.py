@@ -32,17 +32,14 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from benchlib.axes import registry
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, CampaignRecord, Manifest, upgrade
-from benchlib.schema import (CLUSTER, FAULT_EVENTS, HISTOGRAM, INTERVALS, LAG, LEDGER, PROBE_READS, PROBE_WRITES,
-                             READ_INTERVALS, Schema)
+from benchlib.schema import FRAMES
 
 __all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter", "SecretRefusedError",
            "StoreError", "list_runs", "load_campaign", "read_campaign_record", "read_manifest", "read_run"]
 
-FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM,
-                             "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS,
-                             "read_intervals": READ_INTERVALS, "ledger": LEDGER, "fault_events": FAULT_EVENTS}
 TMP_PREFIX = ".tmp-"
 
 
@@ -201,9 +198,7 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
              "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s",
-             "read_consistency", "default_consistency", "fault_at_s", "failover_how", "new_primary", "survivor",
-             "ledger_writes", "ledger_acked", "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes",
-             "heal_s", "heal_how")
+             *registry.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
 
 
 def _run_facts(m: Manifest) -> dict[str, Any]:
@@ -221,27 +216,7 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
-            **_audit_facts(m.audit), **_probe_facts(m.probe), **_fault_facts(m), **summary}
-
-
-def _fault_facts(m: Manifest) -> dict[str, Any]:
-    """A fault run's facts in the ``runs`` table (absent for other runs): when the fault came, how the cluster
-    failed over, the ledger's counts after the audit, and the heal."""
-    if not m.fault:
-        return {}
-    led = m.ledger or {}
-    return {"fault_at_s": m.fault_at_s, "failover_how": (m.failover or {}).get("how"),
-            "new_primary": (m.promotion or {}).get("primary") or m.survivor, "survivor": m.survivor,
-            "ledger_writes": led.get("writes"), "ledger_acked": led.get("acked"), "ledger_failed": led.get("failed"),
-            "ledger_unknown": led.get("unknown"), "lost_writes": led.get("lost"), "phantom_writes": led.get("phantoms"),
-            "heal_s": (m.heal or {}).get("s"), "heal_how": "; ".join((m.heal or {}).get("how") or [])}
-
-
-def _probe_facts(probe: dict[str, Any]) -> dict[str, Any]:
-    """The read consistency the stale-read probe's sessions ran under and its system's default (the weakest, what a
-    setting's cost is measured against); None without the probe."""
-    return {"read_consistency": probe.get("consistency") if probe else None,
-            "default_consistency": probe.get("default") if probe else None}
+            **_audit_facts(m.audit), **registry.run_facts(m.model_dump()), **summary}
 
 
 def _audit_facts(audit: dict[str, Any]) -> dict[str, Any]:

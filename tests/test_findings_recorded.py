@@ -36,3 +36,19 @@ def test_the_failover_consistency_and_quick_campaigns_are_among_them():
     assert {"failover", "consistency", "quick"} <= written
     assert all(sum(map(len, json.loads((GOLDEN / f"{n}.json").read_text()).values())) > 0
                for n in ("failover", "consistency", "quick"))
+
+
+@pytest.mark.parametrize("name", ["failover", "consistency", "quick"])
+def test_the_report_page_says_every_finding(name, tmp_path):
+    """The page itself (interactive charts only: no image export, no notebooks, so it stays in the edit loop): each
+    section's sentences are on it, the axes' sections among them."""
+    import html
+
+    from benchlib.report import publish
+
+    report = publish(CAMPAIGNS / name, out=tmp_path / "report", notebooks=False, static=False)
+    page = report.page.read_text()
+    expected = json.loads((GOLDEN / f"{name}.json").read_text())
+    for section, sentences in expected.items():
+        for sentence in sentences:
+            assert html.escape(sentence) in page or html.escape(sentence.rstrip(".")) in page, (section, sentence)

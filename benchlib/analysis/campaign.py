@@ -15,20 +15,19 @@ problems); this module puts them together.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from benchlib.analysis import interference
 from benchlib.analysis.compare import TARGET
-from benchlib.analysis.comparisons import (HEADLINE_METRICS, baseline_comparisons, configurations,
-                                           consistency_costs_of, headline_rows, set_by_consistency_of, settled)
+from benchlib.analysis.comparisons import (HEADLINE_METRICS, baseline_comparisons, configurations, headline_rows, settled)
 from benchlib.analysis.resources import window_rates
-from benchlib.analysis.runs import (LOAD_KEYS, NOT_CONFIG, AnalysisError, assess_all, column_is, config_columns,
+from benchlib.analysis.runs import (LOAD_KEYS, NOT_CONFIG, AnalysisError, assess_all, config_columns,
                                     config_label, param_columns, read_side, run_inputs)
 from benchlib.analysis.validate import bound_problems, sorted_problems, unreported_tail, validate
+from benchlib.axes import registry
 from benchlib.store import CampaignRecord, load_campaign, read_campaign_record
 
 __all__ = ["HEADLINE_METRICS", "LOAD_KEYS", "NOT_CONFIG", "AnalysisError", "CampaignAnalysis", "analyze",
@@ -55,101 +54,28 @@ class CampaignAnalysis:
     def warnings(self) -> pd.DataFrame:
         return self.problems[self.problems.severity != "info"]
 
-    @cached_property
-    def probe_reads(self) -> pd.DataFrame:
-        """The stale-read probe's reads of the ok runs (``setting`` as text); empty when no ok run had the probe."""
-        reads = self.frames.get("probe_reads")
-        if reads is None or reads.empty:
-            return pd.DataFrame()
-        reads = reads[reads.run_id.isin(set(self.runs.run_id[self.runs.status == "ok"]))].copy()
-        reads["setting"] = reads["setting"].astype(str)
-        return reads
+    def __getattr__(self, name: str) -> Any:
+        """What an axis adds (``benchlib.axes``: its analysis module's ``ATTRIBUTES``, e.g. ``a.failover``,
+        ``a.stale_reads``), computed once and kept."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        cache = self.__dict__.setdefault("_axis_values", {})
+        if name not in cache:
+            found = registry.analysis_attribute(name)
+            if found is None:
+                raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+            cache[name] = found(self)
+        return cache[name]
 
-    @cached_property
-    def set_by_consistency(self) -> list[str]:
-        """The run parameters that the read consistency decides, ``consistency`` itself included (GR's AFTER levels
-        set the load's ``gr_consistency``): a configuration is named once by its setting, and matched with another
-        setting's runs on the rest."""
-        ok = self.runs[self.runs.status == "ok"]
-        return set_by_consistency_of(ok, config_columns(self.param_columns))
+    def measures(self, axis: str) -> pd.DataFrame:
+        """An axis's measures of this campaign (empty when the axis has none)."""
+        fn = registry.get(axis).analysed("measures")
+        return fn(self) if fn is not None else pd.DataFrame()
 
-    @cached_property
-    def weakest(self) -> dict[str, str]:
-        """Per cluster that ran the stale-read probe, its system's default read consistency: the weakest, what the
-        other settings' costs are against."""
-        if "default_consistency" not in self.runs:
-            return {}
-        d = self.runs.dropna(subset=["default_consistency"]).drop_duplicates("cluster")
-        return dict(zip(d.cluster, d.default_consistency))
-
-    @cached_property
-    def stale_reads(self) -> pd.DataFrame:
-        """The stale-read fraction per configuration (cluster, read consistency, and what else the campaign varied
-        that the setting does not decide), with its interval and quantiles (``benchlib.analysis.staleness``), over
-        the ok runs that had the probe; empty when none had."""
-        from benchlib.analysis.staleness import stale_fractions
-
-        reads = self.probe_reads
-        if reads.empty:
-            return pd.DataFrame()
-        ok = self.runs[self.runs.status == "ok"]
-        varying = [c for c in config_columns(self.param_columns) if c in reads and c not in
-                   ("cluster", "topology", *self.set_by_consistency) and ok[c].nunique() > 1]
-        return stale_fractions(reads, ["cluster", "setting", *varying])
-
-    @property
-    def consistency_findings(self) -> list[str]:
-        """The stale reads of each configuration in words, with what its setting cost the writer and the readers
-        against the same cluster's weakest setting (``staleness.in_words``); [] without the probe."""
-        from benchlib.analysis.staleness import configuration_columns, in_words
-
-        s, costs = self.stale_reads, self.consistency_costs
-        if s.empty:
-            return []
-        keys = [k for k in configuration_columns(s) if k != "setting"]  # the load a setting's row is matched on
-
-        def same_load(df: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
-            return df[np.logical_and.reduce([column_is(df[k], row[k]) for k in keys if k in df])]
-
-        out = []
-        for _, row in s.iterrows():
-            weakest = same_load(s, row)
-            weakest = weakest[weakest.setting == self.weakest.get(row.cluster)]
-            mine = same_load(costs[costs.setting == row.setting], row) if not costs.empty else costs
-            out.append(in_words(row, mine, weakest.iloc[0] if len(weakest) else None))
-        return out
-
-    @cached_property
-    def failover(self) -> pd.DataFrame:
-        """One row per ok fault run: unavailability, new primary, lost writes, recovery (``benchlib.analysis.failover``);
-        empty without fault runs."""
-        from benchlib.analysis.failover import measures
-
-        return measures(self.runs, self.frames)
-
-    @cached_property
-    def failover_summary(self) -> pd.DataFrame:
-        """Per fault configuration: unavailability's distribution with intervals, lost writes with their bound."""
-        from benchlib.analysis.failover import summary
-
-        return summary(self.failover)
-
-    @property
-    def failover_findings(self) -> list[str]:
-        """The failover summary in words, a sentence per configuration ([] without fault runs)."""
-        from benchlib.analysis.failover import in_words
-
-        return in_words(self.failover_summary)
-
-    @cached_property
-    def consistency_costs(self) -> pd.DataFrame:
-        """Per cluster and read consistency setting, the writer's throughput and latency against the same cluster's
-        weakest (default) setting with the load otherwise the same: ratio, 95% interval, verdict (as
-        ``comparisons``); empty without the stale-read probe or with one setting a cluster."""
-        ok = self.runs[self.runs.status == "ok"]
-        if "search" in ok:
-            ok = ok[ok.search.isna()]
-        return consistency_costs_of(ok, self.param_columns, self.record.margin)
+    def findings_of(self, axis: str) -> list[str]:
+        """An axis's findings in words ([] when it has none)."""
+        fn = registry.get(axis).analysed("findings")
+        return list(fn(self)) if fn is not None else []
 
 
 def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float | None = None,

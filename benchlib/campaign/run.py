@@ -12,14 +12,16 @@ Nothing here knows which kind of lab it has (``benchlib.lab.base.Lab``).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from benchlib.analysis import interference
+from benchlib.axes import registry
+from benchlib.axes.registry import RunContext
 from benchlib.campaign.audit import audit, dataset_tables
 from benchlib.campaign.read_split import ReadSplit
-from benchlib.manifest import ClusterFacts, LabFacts
+from benchlib.campaign.setup import RunSetup, nodes_down
 from benchlib.sampling.session import build_sampling
 from benchlib.sampling.stale_reads import TABLE as STALE_TABLE
 from benchlib.sampling.stale_reads import ProbeOptions
@@ -28,60 +30,12 @@ from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
 from benchlib import systems
-from benchlib.systems import consistency, invariants, sql
+from benchlib.systems import consistency, invariants
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
 
-__all__ = ["execute_run", "nodes_down", "prepare_dataset"]
-
-
-def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
-    """Prepare the dataset ``opts`` needs unless this lab already has it; True when it prepared."""
-    key = opts.dataset_key
-    family = key.split(":")[0]
-    with lab.connect(writer) as conn:
-        sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE DATABASE IF NOT EXISTS sbtest",
-                    "CREATE TABLE IF NOT EXISTS benchlib.datasets (name VARCHAR(64) PRIMARY KEY, prepared_at DOUBLE)")
-        if sql.query(conn, "SELECT 1 FROM benchlib.datasets WHERE name = %s", (key,)):
-            return False
-        if family == "oltp":  # another size may be there: start clean
-            for i in range(1, opts.tables + 1):
-                sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
-    lab.load_driver().prepare(writer, opts)
-    with lab.connect(writer) as conn:
-        with conn.cursor() as cur:
-            cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
-            cur.execute("INSERT INTO benchlib.datasets VALUES (%s, %s)", (key, time.time()))
-    return True
-
-
-def wait_serving(lab: "Lab", nodes: list[str], timeout: float = 30.0) -> str | None:
-    """Wait until every node of ``nodes`` answers a query; a reason naming the first node that still refuses after
-    ``timeout`` seconds (a Galera node outside the primary component says "WSREP has not yet prepared node for
-    application use" until its cluster re-forms), None when all answer."""
-    import pymysql
-
-    deadline = time.monotonic() + timeout
-    for n in nodes:
-        while True:
-            try:
-                with lab.connect(n) as conn:  # DO: a statement, not a table-less SELECT, which Galera lets through
-                    sql.execute(conn, "DO 1")
-                break
-            except (pymysql.MySQLError, OSError) as exc:
-                if time.monotonic() > deadline:
-                    words = exc.args[1] if isinstance(exc, pymysql.MySQLError) and len(exc.args) > 1 else str(exc)
-                    code = f" (error {exc.args[0]})" if isinstance(exc, pymysql.MySQLError) and exc.args else ""
-                    return f"{n} refused queries for {timeout:g} s before the load: {words}{code}"
-                time.sleep(0.5)
-    return None
-
-
-def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
-    """A reason naming the nodes of ``nodes`` that are not running (None: all up)."""
-    down = [n for n in nodes if not lab.is_up(n)]
-    return f"{', '.join(down)} went down during the run" if down else None
+__all__ = ["execute_run", "invalid_reason"]
 
 
 def _name_the_cause(loaded: LoadResult, trouble: Callable[[], str | None], wait_s: float = 3.0) -> LoadResult:
@@ -106,7 +60,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                 on_interval: Callable[[Interval], None] | None = None,
                 on_second: Callable[[Interval, float | None], None] | None = None,
                 context: dict[str, Any] | None = None, probe: ProbeOptions | None = None,
-                read_threads: int = 0, disturbed_above: float | None = None) -> Path:
+                read_threads: int = 0, disturbed_above: float | None = None,
+                axes: dict[str, Any] | None = None) -> Path:
     """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
 
     Before the measured window: the dataset (once per shape), an optional warm-up of ``warmup_s``
@@ -120,27 +75,16 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     the writers, each session under the run's read consistency (frame read_intervals; a reader that fails fails
     the run, naming its node). What took the host's CPU from the lab over the load window is recorded
     (``interference``); with ``disturbed_above``, a run that lost more than that share of it is kept as DISTURBED
-    with the evidence (statistics leave it out; the campaign redoes it).
+    with the evidence (statistics leave it out; the campaign redoes it). ``axes``: axis -> this run's variant, for the
+    registered axes that act beside the load (``benchlib.axes.registry.AxisRun``: their probes sample with the run's,
+    they start with the load and stop after the catch-up, their frames and manifest entries are written with the run).
     """
-    nodes = [n.name for n in lab.cluster_nodes(cluster)]
-    write_node = nodes[0]
+    setup = RunSetup.begin(lab, cluster, opts, writer, context=context, serving_timeout=min(sync_timeout, 30.0))
+    if not isinstance(setup, RunSetup):
+        return setup
+    nodes, write_node, facts, extra = setup.nodes, setup.write_node, setup.facts, setup.extra
     driver = lab.load_driver()
-    facts = lab.facts(cluster)
-
-    def lab_record(facts: ClusterFacts, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-        return LabFacts(name=lab.name, kind=lab.kind, cluster=cluster, topology=facts.topology, system=facts.system,
-                        nodes=nodes, settings=settings or {}, facts=facts).model_dump(mode="json")
-
-    refused = nodes_down(lab, nodes) or wait_serving(lab, nodes, timeout=min(sync_timeout, 30.0))
-    if refused:
-        return writer.fail(f"FAILED: {refused}", lab=lab_record(facts))
-    prepare_dataset(lab, write_node, opts)
-    extra: dict[str, Any] = {
-        **(context or {}),
-        "sysbench": asdict(opts),
-        "lab": lab_record(facts, lab.settings(cluster)),
-        "warmup_s": warmup_s,
-    }
+    extra["warmup_s"] = warmup_s
     if probe is not None:
         setting = consistency.for_system(facts.system, probe.consistency).name
         extra["probe"] = {**probe.as_dict(), "consistency": setting,
@@ -151,20 +95,23 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         writer.raw("warmup.txt", warm.output)
         if warm.status != "ok":
             return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
-    variables = {}
-    recorded = systems.get(facts.system).server_variables
-    for n in nodes:
-        with lab.connect(n) as conn:
-            variables[n] = sql.global_variables(conn, recorded)
-    extra["server_variables"] = variables
-    facts = facts.model_copy(update={"version": variables.get(write_node, {}).get("version")})  # the write node's
-    extra["lab"] = lab_record(facts, lab.settings(cluster))
+    setup.record_servers()
+    facts = setup.facts
     reads = ReadSplit(nodes[1:], opts, read_threads, facts.system, probe.consistency if probe else None) \
         if read_threads else None
     if reads is not None:
         extra["read_split"] = reads.as_dict()
-    sampling = build_sampling(lab, [cluster], stale_reads=probe)
-    sampling.start()
+    hooks = {name: registry.resolve(registry.get(name).run)(
+        RunContext(lab, cluster, nodes, facts.system, opts, writer.run_id, variant))
+        for name, variant in (axes or {}).items() if registry.get(name).run}
+    try:
+        sampling = build_sampling(lab, [cluster], stale_reads=probe,
+                                  extra=[p for h in hooks.values() for p in h.probes()])
+        sampling.start()
+    except BaseException:
+        for h in hooks.values():
+            h.close()
+        raise
 
     def outside() -> str | None:
         return nodes_down(lab, nodes) or sampling.unresponsive(stall_s)
@@ -186,6 +133,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         else:
             if reads is not None:
                 reads.start(driver, writer.run_id, stall_s, outside)
+            for h in hooks.values():
+                h.start()
             loaded = driver.run(write_node, opts, on_interval=each_second, stall_s=stall_s,
                                 source=f"{writer.run_id}/raw/sysbench.txt", abort_if=trouble)
             if reads is not None:
@@ -199,10 +148,15 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
             loaded = replace(loaded, status="failed", reason=f"{bounds} (after the load, during catch-up)")
             bounds = None
         catch_up = bounds[1] if bounds else None
+        said = [f"{name}: {why}" for name, why in ((n, h.stop()) for n, h in hooks.items()) if why]
+        if said and loaded.status == "ok":
+            loaded = replace(loaded, status="failed", reason="; ".join(said))
     finally:
         if reads is not None:
             reads.stop()
         sampling.stop()
+        for h in hooks.values():
+            h.close()
     writer.raw("sysbench.txt", loaded.output)
     for host, text in loaded.outputs.items():
         writer.raw(f"sysbench-{host}.txt", text)
@@ -215,6 +169,10 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
             writer.raw(f"reads-{node}.txt", text)
         writer.frame("read_intervals", reads.frame())
         extra["read_split"] = reads.as_dict()
+    for name, h in hooks.items():
+        for kind, frame in h.frames().items():
+            writer.frame(kind, frame)
+        extra[name] = h.manifest()
     lag = sampling.lag_frame()
     if not lag.empty:
         writer.frame("lag", lag)

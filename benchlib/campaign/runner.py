@@ -27,9 +27,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from benchlib.campaign.adaptive import next_round
 from benchlib.campaign.folder import CampaignError, CampaignFolder
 from benchlib.campaign.progress import Progress
-from benchlib.campaign.fault_run import execute_fault_run
 from benchlib.campaign.run import execute_run
 from benchlib.campaign.search import SearchDriver
+from benchlib.axes import registry
 from benchlib.campaign.plan import PlannedRun, plan, plan_searches
 from benchlib.campaign.spec import CampaignSpec, load_campaign_spec
 from benchlib.environment import git_revision
@@ -187,15 +187,17 @@ class CampaignSession:
         redos = self.folder.attempts_of(run.run_id, status="disturbed")
         disturbed_above = guard.redo_above if guard.redo_above < 1 and not run.search else None
         try:
-            if run.fault is not None:
-                done = execute_fault_run(lab, run.cluster, run.options, writer, run.fault, stall_s=spec.stall_s,
-                                         context=self.context(), on_second=self.progress.second)
+            driver = next((registry.get(n) for n in run.axes if registry.get(n).drives), None)
+            if driver is not None:  # an axis that runs the whole run its own way (a fault run)
+                done = registry.resolve(driver.drives)(lab, run.cluster, run.options, writer, run.axes[driver.name],
+                                                       stall_s=spec.stall_s, context=self.context(),
+                                                       on_second=self.progress.second)
             else:
                 done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
                                    stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s,
                                    on_interval=hook, on_second=self.progress.second, context=self.context(),
                                    probe=run.probe, read_threads=run.read_threads,
-                                   disturbed_above=disturbed_above)
+                                   disturbed_above=disturbed_above, axes=run.axes)
         except CampaignError:
             raise  # a lab that could not be healed: stop rather than measure a broken lab
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:

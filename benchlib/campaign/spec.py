@@ -74,12 +74,12 @@ The plan a spec expands to is ``benchlib.campaign.plan``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
+from benchlib.axes import registry
 from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec, load_lab_spec
 from benchlib.specs import Strict as _Strict
@@ -134,86 +134,6 @@ class Search(_Strict):
     only: dict[str, list[Any]] = Field(default_factory=dict)
 
 
-class ProbeSpec(_Strict):
-    """The stale-read probe beside every run (``benchlib.sampling.stale_reads``) and the read consistency axis."""
-
-    write_rate: float = Field(default=10.0, gt=0, le=1000)  # commits per second on the write node
-    read_rate: float = Field(default=10.0, gt=0, le=1000)  # reads per second on each other node
-    consistency: list[str] = Field(default_factory=list)  # read consistency settings (empty: each system's default)
-    wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
-
-
-class FaultSpec(_Strict):
-    """[fault]: every run injects a fault under load and measures what follows (``benchlib.campaign.fault_run``)."""
-
-    kind: list[Literal["kill", "freeze", "cut"]] = Field(default=["kill"], min_length=1)  # an axis
-    target: list[str] = Field(default=["write_node"], min_length=1)  # write_node | replica | site:NAME (an axis)
-    at_s: float = Field(default=10.0, gt=0)  # into the load
-    duration_s: float = Field(default=10.0, gt=0, le=3600)  # freeze and cut: until released; kill: until the heal
-    #: async and semi-sync clusters: "promote" (the lab promotes the most advanced replica once the write node has
-    #: not answered for detect_s) or "none"; a table gives it per cluster. Galera and Group Replication fail over
-    #: by themselves.
-    failover: Literal["none", "promote"] | dict[str, Literal["none", "promote"]] = "none"
-    detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
-    write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
-    timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
-    heal_timeout_s: float = Field(default=300.0, gt=0)
-    #: rejoin under load: the killed node starts again this long into the load, while the load goes on (its path,
-    #: time to ONLINE/Synced, time until its lag stays under 100 ms, the donor's throughput meanwhile are measured)
-    rejoin_at_s: float | None = Field(default=None, gt=0)
-    #: "auto": the path the cluster picks (Galera IST, GR incremental recovery); "full": its full transfer, forced
-    #: (Galera SST: the node's grastate.dat removed; GR clone: the survivors' binary logs purged)
-    rejoin: list[Literal["auto", "full"]] = Field(default=["auto"], min_length=1)  # an axis
-    #: a second ledger writer through a proxy in front of the cluster (benchlib.lab.proxy): what a client behind
-    #: HAProxy sees, beside the writer that follows the failover itself
-    proxy: Literal["none", "haproxy"] = "none"
-
-    @field_validator("kind", "target", "rejoin", mode="before")
-    @classmethod
-    def _listed(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
-
-    @field_validator("target")
-    @classmethod
-    def _targets(cls, v: list[str]) -> list[str]:
-        bad = [t for t in v if t not in ("write_node", "replica") and not (t.startswith("site:") and len(t) > 5)]
-        if bad:
-            raise ValueError(f"unknown fault targets {bad}: write_node, replica or site:NAME")
-        return v
-
-
-@dataclass(frozen=True)
-class FaultPlan:
-    """One run's fault: what, where, when, and whether the lab promotes a replica."""
-
-    kind: str
-    target: str  # write_node | replica | site:NAME
-    at_s: float
-    duration_s: float
-    promote: bool
-    detect_s: float
-    write_rate: float
-    timeout_s: float
-    heal_timeout_s: float
-    rejoin_at_s: float | None = None
-    rejoin: str = "auto"
-    proxy: str = "none"
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind} {self.target}" + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "")
-
-    def as_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        out = asdict(self)
-        if self.rejoin_at_s is None:  # campaigns planned before rejoin existed keep their configuration keys
-            del out["rejoin_at_s"], out["rejoin"]
-        if self.proxy == "none":
-            del out["proxy"]
-        return out
-
-
 class InterferenceSpec(_Strict):
     """[interference]: runs that others' use of the host spoiled (``benchlib.analysis.interference``)."""
 
@@ -254,9 +174,47 @@ class CampaignSpec(_Strict):
     # workload; see Search)
     sustained: bool = False
     search: Search = Field(default_factory=Search)
-    probe: ProbeSpec | None = None  # [probe]: the stale-read probe on every run, its consistency settings an axis
-    fault: FaultSpec | None = None  # [fault]: a fault in every run, what follows measured (failover, lost writes)
+    #: the tables of the registered axes (``benchlib.axes``): [probe], [fault] or an axis of one's own, validated by
+    #: the axis's schema; a campaign spec writes each at the top level, as ``[fault]``
+    axes: dict[str, Any] = Field(default_factory=dict)
     note: str = ""  # what the campaign reproduces, what it cannot (printed by the CLI, kept in campaign.json)
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _axis_tables(cls, data: Any) -> Any:
+        """Each registered axis's table, validated by the axis's schema, into ``axes``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        given = dict(data.pop("axes", None) or {})
+        known = registry.tables()
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ValueError(f"unknown axis tables {unknown} (axes with a table: {', '.join(known)})")
+        validated: dict[str, Any] = {}
+        for name, model in known.items():
+            raw = data.pop(name, given.get(name))
+            if raw is None:
+                continue
+            try:
+                validated[name] = raw if isinstance(raw, model) else model.model_validate(raw)
+            except ValidationError as exc:
+                raise ValueError(f"[{name}] " + "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or '(table)'}: {e['msg'].removeprefix('Value error, ')}"
+                    for e in exc.errors())) from None
+        data["axes"] = validated
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Any) -> Any:
+        """Dumped as it is written: each axis's table at the top level (None when the campaign has none)."""
+        out = handler(self)
+        if isinstance(out, dict):
+            tables = out.pop("axes", None) or {}
+            for name in registry.tables():
+                out[name] = tables.get(name)
+        return out
 
 
 def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, AnyLabSpec]:

@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 from benchlib import charts
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.axes.fault import views as fault_views
+from benchlib.axes.probe import views as probe_views
 from benchlib.charts.theme import HEIGHT
 
 __all__ = ["CATALOGUE", "dress", "figures", "show"]
@@ -100,19 +102,19 @@ def _costs(a):
 
 
 def _stale(a):
-    return charts.stale_fractions(views.stale_reads(a))
+    return charts.stale_fractions(probe_views.stale_reads(a))
 
 
 def _staleness(a):
-    return charts.staleness_ecdf(views.staleness(a))
+    return charts.staleness_ecdf(probe_views.staleness(a))
 
 
 def _plane(a):
-    if len(a.stale_reads) > views.MAX_STALE_ROWS:
+    if len(a.stale_reads) > probe_views.MAX_STALE_ROWS:
         raise LeftOut(f"{len(a.stale_reads)} configurations with the stale-read probe: too many points for one plane",
                       hint="a campaign that varies the read consistency and a few loads (examples/campaigns/"
                            "consistency.toml); the table 'What each setting costs the writer' has them all")
-    points, metric = views.consistency_costs(a)
+    points, metric = probe_views.consistency_costs(a)
     if points.ratio.eq(1.0).all():
         raise LeftOut("the cost-and-benefit plane needs two read consistency settings or more on a cluster; each "
                       "cluster ran one", hint="list several settings in the campaign's [probe] consistency")
@@ -120,23 +122,23 @@ def _plane(a):
 
 
 def _read_latency(a):
-    return charts.read_latency(views.stale_reads(a))
+    return charts.read_latency(probe_views.stale_reads(a))
 
 
 def _failover_timeline(a):
-    return charts.failover_timeline(*views.failover_timeline(a))
+    return charts.failover_timeline(*fault_views.failover_timeline(a))
 
 
 def _unavailability(a):
-    return charts.unavailability(views.unavailability_runs(a), views.unavailability_summary(a))
+    return charts.unavailability(fault_views.unavailability_runs(a), fault_views.unavailability_summary(a))
 
 
 def _lost(a):
-    return charts.lost_writes(views.failover_summary(a))
+    return charts.lost_writes(fault_views.failover_summary(a))
 
 
 def _rejoin(a):
-    return charts.rejoin_times(views.rejoins(a))
+    return charts.rejoin_times(fault_views.rejoins(a))
 
 
 def _sustained(a):

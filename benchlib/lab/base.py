@@ -5,7 +5,9 @@ The embedded lab (``benchlib.lab.lab.LocalLab``: servers this machine starts) an
 nothing above them asks which one it has. Where they differ, the lab says so through the
 protocol itself: ``heal`` restarts nodes locally and refuses remotely with the reason;
 ``load_driver`` runs sysbench here or on the client hosts; ``extra_probes`` samples local
-processes or remote clocks.
+processes or remote clocks. What only some labs can do is a capability, offered or lacked:
+``faults()`` (inject, release, promote, rejoin: ``FaultControl``) and ``proxy()`` (``ProxyControl``) give it or
+None, and ``lacks(capability)`` says why not.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from benchlib.systems.settings import SettingRules
     from benchlib.sysbench.driver import LoadDriver
 
-__all__ = ["Fault", "Lab", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress", "Promotion", "quiet"]
+__all__ = ["CAPABILITIES", "Fault", "FaultControl", "Lab", "ProxyControl", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress", "Promotion", "quiet"]
 
 Progress = Callable[[str], None]
 
@@ -143,29 +145,15 @@ class Lab(Protocol):
 
     def load_driver(self) -> "LoadDriver": ...
 
-    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
-        """Why this lab cannot inject a ``kind`` fault into ``nodes`` (or ``site``) of ``cluster`` (None: it can)."""
+    # -- capabilities: what some labs offer and others lack ------------------------------------------------------
+    def faults(self) -> "FaultControl | None":
+        """Its faults (inject, release, promote, rejoin); None: it has none (``lacks("faults")`` says why)."""
 
-    def inject(self, cluster: str, fault: Fault) -> None:
-        """Inject ``fault`` now (see ``Fault``)."""
+    def proxy(self) -> "ProxyControl | None":
+        """A proxy in front of a cluster's writes; None: it has none (``lacks("proxy")`` says why)."""
 
-    def release(self, cluster: str, fault: Fault) -> None:
-        """End a ``freeze`` or ``cut`` (a ``kill`` lasts until the heal)."""
-
-    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
-               starting: Callable[[], None] | None = None) -> str:
-        """Start a killed ``node`` again while the cluster works on and wait until it is back in its role (no role
-        moves); ``full``: force its cluster's full state transfer (Galera SST, Group Replication clone);
-        ``starting()`` is called just before the node's process starts (after what must come first: a group
-        expelling the node's killed incarnation). Returns the path it took, in words."""
-
-    def front(self, cluster: str, serving: Callable[[], "str | None"]) -> Any:
-        """A proxy in front of ``cluster``'s writes (``benchlib.lab.proxy.HAProxyFront``: ``host``, ``port``,
-        ``connect(timeout)`` with the load's account, ``stop()``), steered to the node ``serving()`` names."""
-
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
-        """Make the most advanced surviving replica of an async or semi-sync ``cluster`` its primary and the other
-        replicas follow it (as orchestrator does); ``heal`` gives the original write node its role back."""
+    def lacks(self, capability: str) -> str:
+        """Why this lab lacks ``capability`` (one of ``CAPABILITIES``); "": it has it."""
 
     def extra_probes(self, nodes: list[str], log: "StatusLog", clock: Callable[[], float]) -> list["Probe"]:
         """Probes the placement provides (processes of a local lab, server clocks of a remote one)."""
@@ -187,3 +175,42 @@ class Lab(Protocol):
 
     def down(self) -> None:
         """Take the lab down (a remote lab: close, never stop a server)."""
+
+
+#: what a lab may offer beyond the core (``Lab.faults()``, ``Lab.proxy()``); a campaign that needs one asks the lab
+#: (or its spec: ``lacks``) and refuses with the lab's own reason when it lacks it
+CAPABILITIES = ("faults", "proxy")
+
+
+@runtime_checkable
+class FaultControl(Protocol):
+    """Faults a lab can inject into its clusters, and what follows them (the embedded lab: its own servers)."""
+
+    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        """Why this lab cannot inject a ``kind`` fault into ``nodes`` (or ``site``) of ``cluster`` (None: it can)."""
+
+    def inject(self, cluster: str, fault: Fault) -> None:
+        """Inject ``fault`` now (see ``Fault``)."""
+
+    def release(self, cluster: str, fault: Fault) -> None:
+        """End a ``freeze`` or ``cut`` (a ``kill`` lasts until the heal)."""
+
+    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
+               starting: Callable[[], None] | None = None) -> str:
+        """Start a killed ``node`` again while the cluster works on and wait until it is back in its role (no role
+        moves); ``full``: force its cluster's full state transfer (Galera SST, Group Replication clone);
+        ``starting()`` is called just before the node's process starts (after what must come first: a group
+        expelling the node's killed incarnation). Returns the path it took, in words."""
+
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
+        """Make the most advanced surviving replica of an async or semi-sync ``cluster`` its primary and the other
+        replicas follow it (as orchestrator does); ``heal`` gives the original write node its role back."""
+
+
+@runtime_checkable
+class ProxyControl(Protocol):
+    """A proxy a lab can put in front of a cluster's writes."""
+
+    def front(self, cluster: str, serving: Callable[[], "str | None"]) -> Any:
+        """A proxy in front of ``cluster``'s writes (``benchlib.lab.proxy.HAProxyFront``: ``host``, ``port``,
+        ``connect(timeout)`` with the load's account, ``stop()``), steered to the node ``serving()`` names."""

@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import pymysql
 
@@ -33,29 +33,11 @@ from benchlib.lab.layout import Layout, NodePlan
 if TYPE_CHECKING:
     from benchlib.lab.topology import Async
 
-__all__ = ["inject", "promote", "refusal", "release", "restore", "set_site_link"]
+__all__ = ["inject", "promote", "release", "restore", "set_site_link"]
 
 #: files of a datadir that belong to the node, not to its data (a copy leaves them out)
 NODE_FILES = ("auto.cnf", "master.info", "relay-log.info", "multi-master.info", "mysqld-auto.cnf")
 NODE_PREFIXES = ("relay-bin", "master-", "relay-log-")
-
-
-def refusal(spec: Any, kind: str, nodes: list[str], site: str | None) -> str | None:
-    """Why the embedded lab of ``spec`` (a ``LabSpec``) cannot inject this fault (None: it can)."""
-    if kind != "cut":
-        return None
-    if not spec.sites:
-        return "a network cut takes a WAN site's link down, and this lab has no [sites] (its nodes share loopback)"
-    if site is not None:
-        return None if site in spec.sites else f"no site {site!r} in lab {spec.name} (sites: {', '.join(spec.sites)})"
-    for n in nodes:
-        where = spec.site_of(n)
-        if where is None:
-            return f"{n} runs on loopback, outside every site: only a site's link can be cut"
-        others = [m for m in spec.sites[where].nodes if m != n]
-        if others:
-            return f"cutting {n} alone needs it alone in its site; site {where} also holds {', '.join(others)}"
-    return None
 
 
 def set_site_link(layout: Layout, site: str, up: bool) -> None:

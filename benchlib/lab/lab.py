@@ -5,26 +5,24 @@ step tears down everything the attempt created and raises one ``BenchlibError``.
 ``LocalLab.open(name)`` attaches to a running lab for status, settings, heal and down.
 Machine-wide housekeeping (labs left by crashed runs) is ``benchlib.lab.cleanup``.
 
-Size: about 530 lines; ``LocalLab`` splits into a core and capabilities (faults, proxy) with the lab-capabilities step of design review 4, after issue 36.
+What only some labs can do is in ``benchlib.lab.capabilities`` (``faults()``, ``proxy()``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
 from benchlib.errors import BenchlibError, LabError, LabSpecMismatch, NodeStartError
-from benchlib.lab import build, faults, flavors, procs, secrets, sql, state, wan
+from benchlib.lab import build, flavors, healing, procs, secrets, sql, state, wan
 from benchlib.lab import node as nodeops
-from benchlib.lab.base import Fault, NodeInfo, NodeStatus, Progress, Promotion
+from benchlib.lab.base import NodeInfo, NodeStatus, Progress
 from benchlib.lab.base import quiet as _quiet
 from benchlib.lab.layout import Layout, NodePlan, build_layout, lab_root
 from benchlib.lab.spec import LabSpec, load_spec
@@ -34,6 +32,9 @@ from benchlib.manifest import ClusterFacts
 from benchlib.servers import Server
 from benchlib.servers import find as find_server
 from benchlib.systems.settings import SettingRules, plan_settings
+
+if TYPE_CHECKING:
+    from benchlib.lab.capabilities import LocalFaults, LocalProxy
 
 __all__ = ["LocalLab"]
 
@@ -262,7 +263,7 @@ class LocalLab:
             rec.link_pid = pid
         self.record.link_pid = pid
 
-    def _relink(self) -> None:
+    def relink(self) -> None:
         """Restore the links in the namespaces there are; namespaces that are gone are made anew (their nodes
         died with them and are restarted by heal)."""
         present = set(wan.list_namespaces())
@@ -346,7 +347,8 @@ class LocalLab:
         original primary back. A heal that fails marks the lab broken with the reason (``broken``) until one
         succeeds."""
         try:
-            restarted = self._heal(timeout, progress)
+            self._healed_how = []
+            restarted, self._healed_how = healing.heal(self, timeout, progress)
         except BenchlibError as exc:
             self._mark_broken(exc.message)
             raise
@@ -359,142 +361,27 @@ class LocalLab:
             rec.broken = reason
         self.record.broken = reason
 
-    def _heal(self, timeout: float, progress: Progress) -> list[str]:
-        self._healed_how = []
-        if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
-            progress("WAN links are down: restoring them")
-            self._relink()
-        for site in self.layout.sites.values():  # a cut a run did not release
-            if self._link_down(site.name):
-                faults.set_site_link(self.layout, site.name, up=True)
-                self._healed_how.append(f"site {site.name}'s link up again")
-        for name, pid in self.record.pids.items():  # a freeze a run did not release
-            if pid and (info := procs.proc_info(pid)) is not None and info.state == "T":
-                procs.signal_if_ours(pid, self.layout.nodes[name].marker, signal.SIGCONT)
-                self._healed_how.append(f"{name} thawed (SIGCONT)")
-        restarted: list[str] = []
-        for cluster in list(self.record.moved):
-            self.topology(cluster).after_heal([], timeout)  # every node back in its role (GR: node 1 primary again)
-            with state.update(self.dir) as rec:
-                rec.moved = [c for c in rec.moved if c != cluster]
-            self.record.moved = [c for c in self.record.moved if c != cluster]
-            self._healed_how.append(f"{cluster}: roles restored")
-        for cluster, promoted in list(self.record.promoted.items()):
-            progress(f"{cluster}: giving {self.topology(cluster).nodes[0].name} its primary role back")
-            self._healed_how.append(self._restore(cluster, self.node(promoted), timeout))
-            restarted.append(self.topology(cluster).nodes[0].name)
-        for cluster in self.spec.clusters:
-            topo = self.topology(cluster)
-            dead = [n for n in topo.nodes if not self.is_up(n)]
-            if not dead:
-                continue
-            # a node killed a moment ago may still hold its port and socket: wait until it is gone
-            procs.wait_gone([p for n in dead if (p := self.pid(n))], 30)
-            for group in topo.restart_order(dead):
-                if not group:
-                    continue
-                progress(f"restarting {', '.join(n.name for n in group)}")
-                self.start_nodes(group)
-                self.wait_connectable(group, timeout, "restart")
-                topo.after_group(group, timeout)
-            try:
-                self._reapply_settings(topo, dead)
-                topo.after_heal(dead, timeout)
-            except pymysql.err.MySQLError as exc:
-                raise LabError(f"{cluster}: heal failed: {exc.args[-1] if exc.args else exc}",
-                               hint="benchlib lab status; if a node cannot rejoin: benchlib lab down, then up") from None
-            restarted += [n.name for n in dead]
-            self._healed_how.append(f"restarted {', '.join(n.name for n in dead)}: "
-                                    + topo.rejoin_path(dead))
-        return restarted
+    # -- capabilities: the embedded lab runs its servers, so it has every one ----------------------------------------
+    def faults(self) -> "LocalFaults":
+        """Its faults (``benchlib.lab.base.FaultControl``): this lab kills, freezes and cuts its own servers, promotes
+        a replica and starts a killed node again (``benchlib.lab.capabilities``)."""
+        from benchlib.lab.capabilities import LocalFaults
 
-    # -- faults -----------------------------------------------------------------------------------
-    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
-        return faults.refusal(self.spec, kind, nodes, site)
+        return LocalFaults(self)
 
-    def inject(self, cluster: str, fault: Fault) -> None:
-        faults.inject(self.layout, self.record.pids, fault)
+    def proxy(self) -> "LocalProxy":
+        """Its proxy (``benchlib.lab.base.ProxyControl``): HAProxy in front of a cluster."""
+        from benchlib.lab.capabilities import LocalProxy
 
-    def release(self, cluster: str, fault: Fault) -> None:
-        faults.release(self.layout, self.record.pids, fault)
+        return LocalProxy(self)
 
-    def front(self, cluster: str, serving):
-        from benchlib.lab.proxy import HAProxyFront
-
-        nodes = [(n.name, n.listen_host, n.port) for n in self.layout.cluster_nodes(cluster)]
-        front = HAProxyFront(self.dir / "proxy", cluster, nodes, serving).start()
-        creds = self.creds
-
-        def connect(timeout: float = 1.0):
-            return pymysql.connect(host=front.host, port=front.port, user="bench", password=creds.password("bench"),
-                                   connect_timeout=timeout, read_timeout=60, write_timeout=60, autocommit=True,
-                                   cursorclass=pymysql.cursors.DictCursor)
-
-        front.connect = connect
-        return front
-
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
-        topo = self.topology(cluster)
-        if not hasattr(topo, "point_at"):
-            raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
-        done = faults.promote(topo, self.node(failed), self.is_up, timeout)
-        with state.update(self.dir) as rec:
-            rec.promoted[cluster] = done.primary
-        self.record.promoted[cluster] = done.primary
-        return done
-
-    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
-               starting: Callable[[], None] | None = None) -> str:
-        topo = self.topology(cluster)
-        me = self.node(node)
-        if self.is_up(me):
-            raise LabError(f"{node} is running: there is nothing to rejoin")
-        procs.wait_gone([p for p in [self.pid(me)] if p], 30)
-        survivors = [n for n in topo.nodes if n is not me and self.is_up(n)]
-        topo.before_rejoin(me, survivors, timeout)
-        forced = topo.force_full_transfer(me, survivors) if full else ""
-        if starting is not None:
-            starting()
-        self.start_nodes([me])
-        self.wait_connectable([me], timeout, "restart")
-        topo.after_rejoin(me, timeout)
-        self._reapply_settings(topo, [me])
-        path = topo.rejoin_path([me])
-        if cluster not in self.record.moved:  # the group's primary may have moved with the fault: heal restores it
-            with state.update(self.dir) as rec:
-                rec.moved.append(cluster)
-            self.record.moved.append(cluster)
-        return f"{path} ({forced})" if forced else path
-
-    def _link_down(self, site: str) -> bool:
-        s = self.layout.sites[site]
-        res = subprocess.run(["ip", "-n", s.netns, "-o", "link", "show", s.tun], capture_output=True, text=True)
-        flags = res.stdout.partition("<")[2].partition(">")[0].split(",")
-        return res.returncode == 0 and "UP" not in flags
+    def lacks(self, capability: str) -> str:
+        return self.spec.lacks(capability)
 
     def heal_report(self) -> list[str]:
         return list(self._healed_how)
 
-    def _restore(self, cluster: str, promoted: NodePlan, timeout: float) -> str:
-        topo = self.topology(cluster)
-
-        def stop(nodes: list[NodePlan]) -> None:
-            running = [(p, n.marker) for n in nodes if (p := self.pid(n)) and self.is_up(n)]
-            procs.stop(running, graceful=True, timeout=timeout)
-            procs.wait_gone([p for n in nodes if (p := self.pid(n))], 30)
-
-        def start(nodes: list[NodePlan]) -> None:
-            self.start_nodes(nodes)
-            self.wait_connectable(nodes, timeout, "restart")
-
-        how = faults.restore(topo, promoted, stop, start, self.record.run_as, timeout)
-        self._reapply_settings(topo, topo.nodes)
-        with state.update(self.dir) as rec:
-            rec.promoted.pop(cluster, None)
-        self.record.promoted.pop(cluster, None)
-        return how
-
-    def _reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
+    def reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
         for key, value in self.settings(topo.cluster).items():
             whole = topo.ctx.rules.settings[key].apply is not None  # a whole-cluster applier (semi-sync on or off)
             topo.apply_setting(key, value, topo.nodes if whole else nodes)

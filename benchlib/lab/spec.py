@@ -299,7 +299,21 @@ class LabSpec(Strict):
         return self
 
     def node_names(self) -> list[str]:
-        return [f"{c}-{i}" for c, cl in self.clusters.items() for i in range(1, cl.node_count + 1)]
+        return [n for c in self.clusters for n in self.nodes_of(c)]
+
+    def nodes_of(self, cluster: str) -> list[str]:
+        """The nodes of ``cluster``, the one that takes the writes first."""
+        return [f"{cluster}-{i}" for i in range(1, self.clusters[cluster].node_count + 1)]
+
+    # -- capabilities: what a campaign may ask of a lab of this spec ("" or None: it can) ------------------------------
+    def lacks(self, capability: str) -> str:
+        """Why this lab cannot do ``capability`` (``benchlib.lab.base.CAPABILITIES``); "": it can (benchlib runs
+        these servers: it kills, freezes, cuts, promotes, rejoins and puts a proxy in front)."""
+        return ""
+
+    def fault_refusal(self, kind: str, nodes: list[str], site: str | None) -> str | None:
+        """Why this lab cannot inject a ``kind`` fault into ``nodes`` (or ``site``); None: it can."""
+        return refusal(self, kind, nodes, site)
 
     def settings_for(self, cluster: str) -> ServerSettings:
         """Effective server settings of a cluster: built-in defaults < [defaults] < the cluster's own."""
@@ -357,3 +371,21 @@ def parse_spec(text: str, source: str = "<spec>") -> LabSpec:
 
 def load_spec(path: str | Path) -> LabSpec:
     return lab_spec_from(read_toml(path, "lab spec", "examples/labs/async-1p2r.toml"), str(path))
+
+
+def refusal(spec: "LabSpec", kind: str, nodes: list[str], site: str | None) -> str | None:
+    """Why the embedded lab of ``spec`` (a ``LabSpec``) cannot inject this fault (None: it can)."""
+    if kind != "cut":
+        return None
+    if not spec.sites:
+        return "a network cut takes a WAN site's link down, and this lab has no [sites] (its nodes share loopback)"
+    if site is not None:
+        return None if site in spec.sites else f"no site {site!r} in lab {spec.name} (sites: {', '.join(spec.sites)})"
+    for n in nodes:
+        where = spec.site_of(n)
+        if where is None:
+            return f"{n} runs on loopback, outside every site: only a site's link can be cut"
+        others = [m for m in spec.sites[where].nodes if m != n]
+        if others:
+            return f"cutting {n} alone needs it alone in its site; site {where} also holds {', '.join(others)}"
+    return None

@@ -201,28 +201,15 @@ class RemoteLab:
     def heal_report(self) -> list[str]:
         return []
 
-    #: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
-    NO_FAULTS = ("a remote lab's servers are not benchlib's to kill, freeze or cut off: faults run on the embedded "
-                 "lab (a local lab spec)")
+    # -- capabilities: a remote lab's servers are not benchlib's to kill, promote or put a proxy in front of ----------
+    def faults(self) -> None:
+        return None
 
-    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
-        return self.NO_FAULTS
+    def proxy(self) -> None:
+        return None
 
-    def inject(self, cluster: str, fault) -> None:
-        raise RemoteLabError(self.NO_FAULTS)
-
-    def release(self, cluster: str, fault) -> None:
-        raise RemoteLabError(self.NO_FAULTS)
-
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0):
-        raise RemoteLabError(self.NO_FAULTS)
-
-    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
-               starting: Callable[[], None] | None = None) -> str:
-        raise RemoteLabError(self.NO_FAULTS)
-
-    def front(self, cluster: str, serving):
-        raise RemoteLabError(self.NO_FAULTS)
+    def lacks(self, capability: str) -> str:
+        return self.spec.lacks(capability)
 
     def load_driver(self):
         """sysbench on the client hosts together; on this host when the spec has no [clients]."""

@@ -41,6 +41,9 @@ from benchlib.systems.settings import SettingRules
 from benchlib.specs import Strict, format_validation, read_toml
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
+#: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
+NO_FAULTS = ("a remote lab's servers are not benchlib's to kill, freeze or cut off: faults run on the embedded lab (a "
+             "local lab spec)")
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 
@@ -200,6 +203,20 @@ class RemoteLabSpec(_Strict):
 
     def system_of(self, cluster: str) -> str:
         return self.clusters[cluster].system
+
+    def nodes_of(self, cluster: str) -> list[str]:
+        """The nodes of ``cluster``, the one that takes the writes first."""
+        c = self.clusters[cluster]
+        return [n.name for n in sorted(c.nodes, key=lambda n: n.role != c.facts.writer_role)]
+
+    # -- capabilities ------------------------------------------------------------------------------------------------
+    def lacks(self, capability: str) -> str:
+        """Why a remote lab cannot do ``capability``: its servers are not benchlib's to kill, freeze, cut off,
+        promote, restart or put a proxy in front of."""
+        return NO_FAULTS if capability in ("faults", "proxy") else ""
+
+    def fault_refusal(self, kind: str, nodes: list[str], site: str | None) -> str | None:
+        return NO_FAULTS
 
     def setting_rules(self, cluster: str) -> SettingRules:
         """The settings a campaign may sweep on ``cluster`` (its system's; ``benchlib.systems``)."""

@@ -154,13 +154,14 @@ class LabSampling:
 
 
 def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
-                   read_every: float = 0.02, stale_reads: ProbeOptions | None = None) -> LabSampling:
+                   read_every: float = 0.02, stale_reads: ProbeOptions | None = None,
+                   extra: list[Probe] | None = None) -> LabSampling:
     """The sampling of ``clusters`` (default: all); ``stale_reads``: a stale-read probe on each cluster with
-    replicas."""
+    replicas; ``extra``: probes of the run's axes (``benchlib.axes.AxisRun.probes``)."""
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}
-    probes: list[Probe] = []
+    probes: list[Probe] = list(extra or [])
     clusters = clusters or lab.clusters()
     members = {c: [n.name for n in lab.cluster_nodes(c)] for c in clusters}
     every = [n for c in clusters for n in members[c]]

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from benchlib.campaign.run import execute_run, prepare_dataset
+from benchlib.campaign.run import execute_run
+from benchlib.campaign.setup import prepare_dataset
 from benchlib.lab import sql
 from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.store import RunWriter, read_run

@@ -36,3 +36,27 @@ def test_methods_take_the_protocol_parameters(cls, method):
     extra = [q for n, q in have.items() if n not in want]
     assert all(q.default is not inspect.Parameter.empty or q.kind in (q.VAR_KEYWORD, q.VAR_POSITIONAL)
                for q in extra), f"{cls.__name__}.{method} needs parameters the protocol does not give: {extra}"
+
+
+@pytest.mark.parametrize("control, protocol", [("LocalFaults", "FaultControl"), ("LocalProxy", "ProxyControl")])
+def test_the_embedded_labs_capabilities_take_their_protocols_parameters(control, protocol):
+    """What a lab offers beyond the core (``faults()``, ``proxy()``) implements its capability's protocol."""
+    from benchlib.lab import base, capabilities
+
+    proto, cls = getattr(base, protocol), getattr(capabilities, control)
+    for method in sorted(n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")):
+        want = inspect.signature(getattr(proto, method)).parameters
+        have = inspect.signature(getattr(cls, method)).parameters
+        assert list(want) == [n for n in have if n in want], f"{control}.{method}"
+
+
+def test_the_lab_core_is_small_and_a_remote_lab_offers_no_faults_saying_why():
+    from benchlib.lab.base import CAPABILITIES
+    from benchlib.remote.spec import NO_FAULTS, RemoteLabSpec
+
+    assert len(METHODS) <= 26 and not {"inject", "release", "promote", "rejoin", "front"} & set(METHODS)
+    assert RemoteLab.faults(None) is None and RemoteLab.proxy(None) is None  # type: ignore[arg-type]
+    spec = RemoteLabSpec.model_validate({"kind": "remote", "name": "r", "credentials": {"user": "u", "password_env": "P"},
+                                         "clusters": {"c": {"system": "mariadb", "nodes": [
+                                             {"name": "a", "host": "h", "role": "primary"}]}}})
+    assert [spec.lacks(c) for c in CAPABILITIES] == [NO_FAULTS, NO_FAULTS] and spec.nodes_of("c") == ["a"]

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from benchlib.campaign.fault_run import execute_fault_run
-from benchlib.campaign.spec import FaultPlan
+from benchlib.axes.fault.run import execute_fault_run
+from benchlib.axes.fault import FaultPlan
 from benchlib.lab import sql
 from benchlib.store import RunWriter, read_run
 from benchlib.sysbench.options import SysbenchOptions
@@ -134,7 +134,6 @@ def test_a_frozen_galera_node_stalls_the_cluster_until_released_and_is_back_afte
 
 def test_a_heal_that_fails_marks_the_lab_broken_and_stops_the_fault_run(async_lab, tmp_path):
     from benchlib.campaign.folder import CampaignError
-    from benchlib.lab.base import Fault
 
     cnf = async_lab.node("async-3").cnf
     good = cnf.read_text()

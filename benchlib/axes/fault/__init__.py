@@ -1,0 +1,117 @@
+"""The fault, an axis: ``[fault]`` makes every run inject a fault under load (kill, freeze or cut of the write node,
+a replica or a site) and measure what follows: the failover, the unavailability a client saw, acknowledged writes
+lost, the heal and the rejoin (``benchlib.axes.fault.run`` runs it, ``benchlib.analysis.failover`` measures it).
+Its kinds, targets and rejoin paths are axes of their own. A fault run has its own writer, so the probe, the read
+split and the sustained search cannot run beside it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from benchlib.axes.registry import Axis, register
+from benchlib.specs import Strict
+
+__all__ = ["FaultPlan", "FaultSpec"]
+
+
+class FaultSpec(Strict):
+    """[fault]: every run injects a fault under load and measures what follows (``benchlib.axes.fault.run``)."""
+
+    kind: list[Literal["kill", "freeze", "cut"]] = Field(default=["kill"], min_length=1)  # an axis
+    target: list[str] = Field(default=["write_node"], min_length=1)  # write_node | replica | site:NAME (an axis)
+    at_s: float = Field(default=10.0, gt=0)  # into the load
+    duration_s: float = Field(default=10.0, gt=0, le=3600)  # freeze and cut: until released; kill: until the heal
+    #: async and semi-sync clusters: "promote" (the lab promotes the most advanced replica once the write node has
+    #: not answered for detect_s) or "none"; a table gives it per cluster. Galera and Group Replication fail over
+    #: by themselves.
+    failover: Literal["none", "promote"] | dict[str, Literal["none", "promote"]] = "none"
+    detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
+    write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
+    timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
+    heal_timeout_s: float = Field(default=300.0, gt=0)
+    #: rejoin under load: the killed node starts again this long into the load, while the load goes on (its path,
+    #: time to ONLINE/Synced, time until its lag stays under 100 ms, the donor's throughput meanwhile are measured)
+    rejoin_at_s: float | None = Field(default=None, gt=0)
+    #: "auto": the path the cluster picks (Galera IST, GR incremental recovery); "full": its full transfer, forced
+    #: (Galera SST: the node's grastate.dat removed; GR clone: the survivors' binary logs purged)
+    rejoin: list[Literal["auto", "full"]] = Field(default=["auto"], min_length=1)  # an axis
+    #: a second ledger writer through a proxy in front of the cluster (benchlib.lab.proxy): what a client behind
+    #: HAProxy sees, beside the writer that follows the failover itself
+    proxy: Literal["none", "haproxy"] = "none"
+
+    @field_validator("kind", "target", "rejoin", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("target")
+    @classmethod
+    def _targets(cls, v: list[str]) -> list[str]:
+        bad = [t for t in v if t not in ("write_node", "replica") and not (t.startswith("site:") and len(t) > 5)]
+        if bad:
+            raise ValueError(f"unknown fault targets {bad}: write_node, replica or site:NAME")
+        return v
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """One run's fault: what, where, when, and whether the lab promotes a replica."""
+
+    kind: str
+    target: str  # write_node | replica | site:NAME
+    at_s: float
+    duration_s: float
+    promote: bool
+    detect_s: float
+    write_rate: float
+    timeout_s: float
+    heal_timeout_s: float
+    rejoin_at_s: float | None = None
+    rejoin: str = "auto"
+    proxy: str = "none"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.target}" + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.rejoin_at_s is None:  # campaigns planned before rejoin existed keep their configuration keys
+            del out["rejoin_at_s"], out["rejoin"]
+        if self.proxy == "none":
+            del out["proxy"]
+        return out
+
+    def identity(self) -> list[Any]:
+        return [self.as_dict()]
+
+    def params(self) -> dict[str, Any]:
+        return {"fault": self.label, "failover": "promote" if self.promote else ""}
+
+
+def _facts(m: dict[str, Any]) -> dict[str, Any]:
+    """A fault run's facts in the ``runs`` table (absent for other runs): when the fault came, how the cluster failed
+    over, the ledger's counts after the audit, and the heal."""
+    if not m.get("fault"):
+        return {}
+    led = m.get("ledger") or {}
+    heal = m.get("heal") or {}
+    return {"fault_at_s": m.get("fault_at_s"), "failover_how": (m.get("failover") or {}).get("how"),
+            "new_primary": (m.get("promotion") or {}).get("primary") or m.get("survivor"), "survivor": m.get("survivor"),
+            "ledger_writes": led.get("writes"), "ledger_acked": led.get("acked"), "ledger_failed": led.get("failed"),
+            "ledger_unknown": led.get("unknown"), "lost_writes": led.get("lost"), "phantom_writes": led.get("phantoms"),
+            "heal_s": heal.get("s"), "heal_how": "; ".join(heal.get("how") or [])}
+
+
+AXIS = register(Axis(
+    "fault", "faults, failover and lost writes", spec=FaultSpec, plan="benchlib.axes.fault.plan:variants",
+    drives="benchlib.axes.fault.run:execute_fault_run",
+    excludes={"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"},
+    apart="[fault] runs measure a fault with their own writer",
+    facts=_facts, facts_columns=("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
+                                 "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how"),
+    analysis="benchlib.axes.fault.analysis", section="failover", report="benchlib.axes.fault.report:section",
+    report_first=True))

@@ -1,0 +1,83 @@
+"""The fault axis's planning: per cluster, the faults of ``[fault]`` (kind x target x rejoin path), what the lab
+cannot inject or a promotion on a system that fails over by itself refused, saying why. The lab spec is asked what it
+can do (``lacks("faults")``, ``fault_refusal``), never which class it is."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from benchlib import catalogue
+from benchlib.axes.fault import FaultPlan
+from benchlib.errors import SpecError
+
+__all__ = ["variants"]
+
+
+def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[FaultPlan]]:
+    """Per cluster, the faults of ``[fault]``. What the lab cannot inject, or a promotion on a system that fails over
+    by itself, is refused here, saying why."""
+    f = spec.axes["fault"]
+
+    def refuse(what: str, hint: str) -> SpecError:
+        return SpecError(f"{source}: {what}", hint=hint)
+
+    lacks = lab.lacks("faults")
+    if lacks:
+        raise refuse(f"[fault] needs a lab that can inject faults: {lacks}",
+                     "point the campaign at a local lab spec (examples/labs/)")
+    if spec.load.warmup_s:
+        raise refuse("[fault] runs have no warm-up (the fault comes at fault.at_s into the load)",
+                     "set load.warmup_s = 0, or move fault.at_s later")
+    if f.at_s >= spec.load.time_s:
+        raise refuse(f"fault.at_s = {f.at_s:g} is not within the load (load.time_s = {spec.load.time_s})",
+                     "a fault at_s smaller than load.time_s, leaving time to see the recovery")
+    if f.rejoin_at_s is not None:
+        if f.kind != ["kill"]:
+            raise refuse("fault.rejoin_at_s restarts a killed node: it goes with kind = \"kill\" only",
+                         "kind = \"kill\", or drop rejoin_at_s")
+        if not f.at_s < f.rejoin_at_s < spec.load.time_s:
+            raise refuse(f"fault.rejoin_at_s = {f.rejoin_at_s:g} must fall after fault.at_s ({f.at_s:g}) and within "
+                         f"the load (load.time_s = {spec.load.time_s})", "leave time after it to see the rejoin")
+    wanted = f.failover if isinstance(f.failover, dict) else {}
+    unknown = sorted(set(wanted) - set(clusters))
+    if unknown:
+        raise refuse(f"fault.failover names {unknown}, not clusters of this campaign", f"clusters: {clusters}")
+    out: dict[str, list[FaultPlan | None]] = {}
+    for c in clusters:
+        system = lab.system_of(c)
+        how = catalogue.get(system)
+        promote = (wanted.get(c, "none") if wanted else f.failover) == "promote"
+        if promote and (how is None or how.automatic_failover or not how.failover):
+            if c in wanted:
+                raise refuse(f"fault.failover promotes on cluster {c}, but {system} fails over by itself "
+                             f"({how.promise if how and how.promise else 'benchlib knows no failover of it'})",
+                             f"leave {c} out of fault.failover")
+            promote = False  # "promote" for the whole campaign: the clusters that have none of their own
+        size = lab.clusters[c].node_count
+        plans: list[FaultPlan | None] = []
+        for kind, target, rejoin in itertools.product(f.kind, f.target, f.rejoin if f.rejoin_at_s else ["auto"]):
+            if target == "replica" and size < 2:
+                raise refuse(f"fault.target replica: cluster {c} has one node", f"leave {c} out, or target write_node")
+            names = lab.nodes_of(c)
+            nodes = [names[0]] if target == "write_node" else [names[-1]] if target == "replica" else []
+            site: str | None = target[5:] if target.startswith("site:") else None
+            if site is not None and kind != "cut":
+                raise refuse(f"fault.target {target}: a site is a target of a cut only", "kind = \"cut\"")
+            if site is not None and not any(lab.site_of(n) == site for n in lab.nodes_of(c)):
+                raise refuse(f"fault.target {target}: no node of cluster {c} is in site {site}",
+                             f"sites: {', '.join(lab.sites) or 'none'}")
+            refused = lab.fault_refusal(kind, nodes, site)
+            if refused:
+                raise refuse(f"fault {kind} of {target} on cluster {c}: {refused}",
+                             "a site in the lab spec for a cut ([sites]), or another fault kind")
+            if f.rejoin_at_s is not None and promote and target == "write_node":
+                raise refuse(f"fault.rejoin_at_s on cluster {c}: a promoted cluster's old primary comes back by the "
+                             "heal's rebuild, not by a rejoin", f"target a replica, or leave {c} out of the promotion")
+            if rejoin == "full" and f.rejoin_at_s is not None and how is not None and how.failover == "promote":
+                raise refuse(f"fault.rejoin = \"full\" on cluster {c}: {system} replicas catch up from their GTID "
+                             "position; the lab has no full transfer for them", "rejoin = \"auto\" there")
+            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
+                                   f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy))
+        out[c] = plans
+    return out

@@ -1,0 +1,99 @@
+"""The probe axis's analysis: the stale reads per cluster and read consistency, what each setting costs the writer
+(and a read split's readers) against the cluster's weakest, and both in words. Each function takes the campaign's
+``CampaignAnalysis``; ``ATTRIBUTES`` makes them its attributes (``a.stale_reads``), computed once."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from benchlib.analysis.comparisons import consistency_costs_of, set_by_consistency_of
+from benchlib.analysis.runs import column_is, config_columns
+
+__all__ = ["ATTRIBUTES", "consistency_costs", "consistency_findings", "findings", "measures", "probe_reads",
+           "set_by_consistency", "stale_reads", "weakest"]
+
+
+def probe_reads(a: Any) -> pd.DataFrame:
+    """The stale-read probe's reads of the ok runs (``setting`` as text); empty when no ok run had the probe."""
+    reads = a.frames.get("probe_reads")
+    if reads is None or reads.empty:
+        return pd.DataFrame()
+    reads = reads[reads.run_id.isin(set(a.runs.run_id[a.runs.status == "ok"]))].copy()
+    reads["setting"] = reads["setting"].astype(str)
+    return reads
+
+
+def set_by_consistency(a: Any) -> list[str]:
+    """The run parameters that the read consistency decides, ``consistency`` itself included (GR's AFTER levels set
+    the load's ``gr_consistency``): a configuration is named once by its setting, and matched with another setting's
+    runs on the rest."""
+    ok = a.runs[a.runs.status == "ok"]
+    return set_by_consistency_of(ok, config_columns(a.param_columns))
+
+
+def weakest(a: Any) -> dict[str, str]:
+    """Per cluster that ran the stale-read probe, its system's default read consistency: the weakest, what the other
+    settings' costs are against."""
+    if "default_consistency" not in a.runs:
+        return {}
+    d = a.runs.dropna(subset=["default_consistency"]).drop_duplicates("cluster")
+    return dict(zip(d.cluster, d.default_consistency))
+
+
+def stale_reads(a: Any) -> pd.DataFrame:
+    """The stale-read fraction per configuration (cluster, read consistency, and what else the campaign varied that
+    the setting does not decide), with its interval and quantiles (``benchlib.analysis.staleness``), over the ok runs
+    that had the probe; empty when none had."""
+    from benchlib.analysis.staleness import stale_fractions
+
+    reads = a.probe_reads
+    if reads.empty:
+        return pd.DataFrame()
+    ok = a.runs[a.runs.status == "ok"]
+    varying = [c for c in config_columns(a.param_columns) if c in reads and c not in
+               ("cluster", "topology", *a.set_by_consistency) and ok[c].nunique() > 1]
+    return stale_fractions(reads, ["cluster", "setting", *varying])
+
+
+def consistency_costs(a: Any) -> pd.DataFrame:
+    """Per cluster and read consistency setting, the writer's throughput and latency against the same cluster's
+    weakest (default) setting with the load otherwise the same: ratio, 95% interval, verdict (as ``comparisons``);
+    empty without the stale-read probe or with one setting a cluster."""
+    ok = a.runs[a.runs.status == "ok"]
+    if "search" in ok:
+        ok = ok[ok.search.isna()]
+    return consistency_costs_of(ok, a.param_columns, a.record.margin)
+
+
+def consistency_findings(a: Any) -> list[str]:
+    """The stale reads of each configuration in words, with what its setting cost the writer and the readers against
+    the same cluster's weakest setting (``staleness.in_words``); [] without the probe."""
+    from benchlib.analysis.staleness import configuration_columns, in_words
+
+    s, costs = a.stale_reads, a.consistency_costs
+    if s.empty:
+        return []
+    keys = [k for k in configuration_columns(s) if k != "setting"]  # the load a setting's row is matched on
+
+    def same_load(df: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+        return df[np.logical_and.reduce([column_is(df[k], row[k]) for k in keys if k in df])]
+
+    out = []
+    for _, row in s.iterrows():
+        weak = same_load(s, row)
+        weak = weak[weak.setting == a.weakest.get(row.cluster)]
+        mine = same_load(costs[costs.setting == row.setting], row) if not costs.empty else costs
+        out.append(in_words(row, mine, weak.iloc[0] if len(weak) else None))
+    return out
+
+
+measures = stale_reads
+findings = consistency_findings
+
+#: what this axis adds to a CampaignAnalysis, by attribute name
+ATTRIBUTES: dict[str, Callable[[Any], Any]] = {
+    "probe_reads": probe_reads, "set_by_consistency": set_by_consistency, "weakest": weakest,
+    "stale_reads": stale_reads, "consistency_costs": consistency_costs, "consistency_findings": consistency_findings}
