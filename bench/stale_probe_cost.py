@@ -31,9 +31,19 @@ from benchlib.campaign.setup import prepare_dataset  # noqa: E402
 from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.sampling.session import build_sampling  # noqa: E402
 from benchlib.sampling.stale_reads import ProbeOptions  # noqa: E402
+from benchlib.axes.probe.plan import ProbeVariant  # noqa: E402
+from benchlib.axes.probe.run import ProbeRun  # noqa: E402
+from benchlib.axes.registry import RunContext  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
 from sampler_cost import exact_cpu  # noqa: E402
+
+
+def sampled(lab, probe: ProbeOptions, on: bool):
+    """The async cluster's sampling, with the stale-read probe (the probe axis's run hook) or without."""
+    hook = ProbeRun(RunContext(lab, "async", [n.name for n in lab.cluster_nodes("async")], lab.system("async"),
+                               None, "bench", ProbeVariant(probe))) if on else None
+    return build_sampling(lab, ["async"], extra=hook.probes() if hook else None).start(), hook
 
 
 def main() -> None:
@@ -51,7 +61,7 @@ def main() -> None:
         own: dict[bool, list[float]] = {True: [], False: []}
         servers: dict[bool, list[float]] = {True: [], False: []}
         for on in (False, True, True, False, False, True):
-            s = build_sampling(lab, ["async"], stale_reads=probe if on else None).start()
+            s, _ = sampled(lab, probe, on)
             time.sleep(1)
             c0, s0, t0 = exact_cpu(), processes_cpu_s(pids), time.monotonic()
             time.sleep(8)
@@ -80,15 +90,15 @@ def main() -> None:
             order += [True, False] if k % 2 == 0 else [False, True]
         tps: dict[bool, list[float]] = {True: [], False: []}
         for on in order:
-            s = build_sampling(lab, ["async"], stale_reads=probe if on else None).start()
+            s, hook = sampled(lab, probe, on)
             out = driver.run("async-1", opts).output
             s.wait_caught_up(60)
             s.stop()
             r = parse_text(out, "sysbench")
             tps[on].append(r.summary["tps"])
             said = ""
-            if on:
-                _, reads = s.probe_frames()
+            if hook is not None:
+                reads = hook.frames(s.origin)["probe_reads"]
                 said = f"; probe: {len(reads)} reads, {int(reads.stale.sum())} stale"
             print(f"  probe {'on ' if on else 'off'}: {r.summary['tps']:.1f} TPS{said}")
         ratios = [a / b for a, b in zip(tps[True], tps[False])]

@@ -152,6 +152,13 @@ class CampaignRecord(_Open):
         return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else MARGIN
 
     @property
+    def target_halfwidth(self) -> float | None:
+        """The relative half-width a configuration's 95% interval should reach (``target_halfwidth``), or None: the
+        analysis default."""
+        value = self.campaign.get("target_halfwidth")
+        return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else None
+
+    @property
     def settle_within(self) -> float | None:
         """The precision the campaign's headline ratios settle at (``settle_within``), or None: settled by verdict."""
         value = self.campaign.get("settle_within")

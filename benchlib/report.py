@@ -51,6 +51,14 @@ class Report:
     interference: list[str] = field(default_factory=list)  # what took the host from the lab, in words
     settled: str = ""  # how many headline ratios are settled, and what ended the campaign
 
+    def lines(self) -> list[str]:
+        """Every finding in words, in the page's order: the sections that say what the runs were (a fault's), the
+        throughput ratios, the other axes' (stale reads), the audit, the interference, the settlement."""
+        first = [x for a in registry.AXES.values() if a.report_first for x in self.axes.get(a.section or a.name, [])]
+        later = [x for a in registry.AXES.values() if not a.report_first for x in self.axes.get(a.section or a.name, [])]
+        return [*first, *self.headline, *later, *([self.audit] if self.audit else []), *self.interference,
+                *([self.settled] if self.settled else [])]
+
 
 CSS = """body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width:1220px;margin:2em auto;padding:0 16px;color:#222}
 table.t{border-collapse:collapse;font-size:12px;margin:1em 0;display:block;max-width:100%;overflow-x:auto}

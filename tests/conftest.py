@@ -3,7 +3,8 @@
 Markers (``pyproject.toml``): ``lab`` needs real servers (a test using ``labs``, ``fresh_labs``, ``study_run``,
 ``remote`` or ``client_hosts`` gets it by itself; a test that brings a lab up otherwise says so); ``measures``
 asserts a timing a busy machine would spoil; ``kernel`` executes notebooks; ``browser`` drives headless Chromium;
-``heavy`` loads the host for minutes (the heavy tests run one at a time); ``alone`` looks at every lab or kernel on
+``heavy`` is a long test on real servers, marked where it is defined (the heavy ones run one after another in a
+process of their own, beside the light ones); ``alone`` looks at every lab or kernel on
 the machine (it runs when no other test does).
 A test without ``lab`` cannot bring a lab up: ``./scripts/test fast`` (``-m "not lab"``) runs with no server.
 """
@@ -30,8 +31,11 @@ EXAMPLES = ROOT / "examples" / "labs"
 # A short root: node socket paths must stay under 107 characters. One root for a whole session, its xdist workers
 # included (a worker's parent is the session's controller): labs of two workers share the root's lock, so they
 # never pick the same ports or WAN network.
+# ./scripts/test runs the heavy lab tests and the light ones in two processes at once: they share one root (named
+# by BENCHLIB_TEST_LAB_ROOT), and the script takes down what they left once both are over.
 _SESSION = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
-LAB_ROOT = Path(f"/tmp/blt{_SESSION}")
+SHARED_ROOT = os.environ.get("BENCHLIB_TEST_LAB_ROOT")
+LAB_ROOT = Path(SHARED_ROOT or f"/tmp/blt{_SESSION}")
 os.environ["BENCHLIB_LAB_ROOT"] = str(LAB_ROOT)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)")
@@ -39,52 +43,10 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network n
 LAB_FIXTURES = {"labs", "fresh_labs", "study_run", "remote", "client_hosts"}
 
 
-#: the tests that load the host for minutes (campaigns of closed-loop runs): marked ``heavy``; ./scripts/test runs
-#: them one after another on one worker while the other takes the light lab tests, module by module
-HEAVY = ("tests/lab/test_check.py::test_demo_command_is_the_main_job",
-         "tests/studies/test_studies.py::test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_"
-         "judged[000]",
-         "tests/studies/test_studies.py::test_the_quick_campaign_runs_its_notebook_executes_and_the_findings_are_"
-         "judged[003]",
-         "tests/studies/test_studies.py::test_000_",  # the live studies' own checks: their campaign runs once
-         "tests/studies/test_studies.py::test_003_")
-
-
-def pytest_itemcollected(item):
-    if item.nodeid.startswith(HEAVY):
-        item.add_marker(pytest.mark.heavy)
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if LAB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
-    # the heavy tests first: the first worker starts on them (the longest group) while the other takes the rest
-    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
-
-
-def group_of(nodeid: str) -> str:
-    """The work unit of a test under ``--dist loadgroup`` (``pytest_xdist_make_scheduler``): its module (a module's
-    labs are brought up once), except the heavy ones together (one at a time, beside the light ones) and the
-    remote-lab tests together (their client hosts use one network)."""
-    if nodeid.startswith(HEAVY):
-        return "heavy"
-    module = nodeid.split("::")[0]
-    return "tests/remote" if module.startswith("tests/remote/") else module
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup`` schedules by ``group_of`` (xdist's own reads ``xdist_group`` marks through a node id
-    that pytest 9 no longer lets it change)."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class Groups(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return group_of(nodeid)
-
-    return Groups(config, log)
 
 
 @pytest.fixture(autouse=True)
@@ -109,6 +71,18 @@ def example_spec(file: str, name: str, **changes) -> LabSpec:
     data["name"] = name
     data.update(changes)
     return LabSpec.model_validate(data)
+
+
+def lab_of(file: str, name: str, **changes):
+    """A module-scoped fixture: the example lab ``file`` (examples/labs/) up under the lab name ``name`` for the
+    module's tests, taken down (and checked for leftovers) after them. ``async_lab = lab_of("async-1p2r.toml",
+    "t-async")`` at a test module's top level makes ``async_lab`` a fixture."""
+
+    @pytest.fixture(scope="module")
+    def fixture(labs):
+        return labs.up(example_spec(file, name, **changes))
+
+    return fixture
 
 
 def kill9(lab, *names: str) -> None:
@@ -175,16 +149,22 @@ def lab_root():
     return LAB_ROOT
 
 
-def pytest_sessionfinish(session, exitstatus):
-    """Once the whole session is over (in the controller, after every worker): take down whatever lab a test left,
-    and fail the session if a lab process had to be stopped."""
-    if hasattr(session.config, "workerinput") or not LAB_ROOT.exists():
-        return
+def clean_root(root: Path) -> list:
+    """Take down whatever lab is left under ``root`` and remove it; the lab processes that had to be stopped."""
     from benchlib.lab.cleanup import cleanup
 
-    cleanup(LAB_ROOT, all_labs=True)
-    stray = procs.find(f"{LAB_ROOT}/")
-    shutil.rmtree(LAB_ROOT, ignore_errors=True)
+    cleanup(root, all_labs=True)
+    stray = procs.find(f"{root}/")
+    shutil.rmtree(root, ignore_errors=True)
+    return stray
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Once the whole session is over (in the controller, after every worker): take down whatever lab a test left,
+    and fail the session if a lab process had to be stopped (a shared root: the script does it after both)."""
+    if hasattr(session.config, "workerinput") or SHARED_ROOT or not LAB_ROOT.exists():
+        return
+    stray = clean_root(LAB_ROOT)
     if stray:
         session.config.get_terminal_writer().line(f"processes left behind: {stray}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

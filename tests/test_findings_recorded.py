@@ -52,3 +52,5 @@ def test_the_report_page_says_every_finding(name, tmp_path):
     for section, sentences in expected.items():
         for sentence in sentences:
             assert html.escape(sentence) in page or html.escape(sentence.rstrip(".")) in page, (section, sentence)
+    said = report.lines()  # what `benchlib publish` and the main job print, in the page's order
+    assert sorted(said) == sorted(x for sentences in expected.values() for x in sentences)

@@ -23,7 +23,7 @@ LAYERS = [
     # store and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
     ["analysis", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
     # the Lab protocol
-    ["charts", "lab", "remote"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
+    ["charts", "lab", "remote", "axes.*.charts"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
     ["report", "page", "studies", "notebooks", "explore", "labs", "axes.*.report"],  # publishing; notebooks; opening
     # any lab from its spec
     ["campaign", "doctor", "axes.*.plan*", "axes.*.run*"],  # running campaigns on any lab

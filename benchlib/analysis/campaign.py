@@ -79,7 +79,7 @@ class CampaignAnalysis:
 
 
 def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float | None = None,
-            target: float = TARGET, adjust: bool = True) -> CampaignAnalysis:
+            target: float | None = None, adjust: bool = True) -> CampaignAnalysis:
     """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async); ``margin``
     is delta (default: the campaign spec's ``margin``, else 2%); ``adjust``: the ratios may take the CPU lost to
     others as a covariate where that is safe and narrows them (``benchlib.analysis.blocks``)."""
@@ -87,6 +87,8 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     record = (read_campaign_record(campaign) if not isinstance(campaign, dict) else None) or CampaignRecord()
     if margin is None:
         margin = record.margin
+    if target is None:
+        target = record.target_halfwidth or TARGET
     runs = frames["runs"]
     if runs.empty:
         raise AnalysisError(f"no runs in campaign {campaign if not isinstance(campaign, dict) else ''}".strip(),

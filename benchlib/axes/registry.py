@@ -59,7 +59,7 @@ class Axis:
     section: str = ""  # the key of its findings in the report's (``benchlib.report.findings``; default: its name)
     report: str = ""  # "module:function": (analysis, findings) -> its HTML section of the report page (default: a list)
     report_first: bool = False  # its section comes before the throughput findings (it says what the runs were)
-    charts: tuple[str, ...] = ()  # its entries in benchlib.charts.catalogue
+    charts: str = ""  # module with CHARTS (name -> title, builder) and CAPTIONS, added to benchlib.charts.catalogue
 
     def is_in(self, spec: Any) -> bool:
         """Whether the campaign ``spec`` has this axis."""
@@ -80,8 +80,9 @@ class Axis:
 
 @dataclass
 class RunContext:
-    """What a run hook is given: the lab, the cluster and its nodes (the write node first), the load, the run, and the
-    axis's variant for this run."""
+    """What a run hook is given: the lab, the cluster and its nodes (the write node first), the load, the run, the
+    axis's variant for this run and every axis's (``axes``), the load driver and the watchdog's limit, and
+    ``outside()``: why the whole run must stop now (a node down or silent), set once sampling runs."""
 
     lab: Any
     cluster: str
@@ -89,29 +90,53 @@ class RunContext:
     system: str
     options: Any  # SysbenchOptions
     run_id: str
-    variant: Any
+    variant: Any = None
+    axes: dict[str, Any] = field(default_factory=dict)
+    driver: Any = None
+    stall_s: float = 10.0
+    outside: Callable[[], str | None] = lambda: None
 
 
 class AxisRun:
-    """What an axis does beside a throughput run's load; every step is optional (the defaults do nothing)."""
+    """What an axis does beside a throughput run's load, step by step in the run's order; every step is optional
+    (the defaults do nothing)."""
 
     def probes(self) -> list[Any]:
-        """Probes the run's sampler runs beside its own (started before the load, stopped after catch-up)."""
+        """Probes the run's sampler runs beside its own, prepared (started before the load, stopped after the
+        catch-up)."""
         return []
 
     def start(self) -> None:
         """Just before the load starts."""
 
-    def stop(self) -> str | None:
-        """Just after the load and the catch-up; a reason when what the axis measured failed the run."""
+    def failed(self) -> str | None:
+        """Asked during the load by its watchdog: why the run must stop now (None: it goes on)."""
         return None
 
-    def frames(self) -> dict[str, pd.DataFrame]:
-        """Frames to write in the run folder (kinds registered by the axis)."""
+    def join(self, loaded: Any) -> Any:
+        """Right after the load: the load's result (``sysbench.process.LoadResult``), failed when this axis's side
+        of it failed."""
+        return loaded
+
+    def stop(self) -> str | None:
+        """After the catch-up; a reason when what the axis measured failed the run."""
+        return None
+
+    def tables(self) -> list[str]:
+        """Tables of its own the consistency audit after the run compares across nodes."""
+        return []
+
+    def frames(self, origin: float) -> dict[str, pd.DataFrame]:
+        """Frames to write in the run folder (kinds registered by the axis); times relative to ``origin`` (the
+        sampler's start, on time.monotonic)."""
+        return {}
+
+    def raws(self) -> dict[str, str]:
+        """Raw text files to keep in the run folder (file name -> text)."""
         return {}
 
     def manifest(self) -> dict[str, Any]:
-        """What the run's manifest records under the axis's name."""
+        """What the run's manifest records under the axis's name (asked before the load and after it)."""
         return {}
 
     def close(self) -> None:

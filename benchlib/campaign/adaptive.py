@@ -61,12 +61,12 @@ def _open(campaign: CampaignSpec, folder: CampaignFolder) -> tuple[list[str], st
     from benchlib.analysis.campaign import analyze, headline_rows, settled
     from benchlib.analysis.views import label
 
-    a = analyze(folder.path, target=campaign.target_halfwidth, margin=campaign.margin)
+    a = analyze(folder.path)  # its margin and target are the campaign.json's: this spec's
     c = headline_rows(a.comparisons)
     if not c.empty:
         keys = [k for k in a.param_columns if k in c.columns and k not in ("topology", "config")
                 and (k == "cluster" or c[k].nunique(dropna=False) > 1)]  # what tells the open ones apart
-        done = settled(c, campaign.settle_within)
+        done = settled(c, a.record.settle_within)
         return [f"{label(r, keys)} {METRIC.get(r.metric, r.metric)}" for (_, r), ok in zip(c.iterrows(), done)
                 if not ok], "headline comparison"
     if a.configs.empty:

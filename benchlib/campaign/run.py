@@ -20,17 +20,14 @@ from benchlib.analysis import interference
 from benchlib.axes import registry
 from benchlib.axes.registry import RunContext
 from benchlib.campaign.audit import audit, dataset_tables
-from benchlib.campaign.read_split import ReadSplit
 from benchlib.campaign.setup import RunSetup, nodes_down
 from benchlib.sampling.session import build_sampling
-from benchlib.sampling.stale_reads import TABLE as STALE_TABLE
-from benchlib.sampling.stale_reads import ProbeOptions
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
 from benchlib import systems
-from benchlib.systems import consistency, invariants
+from benchlib.systems import invariants
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
@@ -59,8 +56,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                 sync_timeout: float = 120, warmup_s: int = 0, stall_s: float = 10.0,
                 on_interval: Callable[[Interval], None] | None = None,
                 on_second: Callable[[Interval, float | None], None] | None = None,
-                context: dict[str, Any] | None = None, probe: ProbeOptions | None = None,
-                read_threads: int = 0, disturbed_above: float | None = None,
+                context: dict[str, Any] | None = None, disturbed_above: float | None = None,
                 axes: dict[str, Any] | None = None) -> Path:
     """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
 
@@ -69,15 +65,13 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     waits until every node has seen a heartbeat (in sync; the wait is recorded). During the load a
     node going down kills the run (FAILED, the reason names the node). ``on_second(interval, lag_ms)``
     gets each per-second line with the cluster's current replica lag, for progress displays.
-    ``context`` (campaign, host facts, revision) is recorded in the manifest as given. ``probe`` runs the
-    stale-read probe beside the load (its frames: probe_writes, probe_reads; its options in the manifest).
-    ``read_threads`` > 0 makes the load a read split: that many sysbench threads read on every other node beside
-    the writers, each session under the run's read consistency (frame read_intervals; a reader that fails fails
-    the run, naming its node). What took the host's CPU from the lab over the load window is recorded
-    (``interference``); with ``disturbed_above``, a run that lost more than that share of it is kept as DISTURBED
-    with the evidence (statistics leave it out; the campaign redoes it). ``axes``: axis -> this run's variant, for the
-    registered axes that act beside the load (``benchlib.axes.registry.AxisRun``: their probes sample with the run's,
-    they start with the load and stop after the catch-up, their frames and manifest entries are written with the run).
+    ``context`` (campaign, host facts, revision) is recorded in the manifest as given. What took the host's CPU
+    from the lab over the load window is recorded (``interference``); with ``disturbed_above``, a run that lost more
+    than that share of it is kept as DISTURBED with the evidence (statistics leave it out; the campaign redoes it).
+    ``axes``: axis -> this run's variant, for the registered axes that act beside the load
+    (``benchlib.axes.registry.AxisRun``: the stale-read probe, the read split, one of your own): their probes sample
+    with the run's, they start with the load, their watchdog can stop it, they join its result and stop after the
+    catch-up; their tables are audited, their frames, raw files and manifest entries written with the run.
     """
     setup = RunSetup.begin(lab, cluster, opts, writer, context=context, serving_timeout=min(sync_timeout, 30.0))
     if not isinstance(setup, RunSetup):
@@ -85,10 +79,11 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     nodes, write_node, facts, extra = setup.nodes, setup.write_node, setup.facts, setup.extra
     driver = lab.load_driver()
     extra["warmup_s"] = warmup_s
-    if probe is not None:
-        setting = consistency.for_system(facts.system, probe.consistency).name
-        extra["probe"] = {**probe.as_dict(), "consistency": setting,
-                          "default": consistency.supported(facts.system)[0]}  # the weakest: what costs are against
+    ctx = RunContext(lab, cluster, nodes, facts.system, opts, writer.run_id, axes=dict(axes or {}), driver=driver,
+                     stall_s=stall_s)
+    contexts = {name: replace(ctx, variant=variant) for name, variant in ctx.axes.items() if registry.get(name).run}
+    hooks = {name: registry.resolve(registry.get(name).run)(c) for name, c in contexts.items()}
+    extra.update({name: h.manifest() for name, h in hooks.items()})
     if warmup_s > 0:
         warm = driver.run(write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,
                           source=f"{writer.run_id}/raw/warmup.txt", abort_if=lambda: nodes_down(lab, nodes))
@@ -97,16 +92,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
             return writer.fail(f"{warm.status.upper()} during warm-up: {warm.reason}", **extra)
     setup.record_servers()
     facts = setup.facts
-    reads = ReadSplit(nodes[1:], opts, read_threads, facts.system, probe.consistency if probe else None) \
-        if read_threads else None
-    if reads is not None:
-        extra["read_split"] = reads.as_dict()
-    hooks = {name: registry.resolve(registry.get(name).run)(
-        RunContext(lab, cluster, nodes, facts.system, opts, writer.run_id, variant))
-        for name, variant in (axes or {}).items() if registry.get(name).run}
     try:
-        sampling = build_sampling(lab, [cluster], stale_reads=probe,
-                                  extra=[p for h in hooks.values() for p in h.probes()])
+        sampling = build_sampling(lab, [cluster], extra=[p for h in hooks.values() for p in h.probes()])
         sampling.start()
     except BaseException:
         for h in hooks.values():
@@ -117,7 +104,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         return nodes_down(lab, nodes) or sampling.unresponsive(stall_s)
 
     def trouble() -> str | None:
-        return outside() or (reads.failed() if reads else None)
+        return outside() or next((why for h in hooks.values() if (why := h.failed())), None)
 
     def each_second(iv: Interval) -> None:
         if on_interval:
@@ -131,14 +118,14 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         if in_sync is None:
             loaded = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
         else:
-            if reads is not None:
-                reads.start(driver, writer.run_id, stall_s, outside)
+            for c in contexts.values():
+                c.outside = outside
             for h in hooks.values():
                 h.start()
             loaded = driver.run(write_node, opts, on_interval=each_second, stall_s=stall_s,
                                 source=f"{writer.run_id}/raw/sysbench.txt", abort_if=trouble)
-            if reads is not None:
-                loaded = reads.join(loaded)
+            for h in hooks.values():
+                loaded = h.join(loaded)
             if loaded.status != "ok":
                 loaded = _name_the_cause(loaded, trouble)
         load_end = sampling.now()
@@ -152,11 +139,9 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         if said and loaded.status == "ok":
             loaded = replace(loaded, status="failed", reason="; ".join(said))
     finally:
-        if reads is not None:
-            reads.stop()
-        sampling.stop()
         for h in hooks.values():
             h.close()
+        sampling.stop()
     writer.raw("sysbench.txt", loaded.output)
     for host, text in loaded.outputs.items():
         writer.raw(f"sysbench-{host}.txt", text)
@@ -164,13 +149,10 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     if result is not None:
         writer.frame("intervals", result.intervals)
         writer.frame("histogram", result.histogram)
-    if reads is not None:
-        for node, text in reads.outputs().items():
-            writer.raw(f"reads-{node}.txt", text)
-        writer.frame("read_intervals", reads.frame())
-        extra["read_split"] = reads.as_dict()
     for name, h in hooks.items():
-        for kind, frame in h.frames().items():
+        for file, text in h.raws().items():
+            writer.raw(file, text)
+        for kind, frame in h.frames(sampling.origin).items():
             writer.frame(kind, frame)
         extra[name] = h.manifest()
     lag = sampling.lag_frame()
@@ -178,13 +160,9 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
         writer.frame("lag", lag)
     cluster_frame = sampling.cluster_frame()
     writer.frame("cluster", cluster_frame)
-    probed = sampling.probe_frames()
-    if probed is not None:
-        writer.frame("probe_writes", probed[0])
-        writer.frame("probe_reads", probed[1])
     audited = None
     if loaded.status == "ok" and catch_up is not None:  # every node holds what the write node holds
-        audited = audit(lab, cluster, nodes, dataset_tables(opts) + ([STALE_TABLE] if probed is not None else []))
+        audited = audit(lab, cluster, nodes, dataset_tables(opts) + [t for h in hooks.values() for t in h.tables()])
         extra["audit"] = audited.as_dict()
     if loaded.status == "ok":
         extra["interference"] = interference.of_run(cluster_frame, (load_t0, load_end))

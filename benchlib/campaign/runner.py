@@ -196,7 +196,6 @@ class CampaignSession:
                 done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
                                    stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s,
                                    on_interval=hook, on_second=self.progress.second, context=self.context(),
-                                   probe=run.probe, read_threads=run.read_threads,
                                    disturbed_above=disturbed_above, axes=run.axes)
         except CampaignError:
             raise  # a lab that could not be healed: stop rather than measure a broken lab

@@ -6,6 +6,7 @@ campaign has data for. ``benchlib.report`` publishes them; ``benchlib.studies`` 
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Callable
 
@@ -16,8 +17,8 @@ import plotly.graph_objects as go
 from benchlib import charts
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
-from benchlib.axes.fault import views as fault_views
-from benchlib.axes.probe import views as probe_views
+from benchlib.axes import registry
+from benchlib.charts.left_out import LeftOut
 from benchlib.charts.theme import HEIGHT
 
 __all__ = ["CATALOGUE", "dress", "figures", "show"]
@@ -25,10 +26,6 @@ __all__ = ["CATALOGUE", "dress", "figures", "show"]
 
 #: a stability chart needs runs at least this long: shorter ones plot a handful of points, not a trend
 MIN_STABILITY_S = 30
-
-
-class LeftOut(AnalysisError):
-    """The campaign has the data but the chart would say nothing (the report says why instead of drawing it)."""
 
 
 def _ratio(a):
@@ -101,46 +98,6 @@ def _costs(a):
     return charts.cost_bars(views.costs(a))
 
 
-def _stale(a):
-    return charts.stale_fractions(probe_views.stale_reads(a))
-
-
-def _staleness(a):
-    return charts.staleness_ecdf(probe_views.staleness(a))
-
-
-def _plane(a):
-    if len(a.stale_reads) > probe_views.MAX_STALE_ROWS:
-        raise LeftOut(f"{len(a.stale_reads)} configurations with the stale-read probe: too many points for one plane",
-                      hint="a campaign that varies the read consistency and a few loads (examples/campaigns/"
-                           "consistency.toml); the table 'What each setting costs the writer' has them all")
-    points, metric = probe_views.consistency_costs(a)
-    if points.ratio.eq(1.0).all():
-        raise LeftOut("the cost-and-benefit plane needs two read consistency settings or more on a cluster; each "
-                      "cluster ran one", hint="list several settings in the campaign's [probe] consistency")
-    return charts.consistency_plane(points, metric)
-
-
-def _read_latency(a):
-    return charts.read_latency(probe_views.stale_reads(a))
-
-
-def _failover_timeline(a):
-    return charts.failover_timeline(*fault_views.failover_timeline(a))
-
-
-def _unavailability(a):
-    return charts.unavailability(fault_views.unavailability_runs(a), fault_views.unavailability_summary(a))
-
-
-def _lost(a):
-    return charts.lost_writes(fault_views.failover_summary(a))
-
-
-def _rejoin(a):
-    return charts.rejoin_times(fault_views.rejoins(a))
-
-
 def _sustained(a):
     return charts.sustained_vs_peak(views.sustained(a))
 
@@ -158,14 +115,6 @@ CATALOGUE: dict[str, tuple[str, Callable[[CampaignAnalysis], go.Figure]]] = {
     "parallel_apply": ("Parallel apply", _parallel),
     "sustained": ("Maximum sustained throughput vs peak", _sustained),
     "cost_per_trx": ("Cost per transaction by role", _costs),
-    "stale_reads": ("Stale reads by read consistency", _stale),
-    "staleness": ("How stale the stale reads were", _staleness),
-    "consistency_plane": ("What each read consistency costs and buys", _plane),
-    "read_latency": ("Read latency by read consistency", _read_latency),
-    "failover_timeline": ("Failover timeline", _failover_timeline),
-    "unavailability": ("Unavailability after the fault", _unavailability),
-    "lost_writes": ("Acknowledged writes lost", _lost),
-    "rejoin": ("Rejoin under load", _rejoin),
 }
 
 
@@ -233,26 +182,22 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
     "parallel_apply": lambda a: f"Means of {_n_runs(a)} per setting; whisker: 95% interval over the runs.",
     "sustained": lambda a: ("Light: closed-loop peak; solid: highest fixed rate held with bounded lag; whisker: up "
                             "to the first rate that failed."),
-    "stale_reads": lambda a: ("Stale: a read older than a value acknowledged before it was sent. Whisker: 95% "
-                              "interval, runs as the unit; hollow: none stale, to its 95% upper bound."),
-    "staleness": lambda a: ("Staleness: how long the first value a read missed had been known when it was sent; "
-                            "stale reads per configuration in the legend."),
-    "consistency_plane": lambda a: ("x: stale fraction; y: the writer against its cluster's weakest setting (at 1); "
-                                    "whiskers: 95% intervals (runs as the unit; rounds model)."),
-    "read_latency": lambda a: ("Dot: median read latency on the other nodes; bar: to its p99; hollow diamond: the "
-                               "median causal wait, part of the read."),
-    "failover_timeline": lambda a: ("Acknowledged writes/s (100 ms bins) in each configuration's median run; red "
-                                    "line: the fault; shaded: the longest wait for an acknowledgement."),
-    "unavailability": lambda a: ("Dot: one fault; mark: the median, whisker: its 95% order-statistic interval; "
-                                 "triangle: never acknowledged again, at least this long."),
-    "lost_writes": lambda a: ("Acknowledged by the writer, absent from the surviving primary after the heal; with "
-                              "none lost, the 95% Clopper-Pearson bound on the share of faults that lose any."),
-    "rejoin": lambda a: ("A killed node started again under the load: dot, until it was back in its role (Synced, "
-                         "ONLINE); hollow diamond, until its lag (the newest ledger write it held) stayed under 100 "
-                         "ms."),
     "cost_per_trx": lambda a: ("A counter's rate over the load window divided by throughput; geometric mean over "
                                "runs; whisker: 95% interval (computed on the log scale)."),
 }
+
+
+def _axis_charts() -> None:
+    """Each axis's charts and captions (its ``charts`` module's ``CHARTS`` and ``CAPTIONS``), after the core ones, in
+    the axes' order."""
+    for axis in registry.AXES.values():
+        if axis.charts:
+            module = importlib.import_module(axis.charts)
+            CATALOGUE.update(module.CHARTS)
+            CAPTIONS.update(module.CAPTIONS)
+
+
+_axis_charts()
 
 
 def figures(a: CampaignAnalysis, *, left_out: dict[str, str] | None = None) -> dict[str, go.Figure]:

@@ -21,9 +21,7 @@ from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Connect
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
-from benchlib.sampling.stale_reads import ProbeOptions, StaleReadProbe
 from benchlib import catalogue, systems
-from benchlib.systems import consistency
 from benchlib.sampling.status import (GaleraProbe, LivenessProbe, MariaDBReplicationProbe, ServerCountersProbe,
                                       StatusLog)
 
@@ -55,7 +53,6 @@ class LabSampling:
     sampler: Sampler
     clocks: ClockProbe | None = None  # remote labs: every server's clock offset
     liveness: list[LivenessProbe] = field(default_factory=list)
-    stale: dict[str, StaleReadProbe] = field(default_factory=dict)  # cluster -> its stale-read probe (if asked for)
 
     def now(self) -> float:
         """Seconds on the sampler's clock (0: when sampling started)."""
@@ -83,8 +80,6 @@ class LabSampling:
     def start(self) -> "LabSampling":
         for hb in self.heartbeats.values():
             hb.prepare()
-        for probe in self.stale.values():
-            probe.prepare()
         self.sampler.start()
         return self
 
@@ -144,30 +139,20 @@ class LabSampling:
     def cluster_frame(self) -> pd.DataFrame:
         return self.status.frame(self.sampler.t0)
 
-    def probe_frames(self) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-        """(PROBE_WRITES, PROBE_READS) of the stale-read probes, None when none ran."""
-        if not self.stale:
-            return None
-        pairs = [p.frames(self.sampler.t0) for p in self.stale.values()]
-        return (pd.concat([w for w, _ in pairs], ignore_index=True),
-                pd.concat([r for _, r in pairs], ignore_index=True))
-
 
 def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
-                   read_every: float = 0.02, stale_reads: ProbeOptions | None = None,
-                   extra: list[Probe] | None = None) -> LabSampling:
-    """The sampling of ``clusters`` (default: all); ``stale_reads``: a stale-read probe on each cluster with
-    replicas; ``extra``: probes of the run's axes (``benchlib.axes.AxisRun.probes``)."""
+                   read_every: float = 0.02, extra: list[Probe] | None = None) -> LabSampling:
+    """The sampling of ``clusters`` (default: all); ``extra``: probes of the run's axes (the stale-read probe, ...:
+    ``benchlib.axes.registry.AxisRun.probes``), prepared."""
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}
-    probes: list[Probe] = list(extra or [])
+    probes: list[Probe] = []
     clusters = clusters or lab.clusters()
     members = {c: [n.name for n in lab.cluster_nodes(c)] for c in clusters}
     every = [n for c in clusters for n in members[c]]
     extras = lab.extra_probes(every, log, clock)
     clocks = next((p for p in extras if isinstance(p, ClockProbe)), None)
-    stale: dict[str, StaleReadProbe] = {}
     for cluster in clusters:
         nodes = members[cluster]
         if len(nodes) > 1:
@@ -176,10 +161,6 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
                            read_every=read_every, clock=clock)
             heartbeats[cluster] = hb
             probes += hb.probes
-            if stale_reads is not None:
-                setting = consistency.for_system(lab.system(cluster), stale_reads.consistency)
-                stale[cluster] = StaleReadProbe(lab.connect, nodes[0], nodes[1:], setting, stale_reads, clock)
-                probes += stale[cluster].probes
         facts = catalogue.get(lab.system(cluster))
         factory = STATUS_PROBES.get(facts.status_probe) if facts else None
         status = factory(lab.connect, nodes, log, clock, clocks) if factory else None
@@ -189,4 +170,5 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
         wanted = list(dict.fromkeys([*system.status_counters, *lab.spec.counters]))
         probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
     liveness = [LivenessProbe(lab.connect, n, clock, log=log) for n in every]
-    return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness, stale)
+    probes += list(extra or [])  # the run's axes' probes
+    return LabSampling(heartbeats, log, Sampler([*probes, *extras, *liveness]), clocks, liveness)

@@ -12,7 +12,7 @@ from benchlib.axes.fault import FaultPlan
 from benchlib.lab import sql
 from benchlib.store import RunWriter, read_run
 from benchlib.sysbench.options import SysbenchOptions
-from tests.conftest import example_spec, needs_root
+from tests.conftest import example_spec, lab_of, needs_root
 
 OPTS = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=10, rate=100)
 
@@ -28,9 +28,7 @@ def writer(lab, tmp_path, run_id):
     return RunWriter(tmp_path, run_id, {"workload": OPTS.workload}, secrets=list(lab.creds.passwords.values()))
 
 
-@pytest.fixture(scope="module")
-def async_lab(labs):
-    return labs.up(example_spec("async-1p2r.toml", "t-fault"))
+async_lab = lab_of("async-1p2r.toml", "t-fault")
 
 
 def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_primary(async_lab, tmp_path):
@@ -75,6 +73,7 @@ def test_the_ledger_audit_reports_a_write_deleted_behind_the_labs_back_as_lost(a
     assert m.audit["mismatches"]  # the nodes differ in the ledger table: divergence, named
 
 
+@pytest.mark.heavy  # a lab of its own and a minute and a half: the heavy lane balances the phase
 def test_a_killed_group_replication_primary_records_the_elected_member_and_the_unavailability(labs, tmp_path):
     """... directly and through HAProxy, steered to the group's primary by benchlib's agent check."""
     lab = labs.up(example_spec("gr-3.toml", "t-fgr"))

@@ -57,7 +57,7 @@ class UptimeRun(AxisRun):
         self._read()
         return None
 
-    def frames(self) -> dict[str, pd.DataFrame]:
+    def frames(self, origin: float) -> dict[str, pd.DataFrame]:
         return {"uptime": UPTIME.frame({"t_s": [r[0] for r in self.rows], "node": [r[1] for r in self.rows],
                                         "uptime_s": [r[2] for r in self.rows]})}
 

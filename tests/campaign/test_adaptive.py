@@ -4,7 +4,6 @@ open, a stop when every comparison is settled or at the cap, an incomplete round
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,8 @@ def campaign_with(tmp_path: Path, rounds: int, **changes) -> tuple[CampaignSpec,
     runs = [r for r in plan(spec, load_lab_spec(ROOT / "examples" / "labs" / "demo.toml")) if r.repetition <= rounds]
     folder = tmp_path / "topologies"
     folder.mkdir()
-    shutil.copy(RECORDED / "campaign.json", folder)
+    # the folder's campaign.json holds the spec as changed (a campaign's folder always holds its own spec)
+    (folder / "campaign.json").write_text(json.dumps({**recorded, "campaign": spec.model_dump(mode="json")}))
     for r in runs:
         (folder / r.run_id).symlink_to(RECORDED / r.run_id)
     return spec, CampaignFolder(folder), runs

@@ -11,19 +11,19 @@ from dataclasses import replace
 
 import pytest
 
+from benchlib.axes.probe.plan import ProbeVariant
+from benchlib.axes.read_split.plan import ReadSplitVariant
 from benchlib.campaign.run import execute_run
 from benchlib.campaign.setup import prepare_dataset
 from benchlib.lab import sql
 from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.store import RunWriter, read_run
-from tests.conftest import example_spec, paused_at
+from tests.conftest import example_spec, lab_of, paused_at
 
 OPTS = SysbenchOptions(workload="oltp_read_write", tables=2, table_size=2000, threads=4, time_s=4)
 
 
-@pytest.fixture(scope="module")
-def lab(labs):
-    return labs.up(example_spec("async-1p2r.toml", "t-run"))
+lab = lab_of("async-1p2r.toml", "t-run")
 
 
 def writer(lab, tmp_path, run_id):
@@ -227,7 +227,7 @@ def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_read
     opts = replace(OPTS, workload="oltp_read_only", threads=2, time_s=6)
     with paused_at(2, 2.0, lambda: _sql_thread(lab, "STOP"), lambda: _sql_thread(lab, "START")) as pause:
         folder = execute_run(lab, "async", opts, writer(lab, tmp_path, f"stale-{setting}"), on_interval=pause,
-                             probe=ProbeOptions(read_rate=20, consistency=setting))
+                             axes={"probe": ProbeVariant(ProbeOptions(read_rate=20, consistency=setting))})
     run = read_run(folder)
     assert run.manifest.probe["consistency"] == setting
     assert run.manifest.status == "invalid" and "async-3" in run.manifest.reason  # its SQL thread stopped
@@ -257,7 +257,8 @@ def _sql_thread(lab, verb: str) -> None:
 
 def test_a_read_split_reads_on_every_replica_beside_the_writers(lab, tmp_path):
     opts = replace(OPTS, workload="oltp_write_only", threads=2)
-    run = read_run(execute_run(lab, "async", opts, writer(lab, tmp_path, "split"), read_threads=2))
+    run = read_run(execute_run(lab, "async", opts, writer(lab, tmp_path, "split"),
+                               axes={"read_split": ReadSplitVariant(2)}))
     m = run.manifest
     assert m.status == "ok", m.reason
     reads = run.frames["read_intervals"]
@@ -275,15 +276,15 @@ def test_a_read_split_reads_on_every_replica_beside_the_writers(lab, tmp_path):
 def test_a_reader_that_fails_fails_the_run_at_once_naming_its_node(lab, tmp_path, monkeypatch):
     """The readers' sessions run the read consistency's statements first: one the server refuses stops the run
     within seconds, the reason naming the node and the server's error."""
-    from benchlib.campaign import run as run_module
+    from benchlib.systems import consistency
     from benchlib.systems.consistency import ReadSetting
 
     refused = ReadSetting("bogus", "a statement the server refuses", reader=("SET SESSION no_such_variable = 1",),
                           waits=False)
-    monkeypatch.setattr(run_module.consistency, "for_system", lambda system, name: refused)
+    monkeypatch.setattr(consistency, "for_system", lambda system, name: refused)
     started = time.monotonic()
     folder = execute_run(lab, "async", replace(OPTS, workload="oltp_write_only", time_s=30),
-                         writer(lab, tmp_path, "refused"), read_threads=1)
+                         writer(lab, tmp_path, "refused"), axes={"read_split": ReadSplitVariant(1)})
     run = read_run(folder)
     assert run.manifest.status == "failed" and time.monotonic() - started < 20
     assert re.search(r"^FAILED: the reads on async-[23] ended: .*no_such_variable", run.manifest.reason), \

@@ -39,6 +39,7 @@ def write_campaign(tmp_path: Path, lab_file: str, lab_name: str, *, clusters: li
     return path
 
 
+@pytest.mark.heavy  # fresh labs of their own, a minute in all: the heavy lane balances the phase
 @pytest.mark.parametrize("lab_file,cluster,victim", [("async-1p2r.toml", "async", "async-2"),
                                                      ("galera-3.toml", "galera", "galera-2")])
 def test_a_node_killed_mid_run_fails_that_run_heals_the_lab_and_the_campaign_goes_on(

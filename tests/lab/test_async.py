@@ -8,7 +8,7 @@ import pytest
 
 from benchlib.errors import SettingError
 from benchlib.lab import sql
-from tests.conftest import example_spec, kill9
+from tests.conftest import example_spec, lab_of, kill9
 
 
 def write_rows(lab, node, table: str, values: list[int]) -> None:
@@ -32,9 +32,7 @@ def wait_caught_up(lab, primary, replicas, timeout=30) -> None:
             assert sql.scalar(conn, "SELECT MASTER_GTID_WAIT(%s, %s)", (pos, timeout)) == 0, f"{r} not caught up"
 
 
-@pytest.fixture(scope="module")
-def async_lab(labs):
-    return labs.up(example_spec("async-1p2r.toml", "t-async"))
+async_lab = lab_of("async-1p2r.toml", "t-async")
 
 
 def test_status_shows_roles_and_threads(async_lab):
@@ -136,9 +134,7 @@ def test_up_on_existing_lab_heals_it(async_lab):
     async_lab.refresh()
 
 
-@pytest.fixture(scope="module")
-def semisync_lab(labs):
-    return labs.up(example_spec("semisync-1p2r.toml", "t-semi"))
+semisync_lab = lab_of("semisync-1p2r.toml", "t-semi")
 
 
 def test_semisync_lab_is_ready_with_all_clients(semisync_lab):

@@ -8,13 +8,11 @@ import pytest
 
 from benchlib.lab import sql
 from benchlib.systems.galera import galera_number, provider_option
-from tests.conftest import example_spec, frozen_at, kill9
+from tests.conftest import example_spec, lab_of, frozen_at, kill9
 from tests.lab.test_async import rows_on, write_rows
 
 
-@pytest.fixture(scope="module")
-def galera_lab(labs):
-    return labs.up(example_spec("galera-3.toml", "t-galera"))
+galera_lab = lab_of("galera-3.toml", "t-galera")
 
 
 def wait_rows(lab, node, table, expected, timeout=10.0):

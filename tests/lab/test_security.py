@@ -7,12 +7,10 @@ import subprocess
 import pytest
 
 from benchlib.lab import secrets, sql
-from tests.conftest import example_spec
+from tests.conftest import lab_of
 
 
-@pytest.fixture(scope="module")
-def lab(labs):
-    return labs.up(example_spec("demo.toml", "t-sec"))
+lab = lab_of("demo.toml", "t-sec")
 
 
 def test_no_anonymous_or_passwordless_account(lab):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from benchlib.lab import procs, sql, wan
-from tests.conftest import example_spec, frozen_at, leftovers, needs_root
+from tests.conftest import example_spec, lab_of, frozen_at, leftovers, needs_root
 from tests.lab.test_async import rows_on, write_rows
 
 pytestmark = [needs_root]
@@ -28,9 +28,7 @@ def commit_latencies_ms(lab, node, table, n=15) -> list[float]:
     return out
 
 
-@pytest.fixture(scope="module")
-def wan_lab(labs):
-    return labs.up(example_spec("wan-semisync.toml", "t-wan"))
+wan_lab = lab_of("wan-semisync.toml", "t-wan")
 
 
 def test_far_node_lives_in_its_namespace(wan_lab):

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Sampler
 from benchlib.schema import LAG
-from tests.conftest import example_spec
+from tests.conftest import example_spec, lab_of
 
 
-@pytest.fixture(scope="module")
-def async_lab(labs):
-    return labs.up(example_spec("async-1p2r.toml", "t-hb"))
+async_lab = lab_of("async-1p2r.toml", "t-hb")
 
 
 def test_lag_truth_with_a_blocked_applier(async_lab):

@@ -101,7 +101,7 @@ def _copy_study(tmp: Path, sid: str) -> Path:
 
 
 def _param(sid: str):
-    marks = [pytest.mark.lab, needs_root] if sid in LIVE else []
+    marks = [pytest.mark.lab, needs_root, pytest.mark.heavy] if sid in LIVE else []
     if sid == "000":  # its sustained-throughput searches judge the rates a host holds: it wants the host to itself
         marks.append(pytest.mark.measures)
     return pytest.param(sid, marks=marks, id=sid)
@@ -199,6 +199,7 @@ def test_the_recorded_study_campaigns_are_the_quick_campaigns_of_today():
 @pytest.mark.kernel
 @needs_root
 @pytest.mark.timeout(1200)
+@pytest.mark.heavy  # the live study's own checks: its campaign runs once, in the heavy lane
 def test_000_sustained_searches_bracket_the_rate_below_the_peak(study_campaign):
     from benchlib.analysis.views import sustained
 
@@ -257,6 +258,7 @@ def test_002_backlog_per_node_and_catch_up_are_measured(study_campaign):
 @pytest.mark.kernel
 @needs_root
 @pytest.mark.timeout(1200)
+@pytest.mark.heavy  # the live study's own checks: its campaign runs once, in the heavy lane
 def test_003_parallel_apply_cuts_replica_lag(study_campaign):
     from benchlib.analysis import views
 

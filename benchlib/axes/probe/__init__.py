@@ -33,6 +33,7 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
 
 
 AXIS = register(Axis("probe", "stale reads per read consistency", spec=ProbeSpec, plan="benchlib.axes.probe.plan:variants",
+                     run="benchlib.axes.probe.run:hook",
                      facts=_facts, facts_columns=("read_consistency", "default_consistency"),
                      analysis="benchlib.axes.probe.analysis", section="consistency",
-                     report="benchlib.axes.probe.report:section"))
+                     report="benchlib.axes.probe.report:section", charts="benchlib.axes.probe.charts"))

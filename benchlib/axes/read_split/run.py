@@ -1,7 +1,8 @@
-"""The read side of a read-split load (``[load] read_threads``): sysbench's oltp_read_only on every node but the
-write node, beside the write load, each session under the run's read consistency (``benchlib.systems.consistency``:
-the statements a session runs first). Its readers run in threads through the lab's load driver, local or remote;
-one that fails stops the writers (``failed``, asked by their watchdog), naming its node."""
+"""The read split beside a run's load (``[load] read_threads``): sysbench's oltp_read_only on every node but the write
+node, beside the write load, each session under the run's read consistency (``benchlib.systems.consistency``: the
+statements a session runs first; the probe axis's setting when the campaign has one). Its readers run in threads
+through the lab's load driver, local or remote; one that fails stops the writers (``failed``, asked by their
+watchdog), naming its node. Frame ``read_intervals``, raw ``reads-NODE.txt``, manifest ``read_split``."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from benchlib.axes.registry import AxisRun, RunContext
 from benchlib.schema import READ_INTERVALS
 from benchlib.sysbench.options import READ_SPLIT, SysbenchOptions
 from benchlib.sysbench.process import LoadResult
 from benchlib.systems import consistency
 
-__all__ = ["ReadSplit"]
+__all__ = ["ReadSplit", "ReadSplitRun", "hook"]
 
 
 class ReadSplit:
@@ -97,3 +99,36 @@ class ReadSplit:
                 "consistency": self.consistency, "statements": list(self.opts.session_sql),
                 "summary": {n: r.result.summary for n, r in self.results.items()
                             if r.result is not None and r.result.summary}}
+
+
+class ReadSplitRun(AxisRun):
+    def __init__(self, ctx: RunContext):
+        probe = ctx.axes.get("probe")
+        self.ctx = ctx
+        self.reads = ReadSplit(ctx.nodes[1:], ctx.options, ctx.variant.threads, ctx.system,
+                               probe.options.consistency if probe is not None else None)
+
+    def start(self) -> None:
+        self.reads.start(self.ctx.driver, self.ctx.run_id, self.ctx.stall_s, self.ctx.outside)
+
+    def failed(self) -> str | None:
+        return self.reads.failed()
+
+    def join(self, loaded: LoadResult) -> LoadResult:
+        return self.reads.join(loaded)
+
+    def close(self) -> None:
+        self.reads.stop()
+
+    def raws(self) -> dict[str, str]:
+        return {f"reads-{node}.txt": text for node, text in self.reads.outputs().items()}
+
+    def frames(self, origin: float) -> dict[str, pd.DataFrame]:
+        return {"read_intervals": self.reads.frame()}
+
+    def manifest(self) -> dict[str, Any]:
+        return self.reads.as_dict()
+
+
+def hook(ctx: RunContext) -> ReadSplitRun:
+    return ReadSplitRun(ctx)

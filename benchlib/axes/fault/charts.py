@@ -1,0 +1,47 @@
+"""The fault axis's charts (the chart catalogue adds them after its own): the failover timeline, unavailability, lost
+writes, the rejoin; and the line under each."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from benchlib import charts
+from benchlib.axes.fault import views as fault_views
+
+__all__ = ["CAPTIONS", "CHARTS"]
+
+
+def _failover_timeline(a):
+    return charts.failover_timeline(*fault_views.failover_timeline(a))
+
+
+def _unavailability(a):
+    return charts.unavailability(fault_views.unavailability_runs(a), fault_views.unavailability_summary(a))
+
+
+def _lost(a):
+    return charts.lost_writes(fault_views.failover_summary(a))
+
+
+def _rejoin(a):
+    return charts.rejoin_times(fault_views.rejoins(a))
+
+
+CHARTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "failover_timeline": ("Failover timeline", _failover_timeline),
+    "unavailability": ("Unavailability after the fault", _unavailability),
+    "lost_writes": ("Acknowledged writes lost", _lost),
+    "rejoin": ("Rejoin under load", _rejoin),
+}
+
+CAPTIONS: dict[str, Callable[[Any], str]] = {
+    "failover_timeline": lambda a: ("Acknowledged writes/s (100 ms bins) in each configuration's median run; red "
+                                    "line: the fault; shaded: the longest wait for an acknowledgement."),
+    "unavailability": lambda a: ("Dot: one fault; mark: the median, whisker: its 95% order-statistic interval; "
+                                 "triangle: never acknowledged again, at least this long."),
+    "lost_writes": lambda a: ("Acknowledged by the writer, absent from the surviving primary after the heal; with "
+                              "none lost, the 95% Clopper-Pearson bound on the share of faults that lose any."),
+    "rejoin": lambda a: ("A killed node started again under the load: dot, until it was back in its role (Synced, "
+                         "ONLINE); hollow diamond, until its lag (the newest ledger write it held) stayed under 100 "
+                         "ms."),
+}
