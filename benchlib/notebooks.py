@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchlib.axes import registry
 from benchlib.errors import BenchlibError, DiskFullError, disk_full
 from benchlib.store import CampaignRecord, read_campaign_record
 
@@ -198,24 +199,24 @@ def _plan_has(record: CampaignRecord, key: str, values: int = 1) -> bool:
     return len({str(v) for v in record.plan_values(key) if v is not None}) >= values
 
 
-#: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows
-def _faulted(record) -> bool:
-    """A campaign with a [fault]: its runs are judged by what the fault did (the failover notebook)."""
-    return bool(record.campaign.get("fault"))
+def _driven(record) -> bool:
+    """A campaign whose runs an axis runs its own way (a [fault]): judged by what the axis measures (its notebook),
+    not by the throughput notebooks."""
+    return any(a.drives and record.campaign.get(a.name) for a in registry.AXES.values())
 
 
+#: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows; each axis adds its own
+#: (``Axis.notebook``: the probe's consistency, the fault's failover) when the campaign has the axis, before "study"
 ANALYSIS_NOTEBOOKS: dict[str, Any] = {
-    "compare": lambda r: len(r.plan_values("topology")) > 1 and not _faulted(r),
-    "stability": lambda r: not _faulted(r),
-    "lag": lambda r: not _faulted(r),
+    "compare": lambda r: len(r.plan_values("topology")) > 1 and not _driven(r),
+    "stability": lambda r: not _driven(r),
+    "lag": lambda r: not _driven(r),
     "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
     "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
     "wan": lambda r: bool(r.lab.get("sites")),
-    "resources": lambda r: "host" in r.metrics and not _faulted(r),
-    "consistency": lambda r: bool(r.campaign.get("probe")),
-    "failover": _faulted,
-    "study": lambda r: _study_named(r.name) is not None,
+    "resources": lambda r: "host" in r.metrics and not _driven(r),
 }
+STUDY_NOTEBOOK = "study"
 
 
 def applicable(campaign: Path) -> list[str]:
@@ -224,7 +225,9 @@ def applicable(campaign: Path) -> list[str]:
     if record is None:
         raise NotebookError(f"{campaign} is not a campaign folder (no campaign.json)",
                             hint="a campaign folder is runs/<name>/, as benchlib run leaves it")
-    return [name for name, wants in ANALYSIS_NOTEBOOKS.items() if wants(record)]
+    core = [name for name, wants in ANALYSIS_NOTEBOOKS.items() if wants(record)]
+    axes = [a.notebook for a in registry.AXES.values() if a.notebook and record.campaign.get(a.name)]
+    return [*core, *axes, *([STUDY_NOTEBOOK] if _study_named(record.name) is not None else [])]
 
 
 def rerun(campaign: Path, names: list[str] | None = None, parameters: dict[str, Any] | None = None,

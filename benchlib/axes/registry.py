@@ -60,6 +60,7 @@ class Axis:
     report: str = ""  # "module:function": (analysis, findings) -> its HTML section of the report page (default: a list)
     report_first: bool = False  # its section comes before the throughput findings (it says what the runs were)
     charts: str = ""  # module with CHARTS (name -> title, builder) and CAPTIONS, added to benchlib.charts.catalogue
+    notebook: str = ""  # its analysis notebook (notebooks/NAME.ipynb), executed for a campaign that has the axis
 
     def is_in(self, spec: Any) -> bool:
         """Whether the campaign ``spec`` has this axis."""

@@ -282,6 +282,7 @@ def fill(path: Path, leave: int) -> Path:
 
 
 @needs_root
+@pytest.mark.heavy  # a lab of its own: in phase 2's heavy process, which balances the two
 def test_a_full_disk_stops_the_campaign_with_one_message_and_nothing_half_stored(labs, tmp_path):
     """The disk fills up under the campaign folder: the run being written is removed, the complete ones stay,
     the CLI says where and how much is free in one message (no traceback, no cut-short notebook), and the same

@@ -12,6 +12,9 @@ from tests.conftest import example_spec, lab_of, frozen_at, kill9
 from tests.lab.test_async import rows_on, write_rows
 
 
+# the whole module (its lab comes up once) runs in phase 2's heavy process: the two processes then take about as long
+pytestmark = pytest.mark.heavy
+
 galera_lab = lab_of("galera-3.toml", "t-galera")
 
 

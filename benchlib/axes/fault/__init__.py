@@ -114,4 +114,4 @@ AXIS = register(Axis(
     facts=_facts, facts_columns=("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
                                  "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how"),
     analysis="benchlib.axes.fault.analysis", section="failover", report="benchlib.axes.fault.report:section",
-    report_first=True, charts="benchlib.axes.fault.charts"))
+    report_first=True, charts="benchlib.axes.fault.charts", notebook="failover"))

@@ -23,8 +23,9 @@ def section(a: Any, said: list[str]) -> str:
     promised = runs.drop_duplicates("system")
     promises = ""
     if "failover_how" in runs:
-        promises = "".join(f"<li><b>{html.escape(str(r.system))}</b>: {html.escape(catalogue.promise(r.system))}"
-                           "</li>" for r in promised.itertuples() if catalogue.promise(r.system))
+        promises = "".join(f"<li><b>{html.escape(catalogue.of(r.system).title)}</b> ({html.escape(str(r.system))}): "
+                           f"{html.escape(catalogue.promise(r.system))}</li>"
+                           for r in promised.itertuples() if catalogue.promise(r.system))
     how = ("A ledger writer beside sysbench commits one row with its own id per tick on the node that takes the writes, "
            "follows the failover at once, and records each write as acknowledged, failed or unknown. Unavailability: "
            "the longest wait between two acknowledged writes from the last one before the fault on. Lost: "

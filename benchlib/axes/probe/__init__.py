@@ -36,4 +36,5 @@ AXIS = register(Axis("probe", "stale reads per read consistency", spec=ProbeSpec
                      run="benchlib.axes.probe.run:hook",
                      facts=_facts, facts_columns=("read_consistency", "default_consistency"),
                      analysis="benchlib.axes.probe.analysis", section="consistency",
-                     report="benchlib.axes.probe.report:section", charts="benchlib.axes.probe.charts"))
+                     report="benchlib.axes.probe.report:section", charts="benchlib.axes.probe.charts",
+                     notebook="consistency"))
