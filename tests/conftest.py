@@ -3,8 +3,8 @@
 Markers (``pyproject.toml``): ``lab`` needs real servers (a test using ``labs``, ``fresh_labs``, ``study_run``,
 ``remote`` or ``client_hosts`` gets it by itself; a test that brings a lab up otherwise says so); ``measures``
 asserts a timing a busy machine would spoil; ``kernel`` executes notebooks; ``browser`` drives headless Chromium;
-``heavy`` is a long test on real servers, marked where it is defined (the heavy ones run one after another in a
-process of their own, beside the light ones); ``alone`` looks at every lab or kernel on
+``heavy`` is a long test on real servers, marked where it is defined (the heavy ones run one after another in phase
+2's first process, which then helps with the light ones: ``LANES``); ``alone`` looks at every lab or kernel on
 the machine (it runs when no other test does).
 A test without ``lab`` cannot bring a lab up: ``./scripts/test fast`` (``-m "not lab"``) runs with no server.
 """
@@ -47,6 +47,31 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if LAB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
+    if LANES:  # the heavy tests first: the process that has them runs them before it helps with the light ones
+        items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+#: ./scripts/test's phase 2 runs two processes side by side: one has the heavy tests (one after another) and then
+#: helps with the light ones, the other has the light ones. A light module runs in whichever process reaches it first:
+#: it claims the module in this folder (a file created exclusively); the other skips the module's tests before any of
+#: its fixtures come up. Heavy tests are never claimed: only the first process collects them.
+LANES = os.environ.get("BENCHLIB_TEST_LANES")
+_claimed: dict[str, bool] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if not LANES or item.get_closest_marker("heavy"):
+        return
+    module = item.nodeid.split("::")[0]
+    if module not in _claimed:
+        try:
+            os.close(os.open(Path(LANES) / module.replace("/", "__"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            _claimed[module] = True
+        except FileExistsError:
+            _claimed[module] = False
+    if not _claimed[module]:
+        pytest.skip("run by phase 2's other process")
 
 
 @pytest.fixture(autouse=True)
