@@ -53,8 +53,9 @@ def pytest_collection_modifyitems(config, items):
 
 #: ./scripts/test's phase 2 runs two processes side by side: one has the heavy tests (one after another) and then
 #: helps with the light ones, the other has the light ones. A light module runs in whichever process reaches it first:
-#: it claims the module in this folder (a file created exclusively); the other skips the module's tests before any of
-#: its fixtures come up. Heavy tests are never claimed: only the first process collects them.
+#: it claims the module in this folder (a file created exclusively; modules with the same ``LANE`` are claimed together);
+#: the other skips the module's tests before any of its fixtures come up. Heavy tests are never claimed: only the first
+#: process collects them.
 LANES = os.environ.get("BENCHLIB_TEST_LANES")
 _claimed: dict[str, bool] = {}
 
@@ -63,7 +64,8 @@ _claimed: dict[str, bool] = {}
 def pytest_runtest_setup(item):
     if not LANES or item.get_closest_marker("heavy"):
         return
-    module = item.nodeid.split("::")[0]
+    # modules that must run in one process say so (LANE = "..."): the remote-lab tests, whose client hosts share a network
+    module = getattr(item.module, "LANE", None) or item.nodeid.split("::")[0]
     if module not in _claimed:
         try:
             os.close(os.open(Path(LANES) / module.replace("/", "__"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))

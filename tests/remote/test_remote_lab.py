@@ -21,6 +21,9 @@ from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import load_remote_spec
 from tests.remote.hosts import create_account, remote_lab_toml
 
+#: ./scripts/test's phase 2 runs the remote-lab modules in one process: their client hosts share one network
+LANE = "client hosts"
+
 LAB = """name = "rmt{pid}"
 [defaults]
 durability = "durable"

@@ -12,6 +12,9 @@ import pytest
 from benchlib.remote.spec import ClientHost
 from benchlib.remote.ssh import SSHClients, SSHError
 
+#: ./scripts/test's phase 2 runs the remote-lab modules in one process: their client hosts share one network
+LANE = "client hosts"
+
 
 def clients(hosts, **changes) -> dict[str, ClientHost]:
     base = dict(user="root", key_env="BENCHLIB_TEST_SSH_KEY", known_hosts=str(hosts.known_hosts))
