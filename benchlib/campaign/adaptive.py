@@ -56,7 +56,7 @@ def _rebuild(plan_so_far: list[PlannedRun], folder: CampaignFolder) -> None:
     plan_so_far[:] = sorted(known.values(), key=lambda r: r.index)
 
 
-def _open(campaign: CampaignSpec, folder: CampaignFolder) -> tuple[list[str], str]:
+def _open(folder: CampaignFolder) -> tuple[list[str], str]:
     """What is not settled yet, and what was judged (headline comparisons, or configurations without a baseline)."""
     from benchlib.analysis.campaign import analyze, headline_rows, settled
     from benchlib.analysis.views import label
@@ -130,7 +130,7 @@ def next_round(campaign: CampaignSpec, folder: CampaignFolder, plan_so_far: list
         rng.shuffle(missing)
         runs = [configs[k].again(index + i, rep) for i, (k, rep) in enumerate(missing, start=1)]
         return Step(runs, rounds, reason=f"completing round(s) {sorted({rep for _, rep in missing})}")
-    still, what = _open(campaign, folder)
+    still, what = _open(folder)
     within = f" (95% interval within ±{campaign.settle_within:.0%})" if campaign.settle_within and \
         what.endswith("comparison") else ""
     if not still:

@@ -5,7 +5,7 @@ dataset (prepared once per shape), the servers' recorded variables and the lab f
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,7 @@ class RunSetup:
         if refused:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())
         prepare_dataset(lab, setup.write_node, opts)
-        setup.extra = {**(context or {}), "sysbench": _options(opts), "lab": setup.lab_record(lab.settings(cluster))}
+        setup.extra = {**(context or {}), "sysbench": asdict(opts), "lab": setup.lab_record(lab.settings(cluster))}
         return setup
 
     def record_servers(self) -> None:
@@ -119,9 +119,3 @@ class RunSetup:
         self.extra["server_variables"] = variables
         self.facts = self.facts.model_copy(update={"version": variables.get(self.write_node, {}).get("version")})
         self.extra["lab"] = self.lab_record(self.lab.settings(self.cluster))
-
-
-def _options(opts: SysbenchOptions) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(opts)

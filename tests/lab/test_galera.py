@@ -12,7 +12,7 @@ from tests.conftest import example_spec, lab_of, frozen_at, kill9
 from tests.lab.test_async import rows_on, write_rows
 
 
-# the whole module (its lab comes up once) runs in phase 2's heavy process: the two processes then take about as long
+# a long module (its lab comes up once): it runs in phase 2's heavy process, with the other long tests
 pytestmark = pytest.mark.heavy
 
 galera_lab = lab_of("galera-3.toml", "t-galera")
