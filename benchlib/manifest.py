@@ -96,7 +96,7 @@ class Manifest(_Open):
     client_hosts: dict[str, Any] | None = None
     clock_offsets: dict[str, Any] | None = None
     breaches: list[dict[str, Any]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
-    audit: dict[str, Any] = Field(default_factory=dict)  # the consistency audit after the run (campaign.audit.Audit)
+    audit: dict[str, Any] = Field(default_factory=dict)  # the consistency audit after the run (campaign.setup.Audit)
     probe: dict[str, Any] = Field(default_factory=dict)  # the stale-read probe's options and read consistency
     #: the read side of a read-split load: threads, nodes, the read consistency its sessions ran under and its
     #: statements, sysbench's summary per node

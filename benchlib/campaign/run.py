@@ -19,14 +19,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from benchlib.analysis import interference
 from benchlib.axes import registry
 from benchlib.axes.registry import RunContext
-from benchlib.campaign.audit import audit, dataset_tables
-from benchlib.campaign.setup import RunSetup, nodes_down
-from benchlib.sampling.session import build_sampling
+from benchlib.campaign.setup import RunSetup, dataset_tables, nodes_down
+from benchlib.sampling.session import sample
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
-from benchlib import systems
 from benchlib.systems import invariants
 
 if TYPE_CHECKING:
@@ -93,7 +91,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     setup.record_servers()
     facts = setup.facts
     try:
-        sampling = build_sampling(lab, [cluster], extra=[p for h in hooks.values() for p in h.probes()])
+        sampling = sample(lab, [setup.target], extra=[p for h in hooks.values() for p in h.probes()])
         sampling.start()
     except BaseException:
         for h in hooks.values():
@@ -162,7 +160,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     writer.frame("cluster", cluster_frame)
     audited = None
     if loaded.status == "ok" and catch_up is not None:  # every node holds what the write node holds
-        audited = audit(lab, cluster, nodes, dataset_tables(opts) + [t for h in hooks.values() for t in h.tables()])
+        audited = setup.audit(dataset_tables(opts) + [t for h in hooks.values() for t in h.tables()])
         extra["audit"] = audited.as_dict()
     if loaded.status == "ok":
         extra["interference"] = interference.of_run(cluster_frame, (load_t0, load_end))
@@ -184,7 +182,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     # the cluster held its mode through the load (each system's invariants, on the samples just taken): a member
     # that left the group is why its catch-up never ends, so an invalid run says so before a missing catch-up
     breaches = invariants.check(cluster_frame, invariants.Window(nodes, load_t0, load_end),
-                                systems.get(facts.system).invariants)
+                                setup.system.invariants)
     diverged = audited.mismatches if audited is not None else []
     if breaches or diverged:
         extra["breaches"] = [b.as_dict() for b in breaches]

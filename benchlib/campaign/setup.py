@@ -1,6 +1,14 @@
-"""What every run does first, whatever it measures: the nodes it runs on, the check that they are up and serve, the
-dataset (prepared once per shape), the servers' recorded variables and the lab facts of its manifest. A throughput run
-(``benchlib.campaign.run``) and a fault run (``benchlib.axes.fault.run``) both start with ``RunSetup.begin``."""
+"""What every run does first and last on its cluster, whatever it measures.
+
+First (``RunSetup.begin``): the nodes it runs on and its system, the check that they are up and serve, the dataset
+(prepared once per shape), the servers' recorded variables and the lab facts of its manifest. Last
+(``RunSetup.audit``): the consistency audit, does every node hold the same data as the write node? Once the run's
+catch-up is done, the write node's position is read, every other node is waited for until it has applied it (the wait
+is recorded: a node that does not get there is named), then every node's position is compared with the write node's
+(its system's ``positions``: GTID sets, MariaDB GTID positions, Galera seqnos) and the run's tables are checksummed on
+every node (``CHECKSUM TABLE``: the run's dataset and the heartbeat table; comparable between nodes of one server
+version). A difference names the node and the table; the audit's cost is recorded. A throughput run
+(``benchlib.campaign.run``) and a fault run (``benchlib.axes.fault.run``) both begin and end here."""
 
 from __future__ import annotations
 
@@ -11,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlib import systems
 from benchlib.manifest import ClusterFacts, LabFacts
+from benchlib.sampling.session import Target
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.systems import sql
@@ -18,7 +27,9 @@ from benchlib.systems import sql
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab, NodeInfo
 
-__all__ = ["RunSetup", "nodes_down", "prepare_dataset", "wait_serving"]
+__all__ = ["Audit", "RunSetup", "dataset_tables", "nodes_down", "prepare_dataset", "wait_serving"]
+
+HEARTBEAT = "benchlib.heartbeat"
 
 
 def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
@@ -70,6 +81,36 @@ def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
 
 
 @dataclass
+class Audit:
+    nodes: list[str]
+    tables: list[str]
+    wait_s: float = 0.0  # until every node had applied the write node's position
+    check_s: float = 0.0  # positions read and tables checksummed on every node
+    positions: dict[str, str] = field(default_factory=dict)
+    checksums: dict[str, dict[str, int | None]] = field(default_factory=dict)  # node -> table -> CHECKSUM TABLE
+    mismatches: list[str] = field(default_factory=list)  # each names the node, and the table or the position
+    skipped: str = ""  # why nothing was compared (a system with one storage, no position to compare)
+
+    @property
+    def identical(self) -> bool:
+        return not self.mismatches and not self.skipped
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def dataset_tables(opts: SysbenchOptions) -> list[str]:
+    """The tables a run's load writes or reads, plus the heartbeat table."""
+    stem = "benchlib_wide" if opts.spec.dataset == "wide" else "sbtest"
+    return [f"sbtest.{stem}{i}" for i in range(1, opts.tables + 1)] + [HEARTBEAT]
+
+
+def _checksums(conn, tables: list[str]) -> dict[str, int | None]:
+    rows = sql.query(conn, f"CHECKSUM TABLE {', '.join(tables)}")
+    return {r["Table"]: (int(r["Checksum"]) if r["Checksum"] is not None else None) for r in rows}
+
+
+@dataclass
 class RunSetup:
     """One run's lab side, checked and recorded: its nodes (the write node first), the cluster's facts, and what the
     manifest says of them (``extra``: the context given, the load's options, the lab record, the servers' variables
@@ -79,6 +120,7 @@ class RunSetup:
     cluster: str
     infos: list["NodeInfo"]
     facts: ClusterFacts
+    system: systems.System
     opts: SysbenchOptions
     writer: RunWriter
     extra: dict[str, Any] = field(default_factory=dict)
@@ -91,6 +133,11 @@ class RunSetup:
     def write_node(self) -> str:
         return self.infos[0].name
 
+    @property
+    def target(self) -> Target:
+        """What the run's sampling watches: this cluster, its nodes and its system."""
+        return Target(self.cluster, self.nodes, self.system)
+
     def lab_record(self, settings: dict[str, Any] | None = None) -> dict[str, Any]:
         return LabFacts(name=self.lab.name, kind=self.lab.kind, cluster=self.cluster, topology=self.facts.topology,
                         system=self.facts.system, nodes=self.nodes, settings=settings or {},
@@ -101,7 +148,8 @@ class RunSetup:
               context: dict[str, Any] | None = None, serving_timeout: float = 30.0) -> "RunSetup | Path":
         """The setup of a run on ``cluster``, its dataset prepared; the failed run's folder instead when a node is
         down or does not serve queries within ``serving_timeout`` (the reason names it)."""
-        setup = cls(lab, cluster, lab.cluster_nodes(cluster), lab.facts(cluster), opts, writer)
+        facts = lab.facts(cluster)
+        setup = cls(lab, cluster, lab.cluster_nodes(cluster), facts, systems.get(facts.system), opts, writer)
         refused = nodes_down(lab, setup.nodes) or wait_serving(lab, setup.nodes, timeout=serving_timeout)
         if refused:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())
@@ -112,10 +160,47 @@ class RunSetup:
     def record_servers(self) -> None:
         """Every node's recorded server variables into the manifest, and the write node's version into the facts."""
         variables = {}
-        recorded = systems.get(self.facts.system).server_variables
+        recorded = self.system.server_variables
         for n in self.nodes:
             with self.lab.connect(n) as conn:
                 variables[n] = sql.global_variables(conn, recorded)
         self.extra["server_variables"] = variables
         self.facts = self.facts.model_copy(update={"version": variables.get(self.write_node, {}).get("version")})
         self.extra["lab"] = self.lab_record(self.lab.settings(self.cluster))
+
+    def audit(self, tables: list[str], timeout: float = 30.0) -> Audit:
+        """Compare every node of the run (the write node first) with the write node: see the module docstring."""
+        lab, nodes = self.lab, self.nodes
+        result = Audit(list(nodes), list(tables))
+        pos = self.system.positions
+        if pos is None or len(nodes) < 2:
+            result.skipped = "one node, or one shared storage: nothing to compare" if len(nodes) < 2 else \
+                f"{self.system.name} shares one storage between its nodes: nothing to compare"
+            return result
+        first, others = nodes[0], nodes[1:]
+        deadline = time.monotonic() + timeout
+        behind = []
+        for node in nodes:  # one connection a node: the write node first (nothing writes any more: the run is over)
+            with lab.connect(node) as conn:
+                t0 = time.monotonic()
+                if node == first:
+                    target = pos.read(conn, True)
+                elif not pos.wait(conn, target, max(0.1, deadline - time.monotonic())):
+                    behind.append(node)
+                t1 = time.monotonic()
+                result.positions[node] = target if node == first else pos.read(conn, False)
+                result.checksums[node] = _checksums(conn, tables)
+                result.wait_s += t1 - t0
+                result.check_s += time.monotonic() - t1
+        result.mismatches += [f"{n} did not reach {first}'s {pos.what} {target} within {timeout:g} s" for n in behind]
+        mine = result.checksums[first]
+        for node in others:
+            if node not in behind and result.positions[node] != result.positions[first]:
+                result.mismatches.append(f"{node}'s {pos.what} {result.positions[node] or '(none)'} differs from "
+                                         f"{first}'s {result.positions[first]}")
+            for table in tables:
+                theirs = result.checksums[node].get(table)
+                if theirs != mine.get(table):
+                    result.mismatches.append(f"{node} differs from {first} in {table} (CHECKSUM TABLE {theirs} "
+                                             f"against {mine.get(table)})")
+        return result

@@ -1,8 +1,9 @@
 """Everything sampled during a run, on any lab: heartbeats, each system's status probe, liveness, extras.
 
-``build_sampling(lab, clusters)`` builds, per cluster, a heartbeat (writer on the cluster's
+``build_sampling(lab, clusters)`` builds, per cluster (``sample(lab, targets)`` for clusters whose nodes and system a
+run has already resolved: ``Target``), a heartbeat (writer on the cluster's
 write node, a reader on every other node; the apply-time trigger where the lab allows it)
-and the status probe its *system* registers in ``STATUS_PROBES``; one liveness probe per
+the status probe its *system* registers in ``STATUS_PROBES`` and the system's server counters; one liveness probe per
 node; and the probes the lab's placement adds (``Lab.extra_probes``: local processes, or
 remote server clocks). ``LabSampling`` is the session a run drives: start, wait in sync,
 watch, wait for catch-up, stop, frames.
@@ -21,14 +22,14 @@ from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Connect
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
-from benchlib import catalogue, systems
+from benchlib import systems
 from benchlib.sampling.status import (GaleraProbe, LivenessProbe, MariaDBReplicationProbe, ServerCountersProbe,
                                       StatusLog)
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
 
-__all__ = ["STATUS_PROBES", "LabSampling", "build_sampling"]
+__all__ = ["STATUS_PROBES", "LabSampling", "Target", "build_sampling", "sample"]
 
 #: (connect, nodes writer first, log, clock, clocks or None) -> the cluster's status probe (None: none)
 StatusFactory = Callable[[Connect, list[str], StatusLog, Callable[[], float], "ClockProbe | None"], "Probe | None"]
@@ -44,6 +45,15 @@ STATUS_PROBES: dict[str, StatusFactory] = {
     "group_replication": lambda c, nodes, log, clock, clocks: GroupReplicationProbe(c, nodes, log, clock, clocks),
     "aurora": lambda c, nodes, log, clock, clocks: AuroraProbe(c, nodes[0], log, clock),
 }
+
+
+@dataclass(frozen=True)
+class Target:
+    """One cluster to sample: its name, its nodes (the write node first) and its system."""
+
+    cluster: str
+    nodes: list[str]
+    system: systems.System
 
 
 @dataclass
@@ -142,32 +152,36 @@ class LabSampling:
 
 def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
                    read_every: float = 0.02, extra: list[Probe] | None = None) -> LabSampling:
-    """The sampling of ``clusters`` (default: all); ``extra``: probes of the run's axes (the stale-read probe, ...:
+    """The sampling of ``clusters`` (default: all), their nodes and systems as the lab has them: see ``sample``."""
+    targets = [Target(c, [n.name for n in lab.cluster_nodes(c)], systems.get(lab.system(c)))
+               for c in clusters or lab.clusters()]
+    return sample(lab, targets, write_every=write_every, read_every=read_every, extra=extra)
+
+
+def sample(lab: "Lab", targets: list[Target], *, write_every: float = 0.1, read_every: float = 0.02,
+           extra: list[Probe] | None = None) -> LabSampling:
+    """The sampling of ``targets``; ``extra``: probes of the run's axes (the stale-read probe, ...:
     ``benchlib.axes.registry.AxisRun.probes``), prepared."""
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}
     probes: list[Probe] = []
-    clusters = clusters or lab.clusters()
-    members = {c: [n.name for n in lab.cluster_nodes(c)] for c in clusters}
-    every = [n for c in clusters for n in members[c]]
+    every = [n for t in targets for n in t.nodes]
     extras = lab.extra_probes(every, log, clock)
     clocks = next((p for p in extras if isinstance(p, ClockProbe)), None)
-    for cluster in clusters:
-        nodes = members[cluster]
+    for t in targets:
+        nodes = t.nodes
         if len(nodes) > 1:
-            trigger = set(nodes[1:]) if lab.heartbeat_triggers(cluster) else set()
+            trigger = set(nodes[1:]) if lab.heartbeat_triggers(t.cluster) else set()
             hb = Heartbeat(lab.connect, nodes[0], nodes[1:], trigger_on=trigger, write_every=write_every,
                            read_every=read_every, clock=clock)
-            heartbeats[cluster] = hb
+            heartbeats[t.cluster] = hb
             probes += hb.probes
-        facts = catalogue.get(lab.system(cluster))
-        factory = STATUS_PROBES.get(facts.status_probe) if facts else None
+        factory = STATUS_PROBES.get(t.system.facts.status_probe)
         status = factory(lab.connect, nodes, log, clock, clocks) if factory else None
         if status is not None:
             probes.append(status)
-        system = systems.get(lab.system(cluster))
-        wanted = list(dict.fromkeys([*system.status_counters, *lab.spec.counters]))
+        wanted = list(dict.fromkeys([*t.system.status_counters, *lab.spec.counters]))
         probes.append(ServerCountersProbe(lab.connect, nodes, wanted, systems.GAUGES, log, clock))
     liveness = [LivenessProbe(lab.connect, n, clock, log=log) for n in every]
     probes += list(extra or [])  # the run's axes' probes

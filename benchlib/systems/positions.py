@@ -1,5 +1,5 @@
 """Where a node stands in its cluster's history, and waiting until it has applied a position: per system, for the
-consistency audit that compares every node with the write node after a run (``benchlib.campaign.audit``).
+consistency audit that compares every node with the write node after a run (``benchlib.campaign.setup.RunSetup.audit``).
 
 - MariaDB replication: the primary's ``gtid_binlog_pos`` against a replica's ``gtid_slave_pos``; ``MASTER_GTID_WAIT``.
 - MySQL replication and Group Replication: ``gtid_executed`` on every node (equal sets: no errant transaction

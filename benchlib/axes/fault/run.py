@@ -37,9 +37,8 @@ import pandas as pd
 import pymysql
 
 from benchlib import systems
-from benchlib.campaign.audit import Audit, audit, dataset_tables
 from benchlib.campaign.folder import CampaignError
-from benchlib.campaign.setup import RunSetup, wait_serving
+from benchlib.campaign.setup import Audit, RunSetup, dataset_tables, wait_serving
 from benchlib.errors import BenchlibError
 from benchlib.lab.base import Fault
 from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
@@ -375,8 +374,8 @@ class FaultRun:
             self.before_audit(lab, survivor)
         order = [survivor] + [n for n in nodes if n != survivor]
         # the healed cluster has its write node first again (a promoted cluster got its original primary back)
-        self.checked: Audit | None = None if self.refused else audit(
-            lab, self.cluster, nodes, dataset_tables(self.opts) + [LEDGER_TABLE], timeout=120.0)
+        self.checked: Audit | None = None if self.refused else self.setup.audit(
+            dataset_tables(self.opts) + [LEDGER_TABLE], timeout=120.0)
         self.ledger_frame, self.counts = ledger_audit(lab, self.writers, self.ledger, self.writer.run_id, order,
                                                       self.origin)
 
