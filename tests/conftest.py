@@ -47,8 +47,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if LAB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
-    if LANES:  # the heavy tests first: the process that has them runs them before it helps with the light ones
-        items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+    if LANES:  # the heavy tests first: the process that has them runs them before it helps with the light ones; then
+        # the light modules, the longest first (``LONG_S``: about how long a module's light tests take), so that the two
+        # processes finish together instead of one waiting on a long module the other started last
+        items.sort(key=lambda item: (item.get_closest_marker("heavy") is None, -getattr(item.module, "LONG_S", 0)))
 
 
 #: ./scripts/test's phase 2 runs two processes side by side: one has the heavy tests (one after another) and then

@@ -14,6 +14,8 @@ from benchlib.store import RunWriter, read_run
 from benchlib.sysbench.options import SysbenchOptions
 from tests.conftest import example_spec, lab_of, needs_root
 
+LONG_S = 60  # about how long this module's light tests take: phase 2 starts the longest first
+
 OPTS = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=10, rate=100)
 
 

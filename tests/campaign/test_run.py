@@ -20,6 +20,8 @@ from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.store import RunWriter, read_run
 from tests.conftest import example_spec, lab_of, paused_at
 
+LONG_S = 60  # about how long this module's light tests take: phase 2 starts the longest first
+
 OPTS = SysbenchOptions(workload="oltp_read_write", tables=2, table_size=2000, threads=4, time_s=4)
 
 

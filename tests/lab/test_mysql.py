@@ -12,6 +12,8 @@ from benchlib.lab import sql
 from benchlib.lab.spec import parse_spec
 from tests.conftest import example_spec, frozen_at, kill9
 
+LONG_S = 300  # about how long this module's light tests take: phase 2 starts the longest first
+
 pytestmark = pytest.mark.skipif(not any(s.flavor == "mysql" for s in servers.found()),
                                 reason="no MySQL server (./scripts/bootstrap fetches one)")
 

@@ -23,6 +23,7 @@ from tests.remote.hosts import create_account, remote_lab_toml
 
 #: ./scripts/test's phase 2 runs the remote-lab modules in one process: their client hosts share one network
 LANE = "client hosts"
+LONG_S = 120  # about how long this module's light tests take: phase 2 starts the longest first
 
 LAB = """name = "rmt{pid}"
 [defaults]

@@ -14,6 +14,7 @@ from benchlib.remote.ssh import SSHClients, SSHError
 
 #: ./scripts/test's phase 2 runs the remote-lab modules in one process: their client hosts share one network
 LANE = "client hosts"
+LONG_S = 120  # about how long this module's light tests take: phase 2 starts the longest first
 
 
 def clients(hosts, **changes) -> dict[str, ClientHost]:
