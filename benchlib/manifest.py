@@ -106,6 +106,10 @@ class Manifest(_Open):
     fault: dict[str, Any] = Field(default_factory=dict)
     failover: dict[str, Any] = Field(default_factory=dict)
     fault_at_s: float | None = None
+    #: each step of the fault as done: do, target, nodes, site, planned_s and done_s (sampler clock)
+    fault_steps: list[dict[str, Any]] = Field(default_factory=list)
+    #: a semi-sync primary through the fault: on at the fault, fell back after (s), commits without an ack till lost
+    semisync: dict[str, Any] | None = None
     promotion: dict[str, Any] | None = None
     heal: dict[str, Any] = Field(default_factory=dict)
     survivor: str | None = None

@@ -133,6 +133,9 @@ def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, interva
     audited = present.notna().any()
     out["lost"] = int((acked.present == False).sum()) if audited else math.nan  # noqa: E712 - a nullable boolean
     out["phantoms"] = int(((ledger.outcome != "acked") & (present == True)).sum()) if audited else math.nan  # noqa
+    gone = acked[acked.present == False] if audited else acked.iloc[:0]  # noqa: E712
+    # how many seconds of writes were lost: from the first lost write's send to the last one's acknowledgement
+    out["lost_span_s"] = float(gone.t_done_s.max() - gone.t_sent_s.min()) if len(gone) else math.nan
     if not intervals.empty:
         tps = intervals.sort_values("t_s")
         pre = tps[tps.t_s <= t_fault].tps
@@ -171,13 +174,13 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
         rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals), pick(cluster)))
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
-                        "rate", "repetition", "heal_s", "heal_how", "survivor") if c in faulted]
-    extra = [c for c in faulted.columns if c.startswith(("semisync", "durability", "gr_", "fc_", "sync_binlog",
-                                                            "flush"))]
+                        "rate", "repetition", "heal_s", "heal_how", "survivor", "fell_back_s", "no_ack_commits")
+            if c in faulted]
+    extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
     return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
 
 
-SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush")
+SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush", "suspect_timeout")
 LOAD_KEYS = ("workload", "threads", "rate")
 
 
@@ -214,6 +217,9 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "new_primary_median_s": float(g.new_primary_s.median()),
                      "writes_elsewhere_median_s": float(g.writes_elsewhere_s.median()),
                      "lost_total": int(lost.sum()), "lost_max": int(lost.max()) if len(lost) else 0,
+                     "lost_median": float(lost.median()) if len(lost) else math.nan,
+                     "lost_span_median_s": float(g.lost_span_s.median()) if "lost_span_s" in g else math.nan,
+                     **_fell_back(g),
                      "runs_losing": k, "audited_runs": int(len(lost)),
                      "losing_share_low": lo, "losing_share_high": hi,
                      "acked_total": int(g.acked.sum()),
@@ -230,6 +236,16 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "heal_how": str(g.heal_how.mode().iloc[0]) if "heal_how" in g and len(g.heal_how.dropna())
                      else ""})
     return pd.DataFrame(rows)
+
+
+def _fell_back(g: pd.DataFrame) -> dict[str, Any]:
+    """A semi-sync primary through its faults: in how many it fell back to async, how soon, and how many commits it
+    then acknowledged without a replica's ack (empty for other systems)."""
+    if "fell_back_s" not in g or "no_ack_commits" not in g or g.no_ack_commits.isna().all():
+        return {}
+    fell = g.fell_back_s.dropna()
+    return {"fell_back_runs": int(len(fell)), "fell_back_median_s": float(fell.median()) if len(fell) else math.nan,
+            "no_ack_commits_median": float(g.no_ack_commits.median())}
 
 
 def _behind_proxy(g: pd.DataFrame) -> dict[str, Any]:
@@ -302,10 +318,18 @@ def in_words(s: pd.DataFrame) -> list[str]:
             lost = (f"; no acknowledged write lost in {audited} fault{'s' if audited != 1 else ''} (95% bound: at most "
                     f"{100 * r.losing_share_high:.0f}% of such faults lose any)")
         else:
+            span = r.get("lost_span_median_s", math.nan)
             lost = (f"; {int(r.lost_total)} acknowledged write{'s' if r.lost_total != 1 else ''} lost, in "
                     f"{int(r.runs_losing)} of {audited} faults "
                     f"(95% {100 * r.losing_share_low:.0f}–{100 * r.losing_share_high:.0f}% of such faults), at most "
-                    f"{int(r.lost_max)} in one")
+                    f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault ({_s(span)} of writes)"
+                                                   if span == span else ""))
+        if r.get("fell_back_runs", 0) > 0:
+            lost += (f"; semi-sync fell back to async in {int(r.fell_back_runs)} of {n} faults, a median "
+                     f"{_s(r.fell_back_median_s)} into the fault, and then committed a median "
+                     f"{r.no_ack_commits_median:g} transactions without a replica's ack")
+        elif "fell_back_runs" in r and r.fell_back_runs == r.fell_back_runs:
+            lost += "; semi-sync held through every fault (it never fell back to async)"
         back = f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}" \
             if r.recovered_95_median_s == r.recovered_95_median_s else ""
         rejoin = ""

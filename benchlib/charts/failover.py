@@ -15,7 +15,7 @@ from benchlib.charts.consistency import rows_height
 from benchlib.charts.errors import ChartError
 from benchlib.charts.theme import TEMPLATE, WIDTH
 
-__all__ = ["failover_timeline", "lost_writes", "unavailability"]
+__all__ = ["failover_timeline", "lost_writes", "unavailability", "unavailability_by_setting"]
 
 def failover_timeline(series: pd.DataFrame, marks: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """A panel per configuration: the ledger writer's acknowledged writes per second in 100 ms bins around the fault
@@ -100,24 +100,63 @@ def unavailability(runs: pd.DataFrame, summary: pd.DataFrame, *, title: str | No
 
 
 def lost_writes(summary: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Acknowledged writes lost per configuration (bar: total over its faults; text: in how many faults, with the
-    95% bound on the share of faults that lose any)."""
-    _need(summary, ["label", "topology", "lost_total", "runs_losing", "audited_runs", "losing_share_high"],
-          "lost_writes")
-    d = summary.sort_values(["topology", "label"], ascending=False)
+    """Per configuration, the share of its faults that lost any acknowledged write (dot) with its exact 95% interval
+    (Clopper-Pearson, whisker); the counts beside it: in how many faults, how many writes, at most how many in one."""
+    _need(summary, ["label", "topology", "lost_total", "runs_losing", "audited_runs", "losing_share_low",
+                    "losing_share_high"], "lost_writes")
+    d = summary[summary.audited_runs > 0].sort_values(["topology", "label"], ascending=False)
+    if d.empty:
+        raise ChartError("no fault run's ledger was audited in this campaign")
     colors = _colors(d.topology)
-    fig = _figure(title or "Acknowledged writes lost, by configuration", hovermode="closest",
-                  height=rows_height(len(d)), xaxis_title="acknowledged writes absent after the heal (all faults)",
-                  yaxis_title="")
-    text = [f"{int(r.lost_total)} in {int(r.runs_losing)} of {int(r.audited_runs)} faults"
-            + (f" (≤ {100 * r.losing_share_high:.0f}% of faults lose any, 95%)" if r.lost_total == 0 else "")
-            for r in d.itertuples()]
-    fig.add_bar(x=d.lost_total, y=d.label, orientation="h", marker_color=[colors[t] for t in d.topology],
-                text=text, textposition="outside", cliponaxis=False, showlegend=False,
-                hovertemplate="%{y}: %{x} lost<extra></extra>")
-    top = float(d.lost_total.max() or 0)
-    fig.update_xaxes(range=[0, max(1.0, top) * 1.6], rangemode="tozero")
+    share = d.runs_losing / d.audited_runs
+    fig = _figure(title or "Faults that lost acknowledged writes, by configuration", hovermode="closest",
+                  height=rows_height(len(d)), xaxis_title="share of the faults that lost any acknowledged write "
+                  "(whisker: 95% interval)", yaxis_title="")
+    fig.add_scatter(x=100 * share, y=d.label, mode="markers", showlegend=False,
+                    marker=dict(color=[colors[t] for t in d.topology], size=11),
+                    error_x=dict(type="data", symmetric=False, array=100 * (d.losing_share_high - share),
+                                 arrayminus=100 * (share - d.losing_share_low), color="#555", thickness=1.5, width=5),
+                    hovertemplate="%{y}: %{x:.0f}% of faults lost writes<extra></extra>")
+    text = [f"{int(r.runs_losing)} of {int(r.audited_runs)} faults" + (
+        f": {int(r.lost_total)} writes, at most {int(r.lost_max)} in one" if r.lost_total else
+        f": none (≤ {100 * r.losing_share_high:.0f}%)") for r in d.itertuples()]
+    fig.add_scatter(x=[100 * h for h in d.losing_share_high], y=d.label, mode="text", text=text,
+                    textposition="middle right", showlegend=False, hoverinfo="skip", cliponaxis=False)
+    fig.update_xaxes(range=[0, 175], tickvals=[0, 25, 50, 75, 100], ticksuffix="%")
     fig.update_yaxes(type="category", automargin=True)
+    return fig
+
+
+def unavailability_by_setting(runs: pd.DataFrame, expected: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """A panel per setting that decides failover time: each fault's unavailability (dot) at the setting's value, the
+    median per value (bar mark), and what the system's mechanism predicts (``expected``: setting, value, seconds,
+    words; a dashed line)."""
+    _need(runs, ["setting", "value", "unavailability_s", "label", "topology"], "unavailability_by_setting")
+    _need(expected, ["setting", "value", "expected_s", "words"], "unavailability_by_setting")
+    settings = list(dict.fromkeys(runs.setting))
+    colors = _colors(runs.topology)
+    fig = make_subplots(rows=1, cols=len(settings), subplot_titles=settings, horizontal_spacing=0.12)
+    for i, name in enumerate(settings, start=1):
+        g = runs[runs.setting == name]
+        c = colors[g.topology.iloc[0]]
+        fig.add_scatter(x=g.value, y=g.unavailability_s, mode="markers", name=f"{name}: one fault",
+                        marker=dict(color=c, size=7, opacity=0.6), showlegend=False, row=1, col=i,
+                        hovertemplate=f"{name} = %{{x}}: unavailable %{{y:.2f}} s<extra></extra>")
+        med = g.groupby("value").unavailability_s.median()
+        fig.add_scatter(x=med.index, y=med.values, mode="markers", name="median of the faults",
+                        marker=dict(color=c, size=16, symbol="line-ew-open", line=dict(width=3, color=c)),
+                        showlegend=i == 1, legendgroup="median", row=1, col=i,
+                        hovertemplate=f"{name} = %{{x}}: median %{{y:.2f}} s<extra></extra>")
+        e = expected[expected.setting == name].sort_values("value")
+        if len(e):
+            fig.add_scatter(x=e.value, y=e.expected_s, mode="lines", line=dict(color="#333", dash="dash", shape="hv"),
+                            name=str(e.words.iloc[0]), showlegend=True, row=1, col=i,
+                            hovertemplate=f"{name} = %{{x}}: expected %{{y:.1f}} s<extra></extra>")
+        fig.update_xaxes(title_text=f"{name} (s)", row=1, col=i)
+    fig.update_yaxes(title_text="unavailable (s)", rangemode="tozero", row=1, col=1)
+    fig.update_layout(template=TEMPLATE, width=WIDTH, height=460,
+                      title=title or "Unavailability against the settings that decide failover time",
+                      legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"))
     return fig
 
 

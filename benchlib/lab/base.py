@@ -50,8 +50,9 @@ class NodeInfo:
 @dataclass(frozen=True)
 class Fault:
     """A fault the lab injects into one cluster: ``kill`` (SIGKILL: the node stays down until the heal),
-    ``freeze`` (SIGSTOP until released: the process keeps its sockets and answers nothing) or ``cut`` (the
-    network link of ``site`` goes down until released: the nodes there run on, unreachable)."""
+    ``freeze`` (SIGSTOP until released: the process keeps its sockets and answers nothing), ``cut`` (the
+    network link of ``site`` goes down until released: the nodes there run on, unreachable) or ``isolate`` (the
+    nodes are cut off from the other nodes of their cluster until released, while their clients still reach them)."""
 
     kind: str
     nodes: tuple[str, ...]
@@ -60,7 +61,8 @@ class Fault:
     def words(self) -> str:
         where = f"site {self.site} ({', '.join(self.nodes)})" if self.site else ", ".join(self.nodes)
         return {"kill": f"killed {where} (SIGKILL)", "freeze": f"froze {where} (SIGSTOP)",
-                "cut": f"cut the network link of {where}"}[self.kind]
+                "cut": f"cut the network link of {where}",
+                "isolate": f"cut {where} off from the rest of its cluster (its clients still reach it)"}[self.kind]
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@
   accepts connections and answers nothing (the hardest failure to detect).
 - ``cut``: the link of a WAN site goes down (``ip link set ... down`` in the site's namespace), released by bringing
   it up again; the nodes there run on, unreachable. Nodes on loopback have no link to cut: refused.
+- ``isolate``: the node is cut off from the other nodes of its cluster while its clients still reach it (routes in the
+  sites' namespaces: ``benchlib.lab.isolation``), released by removing them.
 
 Promotion (async and semi-sync clusters, ``promote``) is what orchestrator does on a dead primary: every surviving
 replica applies what it had received, the one that applied the most becomes the primary (replication reset, writes
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Callable
 import pymysql
 
 from benchlib.errors import LabError
-from benchlib.lab import procs, sql
+from benchlib.lab import isolation, procs, sql
 from benchlib.lab.base import Fault, Promotion
 from benchlib.lab.layout import Layout, NodePlan
 
@@ -54,6 +56,10 @@ def set_site_link(layout: Layout, site: str, up: bool) -> None:
 
 
 def inject(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
+    if fault.kind == "isolate":
+        for name in fault.nodes:
+            isolation.isolate(layout, name)
+        return
     if fault.kind == "cut":
         set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=False)
         return
@@ -66,7 +72,10 @@ def inject(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
 
 
 def release(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
-    if fault.kind == "cut":
+    if fault.kind == "isolate":
+        for name in fault.nodes:
+            isolation.release(layout, name)
+    elif fault.kind == "cut":
         set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=True)
     elif fault.kind == "freeze":
         for name in fault.nodes:

@@ -1,4 +1,4 @@
-"""How the embedded lab heals: WAN links up again, frozen nodes thawed, roles restored after a rejoin, a promoted
+"""How the embedded lab heals: WAN links up again, cuts between sites removed, frozen nodes thawed, roles restored after a rejoin, a promoted
 cluster's original primary given its role back, dead nodes restarted in their topology's order and rejoined, the
 runtime settings applied again (``LocalLab.heal`` calls ``heal``)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pymysql
 
 from benchlib.errors import LabError
-from benchlib.lab import faults, procs, state, wan
+from benchlib.lab import faults, isolation, procs, state, wan
 from benchlib.lab.base import Progress
 from benchlib.lab.layout import NodePlan
 
@@ -29,6 +29,10 @@ def heal(lab: Any, timeout: float, progress: Progress) -> tuple[list[str], list[
         if _link_down(lab, site.name):
             faults.set_site_link(lab.layout, site.name, up=True)
             how.append(f"site {site.name}'s link up again")
+    cuts = isolation.leftovers(lab.layout)  # a node a run did not let back into its cluster
+    if cuts:
+        isolation.remove(cuts)
+        how.append(f"{len(cuts)} cut route{'s' if len(cuts) > 1 else ''} between sites removed")
     for name, pid in lab.record.pids.items():  # a freeze a run did not release
         if pid and (info := procs.proc_info(pid)) is not None and info.state == "T":
             procs.signal_if_ours(pid, lab.layout.nodes[name].marker, signal.SIGCONT)

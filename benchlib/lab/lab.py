@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from benchlib.errors import BenchlibError, LabError, LabSpecMismatch, NodeStartError
-from benchlib.lab import build, flavors, healing, procs, secrets, sql, state, wan
+from benchlib.lab import build, flavors, healing, isolation, procs, secrets, sql, state, wan
 from benchlib.lab import node as nodeops
 from benchlib.lab.base import NodeInfo, NodeStatus, Progress
 from benchlib.lab.base import quiet as _quiet
@@ -336,6 +336,8 @@ class LocalLab:
         out = [n.name for n in self.layout.nodes.values() if not self.is_up(n)]
         if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
             out.append("WAN links")
+        if self.layout.sites and isolation.leftovers(self.layout):
+            out.append("nodes cut off from their cluster")
         out += [f"{c} (promoted {n})" for c, n in self.record.promoted.items()]
         out += [f"{c} (roles after a rejoin)" for c in self.record.moved]
         if self.record.broken:

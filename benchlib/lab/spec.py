@@ -375,6 +375,8 @@ def load_spec(path: str | Path) -> LabSpec:
 
 def refusal(spec: "LabSpec", kind: str, nodes: list[str], site: str | None) -> str | None:
     """Why the embedded lab of ``spec`` (a ``LabSpec``) cannot inject this fault (None: it can)."""
+    if kind == "isolate":
+        return next((why for n in nodes if (why := _isolation_refusal(spec, n))), None)
     if kind != "cut":
         return None
     if not spec.sites:
@@ -388,4 +390,22 @@ def refusal(spec: "LabSpec", kind: str, nodes: list[str], site: str | None) -> s
         others = [m for m in spec.sites[where].nodes if m != n]
         if others:
             return f"cutting {n} alone needs it alone in its site; site {where} also holds {', '.join(others)}"
+    return None
+
+
+def _isolation_refusal(spec: "LabSpec", node: str) -> str | None:
+    """Why ``node`` cannot be cut off from the other nodes of its cluster (``benchlib.lab.isolation``; None: it can)."""
+    where = spec.site_of(node)
+    if where is None:
+        return (f"{node} runs on loopback, beside its clients: cutting it off from its cluster needs it alone in a "
+                "WAN site ([sites.NAME] nodes = [...] in the lab spec)")
+    others = [m for m in spec.sites[where].nodes if m != node]
+    if others:
+        return f"cutting {node} off needs it alone in its site; site {where} also holds {', '.join(others)}"
+    cluster = node.rsplit("-", 1)[0]
+    size = spec.clusters[cluster].node_count
+    outside = [f"{cluster}-{i}" for i in range(1, size + 1) if spec.site_of(f"{cluster}-{i}") is None]
+    if outside:
+        return (f"{', '.join(outside)} of cluster {cluster} run on loopback, at the clients' address: cutting "
+                f"{node} off from them would cut its clients too (place them in a site of their own)")
     return None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from benchlib.errors import LabError
-from benchlib.lab.layout import lab_root, ports_needed
+from benchlib.lab.layout import PORTS_PER_NODE, lab_root, ports_needed
 
 FORMAT = 1
 
@@ -120,11 +120,18 @@ def list_labs(root: Path | None = None) -> list[str]:
 
 
 def ports_of_other_labs(root: Path) -> set[int]:
-    """Every port the labs under ``root`` have taken."""
+    """Every port the labs under ``root`` have taken. A lab whose stored spec this process cannot validate (a flavour
+    another process registered, a spec of an older benchlib) still holds its ports: they are counted from the raw spec,
+    generously (at least three nodes a cluster)."""
     taken: set[int] = set()
     for name in list_labs(root):
         rec = read(root / name)
         if rec:
-            spec = rec.lab_spec()
-            taken.update(range(rec.base_port, rec.base_port + ports_needed(spec)))
+            try:
+                needed = ports_needed(rec.lab_spec())
+            except LabError:
+                clusters = (rec.spec.get("clusters") or {}).values()
+                needed = PORTS_PER_NODE * sum(max(int(c.get("nodes") or 0), int(c.get("replicas") or 0) + 1, 3)
+                                              for c in clusters if isinstance(c, dict))
+            taken.update(range(rec.base_port, rec.base_port + needed))
     return taken

@@ -52,16 +52,33 @@ class Router:
     connect: Callable[..., Any]
     moves: list[tuple[float, str, str]] = field(default_factory=list)  # (t, node, why)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the client is on its node's side of a cut (an application server beside a primary cut off from its cluster):
+    #: it reaches no other node, so a move waits (``pending``) until the cut ends (``unhold``)
+    held: bool = False
+    pending: tuple[str, float, str] | None = None
 
     def set(self, node: str, t: float, why: str) -> None:
         with self.lock:
-            if node != self.node:
+            if self.held:
+                self.pending = (node, t, why)
+            elif node != self.node:
                 self.node = node
                 self.moves.append((t, node, why))
 
+    def hold(self) -> None:
+        with self.lock:
+            self.held = True
+
+    def unhold(self, t: float) -> None:
+        """The cut ended: the client reaches every node again, and takes the move that waited."""
+        with self.lock:
+            self.held, pending, self.pending = False, self.pending, None
+        if pending is not None:
+            self.set(pending[0], t, pending[2] + " (after the cut)")
+
     def locate(self, t_now: Callable[[], float]) -> str | None:
         """Ask the cluster which node takes writes now; move there when it is another one."""
-        if self.failover is None:
+        if self.failover is None or self.held:
             return self.node
         found = self.failover.locate(lambda n: self.connect(n, timeout=1.0), self.nodes, self.node)
         if found is not None:

@@ -232,6 +232,49 @@ class LivenessProbe(Probe):
                 pass
 
 
+class SemisyncWatch(Probe):
+    """A semi-sync primary through a fault: whether semi-sync is on (``semisync_status``, 1 or 0) and the commits it
+    made without a replica's ack (``semisync_no_tx``, a counter), every ``interval_s`` on a lane of its own. It turns
+    itself off on a server without semi-sync, and logs nothing while the node does not answer (killed, frozen)."""
+
+    def __init__(self, connect: Connect, node: str, log: StatusLog, clock: Callable[[], float],
+                 interval_s: float = 0.2):
+        self.name, self.connect, self.node, self.log, self.clock = f"semisync:{node}", connect, node, log, clock
+        self.interval_s, self.lane = interval_s, None
+        self.conn = None
+        self.off = False
+
+    def sample(self, t: float) -> None:
+        from benchlib.systems import semisync
+
+        if self.off:
+            return
+        try:
+            if self.conn is None:
+                self.conn = self.connect(self.node, timeout=0.5)
+                self.conn._read_timeout = 2.0  # pymysql applies it on every read: a hung node holds this lane 2 s
+            with self.conn.cursor() as cur:
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_%'")
+                status = semisync.status_of({r["Variable_name"]: r["Value"] for r in cur.fetchall()})
+        except Exception:  # noqa: BLE001 - a node under its fault: nothing to log now
+            self.close()
+            return
+        if not status:
+            self.off = True  # no semi-sync on this server
+            return
+        now = self.clock()
+        self.log.add(now, self.node, "semisync_status", status.get("status", float("nan")))
+        self.log.add(now, self.node, "semisync_no_tx", status.get("no_tx", float("nan")), counter=True)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.conn = None
+
+
 class ServerCountersProbe(ClusterProbe):
     """The system's chosen ``SHOW GLOBAL STATUS`` counters (``System.status_counters``) on every node of one cluster,
     once a second, raw (analysis differences them; a counter that went down is flagged ``reset``)."""

@@ -7,6 +7,8 @@ appliers (``wsrep_slave_threads``, PXC 8.0.26+: ``wsrep_applier_threads``).
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from benchlib.systems.settings import COMMON, Setting
@@ -48,6 +50,34 @@ def _provider(name: str, parse, help_: str) -> Setting:
                    lambda v, vs: {"wsrep_provider_options": v}, matches=matches)
 
 
+def iso_seconds(text: str) -> float | None:
+    """Seconds of an ISO 8601 duration as Galera shows it (``PT5S``, ``PT1M30S``, ``PT0.5S``); None: not one."""
+    m = re.fullmatch(r"PT(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?", (text or "").strip())
+    if not m or not any(m.groups()):
+        return None
+    h, mi, sec = (float(g or 0) for g in m.groups())
+    return h * 3600 + mi * 60 + sec
+
+
+def _suspect_timeout() -> Setting:
+    """evs.suspect_timeout, in seconds: how long a node may be silent before the others suspect it is gone (a little
+    over this, writes block until the new primary component forms). evs.inactive_timeout, the hard limit, must stay
+    above it: it is raised with it where needed (its default: 15 s)."""
+
+    def stmts(v: Any, role: str, variables: dict[str, str]) -> list[str]:
+        inactive = max(15.0, float(v) + 10.0)
+        return [f"SET GLOBAL wsrep_provider_options = 'evs.inactive_timeout=PT{inactive:g}S; "
+                f"evs.suspect_timeout=PT{float(v):g}S'"]
+
+    def matches(got: Any, want: Any) -> bool:
+        value = iso_seconds(provider_option(str(got), "evs.suspect_timeout") or "")
+        return value is not None and abs(value - float(want)) < 1e-6
+
+    return Setting("suspect_timeout", float_range(0.5, 3600.0), "evs.suspect_timeout (s): silence after which a node "
+                   "is suspected gone; evs.inactive_timeout is kept 10 s above it (at least 15 s)", stmts,
+                   lambda v, vs: {"wsrep_provider_options": v}, matches=matches)
+
+
 def _applier_var(variables: dict[str, str]) -> str:
     return "wsrep_applier_threads" if "wsrep_applier_threads" in variables else "wsrep_slave_threads"
 
@@ -57,6 +87,7 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
               "control"),
     _provider("fc_factor", float_range(0.0, 1.0), "gcs.fc_factor: fraction of fc_limit at which flow control is "
               "released"),
+    _suspect_timeout(),
     Setting("applier_threads", int_range(1, 512), "wsrep_slave_threads: parallel appliers per node (PXC 8.0.26+: "
             "wsrep_applier_threads)",
             lambda v, r, vs: [f"SET GLOBAL {_applier_var(vs)} = {sql_literal(v)}"],

@@ -23,7 +23,8 @@ __all__ = ["GROUP_MEMBER_STATS_SQL", "GROUP_REPLICATION_CHANNEL", "GROUP_THROTTL
 VARIABLES = ("group_replication_single_primary_mode", "group_replication_consistency",
              "group_replication_flow_control_mode", "group_replication_flow_control_applier_threshold",
              "group_replication_flow_control_certifier_threshold", "group_replication_flow_control_period",
-             "replica_parallel_workers", "group_replication_paxos_single_leader")
+             "replica_parallel_workers", "group_replication_paxos_single_leader",
+             "group_replication_member_expel_timeout", "group_replication_unreachable_majority_timeout")
 
 
 def _gr(name: str, parse, help_: str, variable: str) -> Setting:
@@ -94,6 +95,12 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
             lambda v, r, vs: ["STOP GROUP_REPLICATION", f"SET GLOBAL replica_parallel_workers = {int(v)}",
                               "START GROUP_REPLICATION"] if r == "replica" else [],
             read_var("replica_parallel_workers"), replicas_only=True),
+    _gr("gr_member_expel_timeout", int_range(0, 3600), "seconds a member suspected of being gone (after 5 s without "
+        "a message) is waited for before it is expelled; the suspicions are checked every 15 s, so the expulsion "
+        "comes about 5 + 15 x ceil(E/15) s after the member went silent", "member_expel_timeout"),
+    _gr("gr_unreachable_majority_timeout", int_range(0, 31_536_000), "seconds a member cut off from the majority "
+        "waits before it leaves the group and stops taking writes for good (0: it waits for ever)",
+        "unreachable_majority_timeout"),
     _gr("gr_consistency", choice("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER", "BEFORE", "AFTER", "BEFORE_AND_AFTER"),
         "transaction consistency guarantee", "consistency"),
 ]}}

@@ -38,3 +38,28 @@ def test_the_rejoin_chart_has_a_row_per_cluster_and_path():
     fig = figures(a)["rejoin"]
     rows = {y for t in fig.data for y in t.y}
     assert rows == {"galera by IST", "galera by SST", "gr by incremental recovery", "gr by clone"}
+
+
+def test_the_lost_writes_chart_gives_each_configuration_its_share_with_the_interval_and_the_counts(failover):
+    left_out = {}
+    figs = figures(failover, left_out=left_out)
+    dots, words = figs["lost_writes"].data
+    assert list(dots.x) == [0.0] * 5  # nothing lost in the recorded kills: no fault lost any
+    assert all(20 < hi < 40 for hi in dots.error_x.array)  # 0 in 9: at most 34% (95%)
+    assert all(t.endswith("faults: none (≤ 34%)") and t.startswith("0 of 9") for t in words.text)
+    assert "failover_settings" not in figs and "failover_settings" not in left_out  # no setting swept: no data
+
+
+def test_the_settings_chart_draws_the_prediction_beside_the_faults():
+    import pandas as pd
+
+    from benchlib import charts
+
+    runs = pd.DataFrame({"setting": ["gr_member_expel_timeout"] * 4, "value": [0, 0, 5, 5],
+                         "unavailability_s": [6.1, 6.3, 21.2, 21.6], "label": ["gr"] * 4, "topology": ["gr"] * 4})
+    expected = pd.DataFrame({"setting": ["gr_member_expel_timeout"] * 2, "value": [0, 5], "expected_s": [6.0, 21.0],
+                             "words": ["Group Replication: 5 s to suspect + 1 s + 15 x ceil(E/15) s"] * 2})
+    fig = charts.unavailability_by_setting(runs, expected)
+    dots, medians, line = fig.data
+    assert list(dots.y) == [6.1, 6.3, 21.2, 21.6] and list(medians.y) == pytest.approx([6.2, 21.4])
+    assert list(line.y) == [6.0, 21.0] and line.line.dash == "dash" and "15 x ceil" in line.name

@@ -85,3 +85,17 @@ def test_sizes():
 def test_spec_round_trips_through_json():
     spec = load_spec(EXAMPLES / "demo.toml")
     assert LabSpec.model_validate(spec.model_dump(mode="json")) == spec
+
+
+def test_a_lab_whose_spec_this_process_cannot_validate_still_holds_its_ports(tmp_path):
+    """A lab brought up with a flavour another process registered (or by an older benchlib) keeps its ports: the
+    allocator counts them from the raw spec instead of failing."""
+    from benchlib.lab import state
+    from benchlib.lab.layout import PORTS_PER_NODE
+
+    raw = {"name": "t-other", "clusters": {"a": {"topology": "async", "system": "unknownflavour", "replicas": 1},
+                                           "g": {"topology": "galera", "nodes": 5}}}
+    (tmp_path / "t-other").mkdir()
+    state.write(tmp_path / "t-other", state.LabRecord("t-other", raw, 24000, None, None))
+    taken = state.ports_of_other_labs(tmp_path)
+    assert min(taken) == 24000 and len(taken) == PORTS_PER_NODE * (3 + 5)

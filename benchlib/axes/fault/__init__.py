@@ -9,21 +9,50 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from benchlib.axes.fault.sequences import ACTIONS, BUILT_IN, SINGLE, Step, check
 from benchlib.axes.registry import Axis, register
 from benchlib.specs import Strict
 
-__all__ = ["FaultPlan", "FaultSpec"]
+__all__ = ["FaultPlan", "FaultSpec", "StepSpec"]
+
+
+def _target_problem(t: str) -> str | None:
+    if t in ("write_node", "replica") or (t.startswith("site:") and len(t) > 5):
+        return None
+    return f"unknown fault target {t!r}: write_node, replica or site:NAME"
+
+
+class StepSpec(Strict):
+    """One step of a fault sequence of one's own (``[fault.sequences]``)."""
+
+    at_s: float = Field(ge=0, le=3600)  # from the fault's start (fault.at_s into the load)
+    do: Literal[ACTIONS]  # type: ignore[valid-type]
+    target: str = "write_node"
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str) -> str:
+        problem = _target_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
 
 class FaultSpec(Strict):
     """[fault]: every run injects a fault under load and measures what follows (``benchlib.axes.fault.run``)."""
 
-    kind: list[Literal["kill", "freeze", "cut"]] = Field(default=["kill"], min_length=1)  # an axis
+    #: an axis: a single fault (kill, freeze, cut of ``target``), a built-in sequence (host_loss, isolation,
+    #: replica_then_loss: ``benchlib.axes.fault.sequences``) or one of ``sequences``
+    kind: list[str] = Field(default=["kill"], min_length=1)
     target: list[str] = Field(default=["write_node"], min_length=1)  # write_node | replica | site:NAME (an axis)
     at_s: float = Field(default=10.0, gt=0)  # into the load
-    duration_s: float = Field(default=10.0, gt=0, le=3600)  # freeze and cut: until released; kill: until the heal
+    #: freeze and cut: until released; kill: until the heal; host_loss: the cut before the kill; isolation: the cut;
+    #: replica_then_loss: the replica's cut before the write node's kill
+    duration_s: float = Field(default=10.0, gt=0, le=3600)
+    #: sequences of one's own: name -> steps ({at_s, do, target}), each a kind to name in ``kind``
+    sequences: dict[str, list[StepSpec]] = Field(default_factory=dict)
     #: async and semi-sync clusters: "promote" (the lab promotes the most advanced replica once the write node has
     #: not answered for detect_s) or "none"; a table gives it per cluster. Galera and Group Replication fail over
     #: by themselves.
@@ -50,10 +79,31 @@ class FaultSpec(Strict):
     @field_validator("target")
     @classmethod
     def _targets(cls, v: list[str]) -> list[str]:
-        bad = [t for t in v if t not in ("write_node", "replica") and not (t.startswith("site:") and len(t) > 5)]
+        bad = [t for t in v if _target_problem(t)]
         if bad:
             raise ValueError(f"unknown fault targets {bad}: write_node, replica or site:NAME")
         return v
+
+    @model_validator(mode="after")
+    def _kinds(self):
+        taken = sorted(set(self.sequences) & set(SINGLE + BUILT_IN))
+        if taken:
+            raise ValueError(f"fault.sequences: {', '.join(taken)} is a built-in fault kind: give yours another name")
+        known = SINGLE + BUILT_IN + tuple(self.sequences)
+        unknown = [k for k in self.kind if k not in known]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}: {', '.join(known)}")
+        for name, steps in self.sequences.items():
+            if not steps:
+                raise ValueError(f"fault.sequences.{name}: no steps")
+            problem = check([Step(st.at_s, st.do, st.target) for st in steps])
+            if problem:
+                raise ValueError(f"fault.sequences.{name}: {problem}")
+        return self
+
+    def own(self) -> dict[str, list[Step]]:
+        """The sequences of one's own, as steps."""
+        return {name: [Step(st.at_s, st.do, st.target) for st in steps] for name, steps in self.sequences.items()}
 
 
 @dataclass(frozen=True)
@@ -72,10 +122,17 @@ class FaultPlan:
     rejoin_at_s: float | None = None
     rejoin: str = "auto"
     proxy: str = "none"
+    steps: tuple[Step, ...] = ()  # what the run does, when (``benchlib.axes.fault.sequences``)
+
+    @property
+    def sequence(self) -> bool:
+        """A sequence (host_loss, isolation, one's own), not a single fault of ``target``."""
+        return self.kind not in SINGLE
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.target}" + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "")
+        what = self.kind if self.sequence else f"{self.kind} {self.target}"
+        return what + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "")
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -83,6 +140,10 @@ class FaultPlan:
             del out["rejoin_at_s"], out["rejoin"]
         if self.proxy == "none":
             del out["proxy"]
+        if self.sequence:  # a sequence's key holds its steps; a single fault's stays what it was
+            out["steps"] = [st.as_dict() for st in self.steps]
+        else:
+            del out["steps"]
         return out
 
     def identity(self) -> list[Any]:
@@ -103,7 +164,9 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
             "new_primary": (m.get("promotion") or {}).get("primary") or m.get("survivor"), "survivor": m.get("survivor"),
             "ledger_writes": led.get("writes"), "ledger_acked": led.get("acked"), "ledger_failed": led.get("failed"),
             "ledger_unknown": led.get("unknown"), "lost_writes": led.get("lost"), "phantom_writes": led.get("phantoms"),
-            "heal_s": heal.get("s"), "heal_how": "; ".join(heal.get("how") or [])}
+            "heal_s": heal.get("s"), "heal_how": "; ".join(heal.get("how") or []),
+            "fell_back_s": (m.get("semisync") or {}).get("fell_back_s"),
+            "no_ack_commits": (m.get("semisync") or {}).get("no_ack_commits")}
 
 
 AXIS = register(Axis(
@@ -112,6 +175,7 @@ AXIS = register(Axis(
     excludes={"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"},
     apart="[fault] runs measure a fault with their own writer",
     facts=_facts, facts_columns=("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
-                                 "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how"),
+                                 "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
+                                 "fell_back_s", "no_ack_commits"),
     analysis="benchlib.axes.fault.analysis", section="failover", report="benchlib.axes.fault.report:section",
     report_first=True, charts="benchlib.axes.fault.charts", notebook="failover"))

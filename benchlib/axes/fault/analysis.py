@@ -9,6 +9,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from benchlib.analysis import failover as measured
+from benchlib.analysis import failover_settings as settings
 
 __all__ = ["ATTRIBUTES", "failover", "failover_findings", "failover_summary", "findings", "measures"]
 
@@ -24,8 +25,9 @@ def failover_summary(a: Any) -> pd.DataFrame:
 
 
 def failover_findings(a: Any) -> list[str]:
-    """The failover summary in words, a sentence per configuration ([] without fault runs)."""
-    return measured.in_words(a.failover_summary)
+    """The failover summary in words, a sentence per configuration, and the failover time against each swept setting
+    that decides it beside its prediction ([] without fault runs)."""
+    return measured.in_words(a.failover_summary) + (settings.in_words(a.failover) if not a.failover.empty else [])
 
 
 measures = failover

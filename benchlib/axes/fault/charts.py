@@ -23,6 +23,10 @@ def _lost(a):
     return charts.lost_writes(fault_views.failover_summary(a))
 
 
+def _settings(a):
+    return charts.unavailability_by_setting(*fault_views.unavailability_by_setting(a))
+
+
 def _rejoin(a):
     return charts.rejoin_times(fault_views.rejoins(a))
 
@@ -31,6 +35,7 @@ CHARTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "failover_timeline": ("Failover timeline", _failover_timeline),
     "unavailability": ("Unavailability after the fault", _unavailability),
     "lost_writes": ("Acknowledged writes lost", _lost),
+    "failover_settings": ("Failover time against its settings", _settings),
     "rejoin": ("Rejoin under load", _rejoin),
 }
 
@@ -39,8 +44,12 @@ CAPTIONS: dict[str, Callable[[Any], str]] = {
                                     "line: the fault; shaded: the longest wait for an acknowledgement."),
     "unavailability": lambda a: ("Dot: one fault; mark: the median, whisker: its 95% order-statistic interval; "
                                  "triangle: never acknowledged again, at least this long."),
-    "lost_writes": lambda a: ("Acknowledged by the writer, absent from the surviving primary after the heal; with "
-                              "none lost, the 95% Clopper-Pearson bound on the share of faults that lose any."),
+    "lost_writes": lambda a: ("Dot: the share of faults after which an acknowledged write was absent from the "
+                              "surviving primary (after the heal); whisker: its exact 95% interval (Clopper-Pearson); "
+                              "text: in how many faults, how many writes."),
+    "failover_settings": lambda a: ("Dot: one fault's unavailability at the setting's value; bar: the median; dashed: "
+                                    "what the system's mechanism predicts (Group Replication: 5 s to suspect, then "
+                                    "suspicions processed every 15 s)."),
     "rejoin": lambda a: ("A killed node started again under the load: dot, until it was back in its role (Synced, "
                          "ONLINE); hollow diamond, until its lag (the newest ledger write it held) stayed under 100 "
                          "ms."),

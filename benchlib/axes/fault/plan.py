@@ -9,6 +9,7 @@ from typing import Any
 
 from benchlib import catalogue
 from benchlib.axes.fault import FaultPlan
+from benchlib.axes.fault.sequences import SINGLE, Step, steps_of
 from benchlib.errors import SpecError
 
 __all__ = ["variants"]
@@ -32,6 +33,12 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
     if f.at_s >= spec.load.time_s:
         raise refuse(f"fault.at_s = {f.at_s:g} is not within the load (load.time_s = {spec.load.time_s})",
                      "a fault at_s smaller than load.time_s, leaving time to see the recovery")
+    own = f.own()
+    for kind in f.kind:
+        last = max(st.at_s for st in steps_of(kind, "write_node", f.duration_s, own))
+        if f.at_s + last >= spec.load.time_s:
+            raise refuse(f"fault {kind}: its last step comes {f.at_s + last:g} s into the load, which lasts "
+                         f"{spec.load.time_s} s", "a longer load.time_s, or an earlier fault.at_s")
     if f.rejoin_at_s is not None:
         if f.kind != ["kill"]:
             raise refuse("fault.rejoin_at_s restarts a killed node: it goes with kind = \"kill\" only",
@@ -56,21 +63,16 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
             promote = False  # "promote" for the whole campaign: the clusters that have none of their own
         size = lab.clusters[c].node_count
         plans: list[FaultPlan | None] = []
+        seen: set[tuple[str, str]] = set()
         for kind, target, rejoin in itertools.product(f.kind, f.target, f.rejoin if f.rejoin_at_s else ["auto"]):
-            if target == "replica" and size < 2:
-                raise refuse(f"fault.target replica: cluster {c} has one node", f"leave {c} out, or target write_node")
-            names = lab.nodes_of(c)
-            nodes = [names[0]] if target == "write_node" else [names[-1]] if target == "replica" else []
-            site: str | None = target[5:] if target.startswith("site:") else None
-            if site is not None and kind != "cut":
-                raise refuse(f"fault.target {target}: a site is a target of a cut only", "kind = \"cut\"")
-            if site is not None and not any(lab.site_of(n) == site for n in lab.nodes_of(c)):
-                raise refuse(f"fault.target {target}: no node of cluster {c} is in site {site}",
-                             f"sites: {', '.join(lab.sites) or 'none'}")
-            refused = lab.fault_refusal(kind, nodes, site)
-            if refused:
-                raise refuse(f"fault {kind} of {target} on cluster {c}: {refused}",
-                             "a site in the lab spec for a cut ([sites]), or another fault kind")
+            steps = steps_of(kind, target, f.duration_s, own)
+            if kind not in SINGLE:  # a sequence names its own targets: one run whatever fault.target says
+                target = "write_node"
+                if (kind, rejoin) in seen:
+                    continue
+                seen.add((kind, rejoin))
+            for step in steps:
+                _refuse_step(lab, c, kind, step, size, refuse)
             if f.rejoin_at_s is not None and promote and target == "write_node":
                 raise refuse(f"fault.rejoin_at_s on cluster {c}: a promoted cluster's old primary comes back by the "
                              "heal's rebuild, not by a rejoin", f"target a replica, or leave {c} out of the promotion")
@@ -78,6 +80,30 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                 raise refuse(f"fault.rejoin = \"full\" on cluster {c}: {system} replicas catch up from their GTID "
                              "position; the lab has no full transfer for them", "rejoin = \"auto\" there")
             plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
-                                   f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy))
+                                   f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy,
+                                   steps))
         out[c] = plans
     return out
+
+
+def _refuse_step(lab: Any, c: str, kind: str, step: Step, size: int, refuse: Any) -> None:
+    """A step of fault ``kind`` on cluster ``c`` that the lab cannot stage, refused saying why."""
+    target, do = step.target, step.do
+    what = f"fault {kind}" if kind == do else f"fault {kind}'s {do} of {target} at {step.at_s:g} s"
+    if target == "replica" and size < 2:
+        raise refuse(f"{what}: cluster {c} has one node, no replica", f"leave {c} out, or target write_node")
+    names = lab.nodes_of(c)
+    nodes = [names[0]] if target == "write_node" else [names[-1]] if target == "replica" else []
+    site: str | None = target[5:] if target.startswith("site:") else None
+    if site is not None and do not in ("cut", "release"):
+        raise refuse(f"{what}: a site is a target of a cut only ({target})", "kind = \"cut\"")
+    if site is not None and not any(lab.site_of(n) == site for n in lab.nodes_of(c)):
+        raise refuse(f"{what}: no node of cluster {c} is in site {site}", f"sites: {', '.join(lab.sites) or 'none'}")
+    if do == "release":
+        return
+    refused = lab.fault_refusal(do, nodes, site)
+    if refused:
+        hint = ("place the node alone in a [sites] entry of the lab spec, and the other nodes of its cluster in "
+                "sites of their own" if do == "isolate" else
+                "a site in the lab spec for a cut ([sites]), or another fault kind")
+        raise refuse(f"{what} on cluster {c}: {refused}", hint)

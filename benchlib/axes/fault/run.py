@@ -44,12 +44,14 @@ from benchlib.lab.base import Fault
 from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
 from benchlib.sampling.ledger import LedgerWriter, Router, create_table
 from benchlib.sampling.probe import Sampler
-from benchlib.sampling.status import LivenessProbe, StatusLog
+from benchlib.sampling.status import LivenessProbe, SemisyncWatch, StatusLog
 from benchlib.schema import INTERVALS
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
-from benchlib.axes.fault.run_records import Events, fault_of, ledger_audit
+from benchlib.axes.fault.run_control import Controller
+from benchlib.axes.fault.run_records import (Events, fault_of, ledger_audit, schedule_of, semisync_summary,
+                                            words as _words)
 from benchlib.systems import sql
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["FaultRun", "execute_fault_run", "fault_of"]
 
 
-class FaultRun:
+class FaultRun(Controller):
     """One fault run of ``plan`` on ``cluster`` under ``opts``'s load, step by step (see the module docstring).
     ``before_audit(lab, survivor)`` runs after the heal, before the audit (tests tamper there)."""
 
@@ -73,7 +75,10 @@ class FaultRun:
         self.events = Events(self.clock)
         self.log = StatusLog()
         self.errors: list[str] = []  # what went wrong with the fault itself (the run fails, naming it)
-        self.t_fault: float | None = None
+        self.t_fault: float | None = None  # the fault's first step
+        self.lost_at: float | None = None  # when the write node was lost to its cluster, and by which step
+        self.lost_by = ""
+        self.steps_done: list[dict[str, Any]] = []
         self.promotion: dict[str, Any] | None = None
         self.serving = ""  # the node the proxy sends the writes to
         self.stop = threading.Event()
@@ -90,23 +95,27 @@ class FaultRun:
             return setup
         self.setup = setup
         self.how = systems.failover_of(setup.facts.system)
-        self.fault = fault_of(plan, self.cluster, setup.nodes)
+        self.schedule = schedule_of(plan, setup.nodes)
+        self.fault = self.schedule[0].fault
         control = lab.faults()
         if control is None:
             return self.writer.fail(f"FAILED: the lab cannot {self.fault.kind} {plan.target}: {lab.lacks('faults')}",
                                     lab=setup.lab_record())
         self.control: "FaultControl" = control
-        refusal = control.fault_refusal(self.cluster, self.fault.kind, list(self.fault.nodes), self.fault.site)
-        if refusal:
-            return self.writer.fail(f"FAILED: the lab cannot {self.fault.kind} {plan.target}: {refusal}",
-                                    lab=setup.lab_record())
+        for p in self.schedule:
+            refusal = None if p.step.do == "release" else \
+                control.fault_refusal(self.cluster, p.fault.kind, list(p.fault.nodes), p.fault.site)
+            if refusal:
+                return self.writer.fail(f"FAILED: the lab cannot {p.fault.kind} {p.step.target}: {refusal}",
+                                        lab=setup.lab_record())
         with lab.connect(setup.write_node) as conn:
             create_table(conn, self.writer.run_id)
         setup.record_servers()
         how = self.how
         setup.extra.update({
             "fault": {**plan.as_dict(), "nodes": list(self.fault.nodes), "site": self.fault.site,
-                      "words": self.fault.words()},
+                      "words": "; then ".join(_words(p) for p in self.schedule) if plan.sequence else
+                      self.fault.words()},
             "failover": {"how": "promote" if plan.promote else (how.how if how and how.automatic else "none"),
                          "promise": how.promise if how else ""}})
         self.serving = setup.write_node
@@ -133,7 +142,8 @@ class FaultRun:
             self.writers.append(LedgerWriter(behind, f"{self.writer.run_id}~{plan.proxy}", self.clock, plan.write_rate,
                                              plan.timeout_s, via=plan.proxy))
         self.sampler = Sampler([*self.writers, *[LivenessProbe(lab.connect, n, self.clock, interval_s=0.25,
-                                                               log=self.log) for n in setup.nodes]])
+                                                               log=self.log) for n in setup.nodes],
+                                SemisyncWatch(lab.connect, setup.write_node, self.log, self.clock)])
         return None
 
     def proxied_node(self) -> str | None:
@@ -144,85 +154,6 @@ class FaultRun:
                 self.serving = found
             return found
         return self.promotion["primary"] if self.promotion else self.setup.write_node
-
-    # -- the controller's steps: inject, release, detect and promote, follow the primary ---------------------------
-    def inject(self) -> bool:
-        """The fault, now; False when the lab could not inject it (the run fails, saying so)."""
-        try:
-            self.control.inject(self.cluster, self.fault)
-        except BenchlibError as exc:
-            self.errors.append(f"the fault could not be injected: {exc.message}")
-            return False
-        self.t_fault = self.clock()
-        self.events.add("fault", ",".join(self.fault.nodes) or (self.fault.site or ""), self.fault.words())
-        return True
-
-    def release(self) -> None:
-        """End a freeze or a cut."""
-        try:
-            self.control.release(self.cluster, self.fault)
-            self.events.add("released", ",".join(self.fault.nodes) or (self.fault.site or ""),
-                            {"freeze": "SIGCONT", "cut": "link up"}.get(self.fault.kind, ""))
-        except BenchlibError as exc:
-            self.errors.append(f"the fault could not be released: {exc.message}")
-
-    def detected(self, now: float, t_start: float) -> bool:
-        """The write node has been silent for ``detect_s`` (since its last acknowledged write, or the fault)."""
-        last = self.ledger.last_ack if self.ledger.last_ack == self.ledger.last_ack else t_start  # NaN: none yet
-        assert self.t_fault is not None
-        return now - max(last, self.t_fault) >= self.plan.detect_s
-
-    def promote(self) -> None:
-        """The lab promotes the most advanced replica; the writer is told where the writes go now."""
-        write_node = self.setup.write_node
-        t0 = self.clock()
-        self.events.add("step", write_node, f"{write_node} silent for {self.plan.detect_s:g} s: promoting")
-        try:
-            done = self.control.promote(self.cluster, write_node, timeout=60.0)
-        except BenchlibError as exc:
-            self.errors.append(f"the promotion failed: {exc.message}")
-            return
-        for step, dt in done.steps:
-            self.events.add("step", done.primary, step, t=t0 + dt)
-        self.promotion = {"primary": done.primary, "steps": [list(s) for s in done.steps], "held": done.discarded}
-        self.router.set(done.primary, self.clock(), f"promoted {done.primary}")
-
-    def follow_primary(self, primary: str) -> str:
-        """Which node takes the writes now (the cluster's answer, or the promotion); an event when it changed."""
-        if self.automatic:
-            try:
-                found = self.how.locate(lambda n: self.lab.connect(n, timeout=0.5), self.setup.infos, primary)
-            except Exception:  # noqa: BLE001 - a cluster in the middle of a failover answers badly
-                found = None
-            if found is not None and found != primary:
-                self.events.add("primary", found, f"{found} takes the writes ({self.how.how})")
-                return found
-        elif self.promotion and primary != self.promotion["primary"]:
-            primary = self.promotion["primary"]
-            self.events.add("primary", primary, f"{primary} takes the writes (promoted)")
-        return primary
-
-    def control_loop(self) -> None:
-        """Inject at at_s, then every 100 ms: release after duration_s, promote where asked once the write node is
-        silent, follow which node takes the writes."""
-        t_start = self.clock()
-        if self.stop.wait(self.plan.at_s) or not self.inject():
-            return
-        assert self.t_fault is not None
-        released = self.fault.kind == "kill"
-        promoted = False
-        primary = self.setup.write_node
-        while not self.stop.is_set():
-            now = self.clock()
-            if not released and now - self.t_fault >= self.plan.duration_s:
-                self.release()
-                released = True
-            if self.plan.promote and not promoted and self.setup.write_node in self.fault.nodes \
-                    and self.detected(now, t_start):
-                promoted = True
-                self.promote()
-            primary = self.follow_primary(primary)
-            self.stop.wait(0.1)
 
     # -- rejoin under the load ------------------------------------------------------------------------------------
     def rejoin(self) -> None:
@@ -351,8 +282,9 @@ class FaultRun:
         """Heal the lab after the load (a heal that fails stops the campaign: the lab is broken)."""
         lab = self.lab
         heal_t0 = time.monotonic()
-        if self.fault.kind != "kill":
-            self.settle()
+        killed = {p.step.target for p in self.schedule if p.step.do == "kill"}
+        if self.promotion is None and any(p.step.do != "kill" and p.step.target not in killed for p in self.schedule):
+            self.settle()  # a node that was only held may not come back by itself (a promoted cluster is rebuilt)
         lab.refresh()
         try:
             restarted = lab.heal(timeout=self.plan.heal_timeout_s) if lab.broken() else []
@@ -390,6 +322,10 @@ class FaultRun:
         extra.update({
             "load_window_s": [self.load_t0 - origin, self.load_end - origin],
             "fault_at_s": None if self.t_fault is None else self.t_fault - origin,
+            "fault_steps": [{**{k: v for k, v in d.items() if k not in ("planned_t", "done_t")},
+                             "planned_s": d["planned_t"] - origin, "done_s": d["done_t"] - origin}
+                            for d in self.steps_done],
+            "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
             "promotion": self.promotion,
             "heal": self.healed,
             "survivor": self.survivor,

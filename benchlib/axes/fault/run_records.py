@@ -4,11 +4,13 @@ audited on every node after the heal (lost and phantom writes)."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 import pymysql
 
+from benchlib.axes.fault.sequences import Step, steps_of
 from benchlib.errors import BenchlibError
 from benchlib.lab.base import Fault
 from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
@@ -19,14 +21,47 @@ if TYPE_CHECKING:
     from benchlib.axes.fault import FaultPlan
     from benchlib.lab.base import Lab
 
-__all__ = ["Events", "fault_of", "ledger_audit", "ledger_rows"]
+__all__ = ["Events", "Planned", "fault_of", "ledger_audit", "ledger_rows", "schedule_of"]
+
+
+def _fault(do: str, target: str, nodes: list[str]) -> Fault:
+    """The lab's fault for a step: its target resolved to nodes (write node, last replica) or a site."""
+    if target.startswith("site:"):
+        return Fault(do, (), target[5:])
+    return Fault(do, (nodes[0],) if target == "write_node" else (nodes[-1],))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One step of a run's fault, resolved: the lab's fault it injects, or the earlier one it releases."""
+
+    step: Step
+    fault: Fault
+
+    @property
+    def where(self) -> str:
+        return ",".join(self.fault.nodes) or (self.fault.site or "")
+
+
+def schedule_of(plan: "FaultPlan", nodes: list[str]) -> list[Planned]:
+    """The run's steps in order, each with the lab's fault it injects or releases."""
+    steps = plan.steps or steps_of(plan.kind, plan.target, plan.duration_s)
+    held: dict[str, Fault] = {}
+    out = []
+    for st in sorted(steps, key=lambda s: s.at_s):
+        if st.do == "release":
+            fault = held.pop(st.target)
+        else:
+            fault = _fault(st.do, st.target, nodes)
+            if st.do != "kill":
+                held[st.target] = fault
+        out.append(Planned(st, fault))
+    return out
 
 
 def fault_of(plan: "FaultPlan", cluster: str, nodes: list[str]) -> Fault:
-    """The lab's fault for a planned one: its target resolved to nodes (write node, last replica) or a site."""
-    if plan.target.startswith("site:"):
-        return Fault(plan.kind, (), plan.target[5:])
-    return Fault(plan.kind, (nodes[0],) if plan.target == "write_node" else (nodes[-1],))
+    """The lab's fault of a planned one's first step."""
+    return schedule_of(plan, nodes)[0].fault
 
 
 class Events:
@@ -76,3 +111,38 @@ def ledger_audit(lab: "Lab", writers: list[Any], ledger: Any, run_id: str, order
                          "lost_seqs": lost[:50], "phantoms": len(phantoms), "audited_on": survivor,
                          "missing_on": missing}
     return pd.concat(frames, ignore_index=True), counts
+
+
+#: what a release does, by the kind of hold it ends (the event's words)
+RELEASED = {"freeze": "SIGCONT", "cut": "link up", "isolate": "back in its cluster"}
+
+
+def words(p: Planned) -> str:
+    """A step of the fault in words."""
+    if p.step.do != "release":
+        return p.fault.words()
+    return {"freeze": f"thawed {p.where} (SIGCONT)", "cut": f"site {p.where}'s link up again",
+            "isolate": f"let {p.where} back into its cluster"}[p.fault.kind]
+
+
+def semisync_summary(log: Any, node: str, t_fault: float | None, lost_at: float | None,
+                     origin: float) -> dict[str, Any] | None:
+    """A semi-sync primary through the fault (``benchlib.sampling.status.SemisyncWatch``'s rows): when it fell back to
+    async (s after the fault, None: never), and the commits it made without an ack from the fault until it was lost
+    (or until its last answer); None when it ran no semi-sync when the fault came."""
+    with log.lock:
+        rows = [(t, m, v) for t, n, m, v in zip(log.rows["t_s"], log.rows["node"], log.rows["metric"],
+                                                log.rows["value"]) if n == node and m.startswith("semisync_")]
+    status = [(t, v) for t, m, v in rows if m == "semisync_status"]
+    on = next((v == 1.0 for t, v in reversed(status) if t_fault is not None and t <= t_fault), None)
+    if not on:  # no semi-sync running when the fault came (an async primary has the plugin, switched off)
+        return None
+    no_tx = [(t, v) for t, m, v in rows if m == "semisync_no_tx"]
+    end = lost_at if lost_at is not None and lost_at > t_fault else float("inf")
+    before = [v for t, v in no_tx if t <= t_fault]
+    during = [v for t, v in no_tx if t_fault < t <= end]
+    off = next((t for t, v in status if t > t_fault and v == 0.0), None)
+    return {"on_at_fault": True,
+            "fell_back_s": None if off is None else off - t_fault,
+            "fell_back_at_s": None if off is None else off - origin,
+            "no_ack_commits": int(during[-1] - before[-1]) if before and during else None}

@@ -8,8 +8,8 @@ import pandas as pd
 
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 
-__all__ = ["failover_runs", "failover_summary", "failover_timeline", "rejoins", "unavailability_runs",
-           "unavailability_summary"]
+__all__ = ["failover_runs", "failover_summary", "failover_timeline", "rejoins", "unavailability_by_setting",
+           "unavailability_runs", "unavailability_summary"]
 
 
 def _fault_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
@@ -119,3 +119,17 @@ def rejoins(a: CampaignAnalysis) -> pd.DataFrame:
     rate = a.runs.set_index("run_id").get("rate")
     out["rate"] = out.run_id.map(rate) if rate is not None else np.nan
     return out
+
+
+def unavailability_by_setting(a: CampaignAnalysis) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each fault run of a swept setting that decides failover time (Group Replication's member_expel_timeout,
+    Galera's suspect_timeout) with its value, and the prediction per value
+    (``benchlib.analysis.failover_settings``)."""
+    from benchlib.analysis.failover_settings import EXPECTED, by_setting
+
+    runs, expected = by_setting(failover_runs(a))
+    if runs.empty:
+        raise AnalysisError("no setting that decides failover time was swept in this campaign",
+                            hint=f"sweep one of {', '.join(EXPECTED)} in [matrix] with a [fault] "
+                                 "(examples/campaigns/failover-settings.toml)")
+    return runs, expected

@@ -1,0 +1,120 @@
+"""A lost host on real servers: the write node cut off from its replicas while its client still reaches it, then
+killed, and a replica promoted (examples/labs/host-loss.toml, every node in a namespace of its own). Async loses what it
+acknowledged during the cut, and the ledger names those writes; semi-sync AFTER_SYNC with a timeout longer than the
+cut loses none; with a shorter one it falls back to async, and from then on loses too."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+
+import pytest
+
+from benchlib.axes.fault import FaultPlan
+from benchlib.axes.fault.run import execute_fault_run
+from benchlib.axes.fault.sequences import steps_of
+from benchlib.lab import isolation
+from benchlib.store import RunWriter, read_run
+from benchlib.sysbench.options import SysbenchOptions
+from tests.conftest import EXAMPLES, example_spec, needs_root
+
+LONG_S = 90  # about how long this module's light tests take: phase 2 starts the longest first
+
+OPTS = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=12, rate=100)
+CUT_S = 4.0  # the write node's cut before the kill
+
+
+def _lab(*clusters: str, name: str = "t-hl"):
+    data = tomllib.loads((EXAMPLES / "host-loss.toml").read_text())
+    keep = {f"{c}-{i}" for c in clusters for i in range(1, 4)}
+    return example_spec("host-loss.toml", name, clusters={c: data["clusters"][c] for c in clusters},
+                        sites={s: v for s, v in data["sites"].items() if set(v["nodes"]) <= keep})
+
+
+@pytest.fixture(scope="module")
+def lab(labs):
+    return labs.up(_lab("async", "semi", "semifast"))
+
+
+def _host_loss(lab, tmp_path, cluster: str, run_id: str):
+    plan = FaultPlan("host_loss", "write_node", at_s=3.0, duration_s=CUT_S, promote=True, detect_s=0.5,
+                     write_rate=50.0, timeout_s=1.0, heal_timeout_s=180.0, steps=steps_of("host_loss", "", CUT_S))
+    writer = RunWriter(tmp_path, run_id, {"workload": OPTS.workload}, secrets=list(lab.creds.passwords.values()))
+    run = read_run(execute_fault_run(lab, cluster, OPTS, writer, plan))
+    assert run.manifest.status == "ok", run.manifest.reason
+    return run
+
+
+@needs_root
+def test_async_loses_the_writes_it_acknowledged_while_cut_off_and_the_ledger_names_them(lab, tmp_path):
+    run = _host_loss(lab, tmp_path, "async", "hl1")
+    m, ledger, events = run.manifest, run.frames["ledger"], run.frames["fault_events"]
+    isolate, kill, release = m.fault_steps
+    assert (isolate["do"], kill["do"], release["do"]) == ("isolate", "kill", "release")
+    for step in m.fault_steps:  # each step when it was planned, to the scheduler's tick
+        assert 0 <= step["done_s"] - step["planned_s"] < 0.5, step
+    assert kill["planned_s"] - isolate["planned_s"] == CUT_S
+    # the client stayed beside async-1 through the cut and had its writes acknowledged there
+    cut = ledger[(ledger.t_sent_s > isolate["done_s"] + 0.1) & (ledger.t_done_s < kill["done_s"] - 0.1)]
+    assert (cut.outcome == "acked").all() and (cut.node == "async-1").all() and len(cut) >= 0.8 * 50 * (CUT_S - 0.2)
+    new = m.promotion["primary"]
+    assert new in ("async-2", "async-3") and m.survivor == new
+    assert events.event.tolist().count("fault") == 2 and "released" in set(events.event)
+    # ... which were lost: absent from the promoted replica, named by sequence number
+    lost = ledger[(ledger.outcome == "acked") & ~ledger.present.astype(bool)]
+    assert m.ledger["lost"] == len(lost) >= len(cut) and m.ledger["lost_seqs"][:5] == sorted(lost.seq)[:5]
+    assert (lost.node == "async-1").all() and lost.t_sent_s.min() >= isolate["done_s"] - 1.0
+    after = ledger[(ledger.t_sent_s > release["done_s"] + 1.0) & (ledger.outcome == "acked")]
+    assert len(after) and (after.node == new).all() and after.present.astype(bool).all()
+    assert m.semisync is None  # async runs no semi-sync
+    assert not lab.broken() and not isolation.leftovers(lab.layout) and not m.audit["mismatches"]
+
+
+@needs_root
+def test_semisync_after_sync_with_a_timeout_longer_than_the_cut_loses_nothing(lab, tmp_path):
+    run = _host_loss(lab, tmp_path, "semi", "hl2")
+    m, ledger = run.manifest, run.frames["ledger"]
+    isolate = m.fault_steps[0]
+    assert m.ledger["lost"] == 0 and m.ledger["acked"] > 100
+    cut = ledger[(ledger.t_sent_s > isolate["done_s"] + 0.1) & (ledger.t_sent_s < m.fault_steps[1]["done_s"])]
+    assert len(cut) and not (cut.outcome == "acked").any()  # the commits waited for an ack that could not come
+    assert m.semisync["on_at_fault"] and m.semisync["fell_back_s"] is None and m.semisync["no_ack_commits"] == 0
+
+
+@needs_root
+def test_semisync_with_a_timeout_shorter_than_the_cut_falls_back_and_loses_what_it_acknowledged_after(lab, tmp_path):
+    run = _host_loss(lab, tmp_path, "semifast", "hl3")
+    m, ledger = run.manifest, run.frames["ledger"]
+    fell = m.semisync["fell_back_s"]
+    assert m.semisync["on_at_fault"] and fell is not None and 1.5 < fell < 3.5  # its timeout is 2 s
+    assert m.semisync["no_ack_commits"] > 0
+    assert m.ledger["lost"] > 0
+    lost = ledger[(ledger.outcome == "acked") & ~ledger.present.astype(bool)]
+    assert lost.t_done_s.min() >= m.fault_steps[0]["done_s"] + 1.5  # acknowledged once semi-sync had given up
+
+
+@pytest.fixture(scope="module")
+def group(labs):
+    return labs.up(_lab("gr", name="t-hlgr"))
+
+
+@needs_root
+def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_at_once(group, tmp_path):
+    """Its client still reaches it, but a commit needs the majority: nothing is acknowledged from the cut on (within
+    the writer's 1 s timeout), nothing acknowledged is lost, and the group takes it back once the cut ends (8 s: before
+    the expulsion, about 21 s with member_expel_timeout = 5)."""
+    plan = FaultPlan("isolation", "write_node", at_s=3.0, duration_s=8.0, promote=False, detect_s=0.5,
+                     write_rate=50.0, timeout_s=1.0, heal_timeout_s=180.0, steps=steps_of("isolation", "", 8.0))
+    writer = RunWriter(tmp_path, "gri", {"workload": OPTS.workload}, secrets=list(group.creds.passwords.values()))
+    run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=20), writer, plan))
+    m, ledger = run.manifest, run.frames["ledger"]
+    assert m.status == "ok", m.reason
+    cut, back = m.fault_steps[0]["done_s"], m.fault_steps[1]["done_s"]
+    acked = ledger[ledger.outcome == "acked"]
+    during = acked[(acked.t_done_s > cut + plan.timeout_s) & (acked.t_sent_s < back)]
+    assert during.empty, during  # no commit without the majority
+    assert (ledger[(ledger.t_sent_s > cut + 0.2) & (ledger.t_sent_s < back - plan.timeout_s)].outcome
+            .isin(["unknown", "failed"])).all()
+    assert (ledger[ledger.t_sent_s > cut].node == "gr-1").all()  # the client stayed beside it
+    assert acked[acked.t_sent_s > back + 2].shape[0] > 50  # acknowledged again once the cut ended
+    assert m.ledger["lost"] == 0 and not group.broken()
