@@ -144,6 +144,16 @@ LEDGER = Schema("ledger", {
     "present": Column("boolean", "after the heal: the write is in the surviving primary's ledger (missing: not "
                                  "audited)"),
 })
+#: a fault run's ledger reader: the newest ledger write visible beside the writer, read over and over
+LEDGER_READS = Schema("ledger_reads", {
+    "node": Column("str", "the node read (the one the writer writes to: the client's side of a cut)"),
+    "t_sent_s": Column("float64", "sampler clock when the read was sent, s"),
+    "t_done_s": Column("float64", "sampler clock when it returned or failed, s"),
+    "value": Column("Int64", "the newest ledger write it saw (missing: the read failed)"),
+    "error": Column("str", "why the read failed (empty: it returned)"),
+    "lost": Column("boolean", "after the heal: the write it returned is absent from the surviving primary (a read "
+                              "of a write the failover lost); missing when not audited or the read failed"),
+})
 
 FAULT_EVENTS = Schema("fault_events", {
     "t_s": Column("float64", "sampler clock of the event, s"),
@@ -157,4 +167,5 @@ FAULT_EVENTS = Schema("fault_events", {
 #: every frame kind a run may write, by name (an axis registers its own: ``benchlib.axes.registry.register``)
 FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM,
                              "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS,
-                             "read_intervals": READ_INTERVALS, "ledger": LEDGER, "fault_events": FAULT_EVENTS}
+                             "read_intervals": READ_INTERVALS, "ledger": LEDGER, "ledger_reads": LEDGER_READS,
+                             "fault_events": FAULT_EVENTS}

@@ -174,7 +174,8 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
         rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals), pick(cluster)))
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
-                        "rate", "repetition", "heal_s", "heal_how", "survivor", "fell_back_s", "no_ack_commits")
+                        "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "fell_back_s",
+                        "no_ack_commits")
             if c in faulted]
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
     return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
@@ -220,6 +221,9 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "lost_median": float(lost.median()) if len(lost) else math.nan,
                      "lost_span_median_s": float(g.lost_span_s.median()) if "lost_span_s" in g else math.nan,
                      **_fell_back(g),
+                     **({"reads_of_lost_total": int(g.reads_of_lost.fillna(0).sum()),
+                         "runs_reading_lost": int((g.reads_of_lost.fillna(0) > 0).sum())}
+                        if "reads_of_lost" in g and g.reads_of_lost.notna().any() else {}),
                      "runs_losing": k, "audited_runs": int(len(lost)),
                      "losing_share_low": lo, "losing_share_high": hi,
                      "acked_total": int(g.acked.sum()),
@@ -324,6 +328,9 @@ def in_words(s: pd.DataFrame) -> list[str]:
                     f"(95% {100 * r.losing_share_low:.0f}–{100 * r.losing_share_high:.0f}% of such faults), at most "
                     f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault ({_s(span)} of writes)"
                                                    if span == span else ""))
+        if r.get("reads_of_lost_total", 0) > 0:
+            lost += (f"; a reader beside the write node read {int(r.reads_of_lost_total)} times a write the failover "
+                     f"then lost, in {int(r.runs_reading_lost)} of {n} faults")
         if r.get("fell_back_runs", 0) > 0:
             lost += (f"; semi-sync fell back to async in {int(r.fell_back_runs)} of {n} faults, a median "
                      f"{_s(r.fell_back_median_s)} into the fault, and then committed a median "

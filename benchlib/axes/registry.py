@@ -127,6 +127,11 @@ class AxisRun:
         """Tables of its own the consistency audit after the run compares across nodes."""
         return []
 
+    def excused(self) -> list[tuple[str, float, float]]:
+        """(node, start, end) on time.monotonic: what the axis did to that node on purpose then (a stalled applier)
+        is no breach of the run's mode (``benchlib.systems.invariants``)."""
+        return []
+
     def frames(self, origin: float) -> dict[str, pd.DataFrame]:
         """Frames to write in the run folder (kinds registered by the axis); times relative to ``origin`` (the
         sampler's start, on time.monotonic)."""

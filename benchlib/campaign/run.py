@@ -183,6 +183,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     # that left the group is why its catch-up never ends, so an invalid run says so before a missing catch-up
     breaches = invariants.check(cluster_frame, invariants.Window(nodes, load_t0, load_end),
                                 setup.system.invariants)
+    on_purpose = [(n, t0 - sampling.origin, t1 - sampling.origin) for h in hooks.values() for n, t0, t1 in h.excused()]
+    breaches = invariants.excuse(breaches, load_t0, on_purpose)
     diverged = audited.mismatches if audited is not None else []
     if breaches or diverged:
         extra["breaches"] = [b.as_dict() for b in breaches]

@@ -25,10 +25,10 @@ import pandas as pd
 import pymysql
 
 from benchlib.sampling.probe import Probe
-from benchlib.schema import LEDGER
+from benchlib.schema import LEDGER, LEDGER_READS
 from benchlib.systems.failover import Failover
 
-__all__ = ["LedgerWriter", "Router", "TABLE", "create_table"]
+__all__ = ["LedgerReader", "LedgerWriter", "Router", "TABLE", "create_table"]
 
 TABLE = "benchlib.ledger"
 LOST_CONNECTION = {2006, 2013, 2055}  # the statement may or may not have committed
@@ -170,4 +170,60 @@ class LedgerWriter(Probe):
             "t_sent_s": [r[2] - origin for r in rows], "t_done_s": [r[3] - origin for r in rows],
             "outcome": [r[4] for r in rows], "error": [r[5] for r in rows],
             "present": [None if present is None else r[0] in present for r in rows],
+        })
+
+
+class LedgerReader(Probe):
+    """A client beside the ledger writer that reads, ``rate`` times a second, the newest ledger write it can see on
+    the node the writer writes to (its side of a cut). After the heal, a read that returned a write the surviving
+    primary lacks read a write the failover lost: AFTER_COMMIT semi-sync lets other clients read a commit before a
+    replica has it; AFTER_SYNC does not."""
+
+    def __init__(self, router: Router, run: str, clock: Callable[[], float], rate: float = 20.0,
+                 timeout_s: float = 1.0):
+        self.name, self.interval_s, self.lane = "ledger-reader", 1.0 / rate, None
+        self.router, self.run, self.clock, self.timeout_s = router, run, clock, timeout_s
+        self.rows: list[tuple] = []  # (node, t_sent, t_done, value or None, error)
+        self.conn = None
+        self.conn_node: str | None = None
+        self.lock = threading.Lock()
+
+    def _drop(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - a dead connection
+                pass
+        self.conn = None
+
+    def sample(self, t: float) -> None:
+        node = self.router.node
+        sent = self.clock()
+        try:
+            if self.conn is None or self.conn_node != node:
+                self._drop()
+                self.conn_node = node
+                self.conn = self.router.connect(node, timeout=self.timeout_s)
+                self.conn._read_timeout = self.conn._write_timeout = self.timeout_s
+            with self.conn.cursor() as cur:
+                cur.execute(f"SELECT MAX(seq) AS v FROM {TABLE} WHERE run = %s", (self.run,))
+                row = cur.fetchone()
+            value, error = (int(row["v"]) if row and row["v"] is not None else 0), ""
+        except Exception as exc:  # noqa: BLE001 - every outcome is a row
+            value, error = None, _error(exc)[1]
+            self._drop()
+        with self.lock:
+            self.rows.append((node, sent, self.clock(), value, error))
+
+    def close(self) -> None:
+        self._drop()
+
+    def frame(self, origin: float, present: set[int] | None = None) -> pd.DataFrame:
+        """The LEDGER_READS frame; ``present``: the seqs the survivor holds (None: not audited)."""
+        with self.lock:
+            rows = list(self.rows)
+        return LEDGER_READS.frame({
+            "node": [r[0] for r in rows], "t_sent_s": [r[1] - origin for r in rows],
+            "t_done_s": [r[2] - origin for r in rows], "value": [r[3] for r in rows], "error": [r[4] for r in rows],
+            "lost": [None if present is None or r[3] is None or r[3] == 0 else r[3] not in present for r in rows],
         })

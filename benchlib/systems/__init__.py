@@ -27,7 +27,17 @@ from benchlib.systems import aurora, failover, galera, group_replication, mariad
 from benchlib.systems import invariants as inv
 from benchlib.systems.settings import Setting, SettingRules
 
-__all__ = ["SYSTEMS", "System", "failover_of", "get", "register", "rules"]
+__all__ = ["SYSTEMS", "Stall", "System", "failover_of", "get", "register", "rules"]
+
+
+@dataclass(frozen=True)
+class Stall:
+    """How a replica's applier is stopped and started again on one connection (``benchlib.axes.stall``), and in words
+    what that stands for in production."""
+
+    begin: tuple[str, ...]
+    end: tuple[str, ...]
+    how: str
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class System:
     #: (connect, nodes, current) -> the node that takes the writes now, after a fault (None: unchanged, the one a
     #: lab promoted); how the system fails over and what it promises are in ``benchlib.catalogue``
     locate: failover.Locate | None = None
+    #: how one of its replicas stops applying for a while, as a long DDL or a backup lock does (None: it cannot)
+    stall: Stall | None = None
 
     @property
     def facts(self) -> catalogue.SystemFacts:
@@ -134,27 +146,38 @@ _NO_RESTART = "MariaDB"  # no RESTART statement: settings read at start cannot b
 
 
 _REPLICATED = (inv.semisync_holds, inv.replica_threads, inv.nodes_answer)
+_MARIADB_STALL = Stall(("STOP SLAVE SQL_THREAD",), ("START SLAVE SQL_THREAD",),
+                       "the replica's SQL thread stopped (what a long DDL on a serial applier does to what follows)")
+_MYSQL_STALL = Stall(("STOP REPLICA SQL_THREAD",), ("START REPLICA SQL_THREAD",),
+                     "the replica's SQL thread stopped (what a long DDL on a serial applier does to what follows)")
+_GR_STALL = Stall(("STOP REPLICA SQL_THREAD FOR CHANNEL 'group_replication_applier'",),
+                  ("START REPLICA SQL_THREAD FOR CHANNEL 'group_replication_applier'",),
+                  "the member's applier channel stopped (it goes on certifying and queueing)")
+_GALERA_STALL = Stall(("FLUSH TABLES WITH READ LOCK",), ("UNLOCK TABLES",),
+                      "FLUSH TABLES WITH READ LOCK held on the node (a backup's lock): its applier waits")
 _GALERA = (inv.galera_membership, inv.nodes_answer)
 
 register(System("mariadb", mariadb.SETTINGS, mariadb.node_status, replication.readiness,
                 replication.reads, frozenset({"mariadb"}), no_restart=_NO_RESTART, invariants=_REPLICATED,
-                positions=positions.MARIADB,
+                positions=positions.MARIADB, stall=_MARIADB_STALL,
                 restart_settings=mysql.RESTART_SETTINGS, variables=mariadb.VARIABLES, counters=mariadb.COUNTERS))
 register(System("galera", galera.SETTINGS, galera.node_status, galera.readiness,
                 galera.reads, frozenset({"mariadb_galera", "pxc"}), no_restart=_NO_RESTART, invariants=_GALERA,
-                positions=positions.GALERA, locate=failover.galera_node,
+                positions=positions.GALERA, locate=failover.galera_node, stall=_GALERA_STALL,
                 restart_settings=mysql.RESTART_SETTINGS, variables=galera.VARIABLES, counters=mariadb.COUNTERS))
 register(System("pxc", galera.SETTINGS, galera.node_status, galera.readiness, galera.reads,
                 frozenset({"pxc"}), invariants=_GALERA, positions=positions.GALERA, locate=failover.galera_node,
+                stall=_GALERA_STALL,
                 restart_settings=mysql.RESTART_SETTINGS,
                 variables=galera.VARIABLES))
 register(System("mysql", mysql.SETTINGS, mysql.node_status, replication.readiness,
                 replication.reads, frozenset({"mysql", "percona"}), invariants=_REPLICATED, positions=positions.GTID,
+                stall=_MYSQL_STALL,
                 restart_settings=mysql.RESTART_SETTINGS, variables=mysql.VARIABLES))
 register(System("group_replication", group_replication.SETTINGS,
                 group_replication.node_status, group_replication.readiness, group_replication.reads,
                 frozenset({"mysql", "percona"}), invariants=(inv.group_membership, inv.nodes_answer),
-                positions=positions.GTID, locate=failover.gr_primary,
+                positions=positions.GTID, locate=failover.gr_primary, stall=_GR_STALL,
                 restart_settings=mysql.RESTART_SETTINGS, variables=group_replication.VARIABLES))
 register(System("aurora", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
                 sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 __all__ = ["Breach", "Invariant", "Window", "check", "galera_membership", "group_membership", "nodes_answer",
-           "replica_threads", "semisync_holds"]
+           "replica_threads", "semisync_holds", "excuse"]
 
 #: a node that no probe got an answer from for this long inside the window did not answer the sampler
 SILENT_S = 5.0
@@ -59,6 +59,20 @@ def check(frame: pd.DataFrame, window: Window, invariants: Iterable[Invariant]) 
     inside = frame[(frame.t_s >= window.start_s) & (frame.t_s <= window.end_s)]
     found = [b for inv in invariants for b in inv(inside, window)]
     return sorted(found, key=lambda b: b.at_s)
+
+
+#: a breach this close to a window done on purpose is its doing: the slow probes sample about once a second
+EXCUSE_BEFORE_S, EXCUSE_AFTER_S = 1.5, 2.5
+
+
+def excuse(breaches: list[Breach], start_s: float, on_purpose: list[tuple[str, float, float]]) -> list[Breach]:
+    """``breaches`` (``at_s`` into a window starting at ``start_s``) without those of a node within a window where
+    something was done to it on purpose (node, from, to: the cluster frame's clock), such as a stalled applier."""
+    def done_on_purpose(b: Breach) -> bool:
+        t = start_s + b.at_s
+        return any(b.node == n and t0 - EXCUSE_BEFORE_S <= t <= t1 + EXCUSE_AFTER_S for n, t0, t1 in on_purpose)
+
+    return [b for b in breaches if not done_on_purpose(b)]
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------

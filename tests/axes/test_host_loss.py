@@ -1,7 +1,8 @@
 """A lost host on real servers: the write node cut off from its replicas while its client still reaches it, then
 killed, and a replica promoted (examples/labs/host-loss.toml, every node in a namespace of its own). Async loses what it
 acknowledged during the cut, and the ledger names those writes; semi-sync AFTER_SYNC with a timeout longer than the
-cut loses none; with a shorter one it falls back to async, and from then on loses too."""
+cut loses none; with a shorter one it falls back to async, and from then on loses too; AFTER_COMMIT acknowledges
+nothing it loses, but lets another client read what the failover then loses."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _lab(*clusters: str, name: str = "t-hl"):
 
 @pytest.fixture(scope="module")
 def lab(labs):
-    return labs.up(_lab("async", "semi", "semifast"))
+    return labs.up(_lab("async", "semi", "semifast", "semicommit"))
 
 
 def _host_loss(lab, tmp_path, cluster: str, run_id: str):
@@ -67,6 +68,7 @@ def test_async_loses_the_writes_it_acknowledged_while_cut_off_and_the_ledger_nam
     after = ledger[(ledger.t_sent_s > release["done_s"] + 1.0) & (ledger.outcome == "acked")]
     assert len(after) and (after.node == new).all() and after.present.astype(bool).all()
     assert m.semisync is None  # async runs no semi-sync
+    assert m.ledger["reads_of_lost"] > 0  # a client beside it read writes that the failover then lost
     assert not lab.broken() and not isolation.leftovers(lab.layout) and not m.audit["mismatches"]
 
 
@@ -79,6 +81,21 @@ def test_semisync_after_sync_with_a_timeout_longer_than_the_cut_loses_nothing(la
     cut = ledger[(ledger.t_sent_s > isolate["done_s"] + 0.1) & (ledger.t_sent_s < m.fault_steps[1]["done_s"])]
     assert len(cut) and not (cut.outcome == "acked").any()  # the commits waited for an ack that could not come
     assert m.semisync["on_at_fault"] and m.semisync["fell_back_s"] is None and m.semisync["no_ack_commits"] == 0
+    reads = run.frames["ledger_reads"]
+    assert m.ledger["reads"] > 100 and m.ledger["reads_of_lost"] == 0 and not reads.lost.dropna().astype(bool).any()
+
+
+@needs_root
+def test_semisync_after_commit_acknowledges_nothing_it_loses_but_lets_a_client_read_what_the_failover_loses(
+        lab, tmp_path):
+    """AFTER_COMMIT commits in the engine before it waits for the ack: the writer's commit times out (unknown, never
+    acknowledged, so never counted lost), but a reader beside it already sees it, and the promoted replica lacks it."""
+    run = _host_loss(lab, tmp_path, "semicommit", "hl4")
+    m, reads = run.manifest, run.frames["ledger_reads"]
+    assert m.ledger["lost"] == 0 and m.semisync["fell_back_s"] is None
+    assert m.ledger["reads_of_lost"] > 0
+    seen = reads[reads.lost.astype("boolean").fillna(False)]
+    assert (seen.t_done_s >= m.fault_steps[0]["done_s"]).all() and (seen.node == "semicommit-1").all()
 
 
 @needs_root

@@ -60,7 +60,9 @@ def test_a_cpu_burn_and_a_disk_write_show_up_in_the_right_rows_within_2_s(procs,
                        HostProbe(log, time.monotonic, name="here", interval_s=0.5)])
     with sampler:
         time.sleep(2.0)
-    assert deltas(log, "burner", "cpu_user_s") > 0.5 and deltas(log, "burner", "io_write_bytes") == 0
+    # the burner's CPU in its own row (a share of a core: phase 1's two workers load the host too), none of its writes
+    assert deltas(log, "burner", "cpu_user_s") > max(0.15, deltas(log, "writer", "cpu_user_s"))
+    assert deltas(log, "burner", "io_write_bytes") == 0
     assert deltas(log, "writer", "io_write_bytes") > 1 << 20 and deltas(log, "writer", "ctx_voluntary") > 0
     df = log.frame()
     assert set(df[df.node == "burner"].metric) >= {"cpu_s", "cpu_sys_s", "ctx_involuntary", "io_read_bytes", "threads",

@@ -85,3 +85,13 @@ def test_check_orders_breaches_by_when_they_began_and_every_system_registers_its
     assert inv.group_membership in systems.get("group_replication").invariants
     assert inv.galera_membership in systems.get("pxc").invariants
     assert all(inv.nodes_answer in s.invariants for s in systems.SYSTEMS.values())
+
+
+def test_a_breach_done_on_purpose_is_excused_and_only_that_one():
+    from benchlib.systems.invariants import Breach, excuse
+
+    stalled = Breach("async-3", "had its replication SQL thread stopped", at_s=4.2, for_s=4.0)  # 14.2 s on the clock
+    other = Breach("async-2", "had its replication SQL thread stopped", at_s=4.2, for_s=4.0)
+    late = Breach("async-3", "had its replication IO thread stopped", at_s=12.0)  # 22 s: long after the stall
+    assert excuse([stalled, other, late], 10.0, [("async-3", 13.0, 17.0)]) == [other, late]
+    assert excuse([stalled], 10.0, []) == [stalled]

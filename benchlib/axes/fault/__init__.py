@@ -165,6 +165,7 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
             "ledger_writes": led.get("writes"), "ledger_acked": led.get("acked"), "ledger_failed": led.get("failed"),
             "ledger_unknown": led.get("unknown"), "lost_writes": led.get("lost"), "phantom_writes": led.get("phantoms"),
             "heal_s": heal.get("s"), "heal_how": "; ".join(heal.get("how") or []),
+            "reads_of_lost": led.get("reads_of_lost"),
             "fell_back_s": (m.get("semisync") or {}).get("fell_back_s"),
             "no_ack_commits": (m.get("semisync") or {}).get("no_ack_commits")}
 
@@ -176,6 +177,6 @@ AXIS = register(Axis(
     apart="[fault] runs measure a fault with their own writer",
     facts=_facts, facts_columns=("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
                                  "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
-                                 "fell_back_s", "no_ack_commits"),
+                                 "reads_of_lost", "fell_back_s", "no_ack_commits"),
     analysis="benchlib.axes.fault.analysis", section="failover", report="benchlib.axes.fault.report:section",
     report_first=True, charts="benchlib.axes.fault.charts", notebook="failover"))

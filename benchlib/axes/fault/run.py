@@ -42,7 +42,7 @@ from benchlib.campaign.setup import Audit, RunSetup, dataset_tables, wait_servin
 from benchlib.errors import BenchlibError
 from benchlib.lab.base import Fault
 from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
-from benchlib.sampling.ledger import LedgerWriter, Router, create_table
+from benchlib.sampling.ledger import LedgerReader, LedgerWriter, Router, create_table
 from benchlib.sampling.probe import Sampler
 from benchlib.sampling.status import LivenessProbe, SemisyncWatch, StatusLog
 from benchlib.schema import INTERVALS
@@ -50,8 +50,8 @@ from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.axes.fault.run_control import Controller
-from benchlib.axes.fault.run_records import (Events, fault_of, ledger_audit, schedule_of, semisync_summary,
-                                            words as _words)
+from benchlib.axes.fault.run_records import (Events, fault_of, ledger_audit, ledger_rows, schedule_of,
+                                            semisync_summary, words as _words)
 from benchlib.systems import sql
 
 if TYPE_CHECKING:
@@ -131,6 +131,7 @@ class FaultRun(Controller):
         self.router = Router(setup.write_node, setup.infos, self.how if self.automatic else None, lab.connect)
         self.ledger = LedgerWriter(self.router, self.writer.run_id, self.clock, plan.write_rate, plan.timeout_s)
         self.writers = [self.ledger]
+        self.reader = LedgerReader(self.router, self.writer.run_id, self.clock, rate=20.0, timeout_s=plan.timeout_s)
         if plan.proxy != "none":
             proxies = lab.proxy()
             if proxies is None:
@@ -141,7 +142,7 @@ class FaultRun(Controller):
             behind = Router(plan.proxy, [], None, lambda _n, timeout=1.0: front.connect(timeout))
             self.writers.append(LedgerWriter(behind, f"{self.writer.run_id}~{plan.proxy}", self.clock, plan.write_rate,
                                              plan.timeout_s, via=plan.proxy))
-        self.sampler = Sampler([*self.writers, *[LivenessProbe(lab.connect, n, self.clock, interval_s=0.25,
+        self.sampler = Sampler([*self.writers, self.reader, *[LivenessProbe(lab.connect, n, self.clock, interval_s=0.25,
                                                                log=self.log) for n in setup.nodes],
                                 SemisyncWatch(lab.connect, setup.write_node, self.log, self.clock)])
         return None
@@ -310,6 +311,9 @@ class FaultRun(Controller):
             dataset_tables(self.opts) + [LEDGER_TABLE], timeout=120.0)
         self.ledger_frame, self.counts = ledger_audit(lab, self.writers, self.ledger, self.writer.run_id, order,
                                                       self.origin)
+        self.reads_frame = self.reader.frame(self.origin, ledger_rows(lab, survivor, self.writer.run_id))
+        done = self.reads_frame[self.reads_frame.lost.notna()]
+        self.counts["direct"].update({"reads": int(len(done)), "reads_of_lost": int(done.lost.astype(bool).sum())})
 
     # -- record: the run folder ----------------------------------------------------------------------------------
     def record(self) -> Path:
@@ -317,6 +321,7 @@ class FaultRun(Controller):
         w.raw("sysbench.txt", "\n".join(self.outputs))
         w.frame("intervals", pd.concat(self.intervals, ignore_index=True) if self.intervals else INTERVALS.empty())
         w.frame("ledger", self.ledger_frame)
+        w.frame("ledger_reads", self.reads_frame)
         w.frame("fault_events", self.events.frame(origin))
         w.frame("cluster", self.log.frame(origin))
         extra.update({

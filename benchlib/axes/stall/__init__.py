@@ -1,0 +1,58 @@
+"""A stalled replica, an axis: ``[stall]`` stops the applier of the cluster's last node for ``duration_s`` seconds,
+``at_s`` into every run's load, as a long DDL or a backup lock does in production (``benchlib.axes.stall.run``: each
+system's own way, ``benchlib.systems.System.stall``: the replica's SQL thread, the group's applier channel, a Galera
+node's ``FLUSH TABLES WITH READ LOCK``). What the stall does is the measurement: with the stale-read probe
+(``[probe]``), the share of stale reads on that replica and how stale they got, and how long causal reads waited;
+the run stays valid (the stopped applier it causes is not a breach of the run's mode)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from benchlib.axes.registry import Axis, register
+from benchlib.specs import Strict
+
+__all__ = ["StallPlan", "StallSpec"]
+
+
+class StallSpec(Strict):
+    """[stall]: a replica's applier stopped for ``duration_s`` seconds, ``at_s`` into each run's load."""
+
+    at_s: float = Field(default=5.0, gt=0)
+    duration_s: list[float] = Field(default=[5.0], min_length=1)  # an axis: each length is a configuration
+
+    @field_validator("duration_s", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        return [v] if isinstance(v, (int, float)) else v
+
+
+@dataclass(frozen=True)
+class StallPlan:
+    """One run's stall: when, how long, on the cluster's last node."""
+
+    at_s: float
+    duration_s: float
+
+    def identity(self) -> list[Any]:
+        return [{"stall": asdict(self)}]
+
+    def params(self) -> dict[str, Any]:
+        return {"stall_s": self.duration_s}
+
+
+def _facts(m: dict[str, Any]) -> dict[str, Any]:
+    """The stalled node and how long its applier really stood still (None without a stall)."""
+    s = m.get("stall") or {}
+    return {"stalled_node": s.get("node"), "stalled_for_s": s.get("held_s"), "stalled_from_s": s.get("started_s"),
+            "stalled_to_s": s.get("ended_s")}
+
+
+AXIS = register(Axis("stall", "a replica's applier stalled under the load", spec=StallSpec,
+                     plan="benchlib.axes.stall.plan:variants", run="benchlib.axes.stall.run:hook",
+                     excludes={"fault": "[fault]"}, apart="a stall is measured beside the load, a fault run drives its own",
+                     facts=_facts, facts_columns=("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s"),
+                     analysis="benchlib.axes.stall.analysis"))

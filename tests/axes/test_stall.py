@@ -1,0 +1,54 @@
+"""A stalled replica, an axis (``[stall]``): its applier stopped for a few seconds under the load, beside the
+stale-read probe, on a real async lab. The run stays valid (the stopped SQL thread is what was asked for), the replica
+serves stale eventual reads as old as the stall, causal reads wait it out instead, and the findings say both."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchlib.analysis.campaign import analyze
+from benchlib.campaign.runner import run_campaign
+from benchlib.errors import SpecError
+from benchlib.report import findings
+from benchlib.store import read_manifest
+from tests.campaign.test_runner import write_campaign
+from tests.conftest import example_spec
+
+STALL_S = 4.0
+
+
+def test_a_stalled_replica_serves_stale_eventual_reads_and_makes_causal_reads_wait(labs, tmp_path):
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-stall", clusters=["async"], repetitions=1, time_s=10,
+                          threads=[2], extra=f'[probe]\nconsistency = ["eventual", "causal"]\nread_rate = 20\n'
+                                           f'[stall]\nat_s = 3\nduration_s = {STALL_S}\n')
+    labs.up(example_spec("async-1p2r.toml", "t-stall"))
+    result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert result.counts == {"ok": 2}, result.table()[["run_id", "status", "reason"]]  # valid, not INVALID
+    m = read_manifest(result.path / result.plan[0].run_id).as_dict()["stall"]
+    assert m["node"] == "async-3" and abs(m["held_s"] - STALL_S) < 0.5 and 2.5 < m["started_s"]
+    a = analyze(result.path)
+    s = a.stall_summary.set_index("setting")
+    assert s.loc["eventual", "stale_share"] > 0.8 and 0.6 * STALL_S < s.loc["eventual", "stalest_ms"] / 1000 < STALL_S + 1
+    assert s.loc["causal", "stale"] == 0 and 0.6 * STALL_S < s.loc["causal", "longest_wait_ms"] / 1000 < STALL_S + 1
+    said = findings(a, result.path)["stall"]
+    assert any(line.startswith("async: eventual reads on async-3 while its applier stood still") and "stale (95%" in line
+               and "of its" in line and "reads before and after it" in line for line in said)
+    assert any("a causal read waited up to" in line for line in said)
+
+
+def test_a_stall_the_lab_cannot_stage_is_refused_when_planned(tmp_path):
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import load_campaign_spec
+
+    spec = write_campaign(tmp_path, "single.toml", "t-x", clusters=["solo"], repetitions=1, time_s=10,
+                          extra="[stall]\nat_s = 3\nduration_s = 4\n")
+    with pytest.raises(SpecError, match="cluster solo has one node"):
+        plan(*load_campaign_spec(spec))
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-x", clusters=["async"], repetitions=1, time_s=6,
+                          extra="[stall]\nat_s = 3\nduration_s = 4\n")
+    with pytest.raises(SpecError, match="the stall ends 7 s into the load, which lasts 6 s"):
+        plan(*load_campaign_spec(spec))
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-x", clusters=["async"], repetitions=1, time_s=20,
+                          extra="[stall]\nat_s = 3\n[fault]\nkind = \"kill\"\n")
+    with pytest.raises(SpecError, match=r"\[fault\] cannot run beside it"):
+        plan(*load_campaign_spec(spec))
