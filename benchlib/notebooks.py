@@ -211,9 +211,9 @@ ANALYSIS_NOTEBOOKS: dict[str, Any] = {
     "compare": lambda r: len(r.plan_values("topology")) > 1 and not _driven(r),
     "stability": lambda r: not _driven(r),
     "lag": lambda r: not _driven(r),
-    "flow_control": lambda r: _plan_has(r, "fc_limit", 2),
-    "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2),
-    "wan": lambda r: bool(r.lab.get("sites")),
+    "flow_control": lambda r: _plan_has(r, "fc_limit", 2) and not _driven(r),
+    "parallel_apply": lambda r: _plan_has(r, "parallel_threads", 2) and not _driven(r),
+    "wan": lambda r: bool(r.lab.get("sites")) and not _driven(r),  # a lab of sites to cut nodes off: no WAN study
     "resources": lambda r: "host" in r.metrics and not _driven(r),
 }
 STUDY_NOTEBOOK = "study"

@@ -6,7 +6,9 @@ Per fault run (``measures``), from its ledger, its fault events and sysbench's p
   before the fault on, as the writer saw it (CockroachDB's failover suite measures the worst-case unavailability the
   same way; a write in flight may still be acknowledged by the failing node just after the fault, so the first
   acknowledgement after the fault is not the end of it); when no write was acknowledged again before the load ended,
-  it is missing and ``unavailable_at_least_s`` says how long the writer had waited;
+  it is missing and ``unavailable_at_least_s`` says how long the writer had waited. An acknowledged write the
+  failover then lost does not end a wait: the client was told yes, and the write is gone (a primary cut off from
+  its replicas acknowledges for seconds what the promoted replica never receives);
 - **new_primary_s**: from the fault until the cluster named another node to take the writes (the group's election,
   a Synced Galera survivor, the lab's promotion), missing when none was; **writes_elsewhere_s**: until another node
   acknowledged the writer's first write (a Galera survivor is named at once, but commits wait until the cluster's
@@ -109,7 +111,10 @@ def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, interva
     behind = {v: ledger[vias == v] for v in sorted(set(vias) - {"direct"})}
     ledger = ledger[vias == "direct"]
     acked = ledger[ledger.outcome == "acked"]
-    out["unavailability_s"], at_least = unavailability(acked, t_fault, end)
+    # an acknowledgement the failover took back (the write is lost) is no service: the wait runs until a write that
+    # stayed was acknowledged (a cut-off async primary acknowledges for seconds what its promoted replica never gets)
+    kept = acked[acked.present != False] if "present" in acked else acked  # noqa: E712 - a nullable boolean
+    out["unavailability_s"], at_least = unavailability(kept, t_fault, end)
     if at_least == at_least:
         out["unavailable_at_least_s"] = at_least
     for v, rows in behind.items():  # a writer behind a proxy: what its clients saw
@@ -329,8 +334,8 @@ def in_words(s: pd.DataFrame) -> list[str]:
                     f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault ({_s(span)} of writes)"
                                                    if span == span else ""))
         if r.get("reads_of_lost_total", 0) > 0:
-            lost += (f"; a reader beside the write node read {int(r.reads_of_lost_total)} times a write the failover "
-                     f"then lost, in {int(r.runs_reading_lost)} of {n} faults")
+            lost += (f"; {int(r.reads_of_lost_total)} reads by a client beside the write node returned a write the "
+                     f"failover then lost, in {int(r.runs_reading_lost)} of {n} faults")
         if r.get("fell_back_runs", 0) > 0:
             lost += (f"; semi-sync fell back to async in {int(r.fell_back_runs)} of {n} faults, a median "
                      f"{_s(r.fell_back_median_s)} into the fault, and then committed a median "

@@ -120,9 +120,10 @@ def lost_writes(summary: pd.DataFrame, *, title: str | None = None) -> go.Figure
     text = [f"{int(r.runs_losing)} of {int(r.audited_runs)} faults" + (
         f": {int(r.lost_total)} writes, at most {int(r.lost_max)} in one" if r.lost_total else
         f": none (≤ {100 * r.losing_share_high:.0f}%)") for r in d.itertuples()]
-    fig.add_scatter(x=[100 * h for h in d.losing_share_high], y=d.label, mode="text", text=text,
+    fig.add_scatter(x=[100 * h + 3 for h in d.losing_share_high], y=d.label, mode="text", text=text,
                     textposition="middle right", showlegend=False, hoverinfo="skip", cliponaxis=False)
-    fig.update_xaxes(range=[0, 175], tickvals=[0, 25, 50, 75, 100], ticksuffix="%")
+    fig.update_xaxes(range=[-4, 185], tickvals=[0, 25, 50, 75, 100], ticktext=["0%", "25%", "50%", "75%", "100%"],
+                     zeroline=False)
     fig.update_yaxes(type="category", automargin=True)
     return fig
 

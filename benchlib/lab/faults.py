@@ -6,7 +6,8 @@
 - ``cut``: the link of a WAN site goes down (``ip link set ... down`` in the site's namespace), released by bringing
   it up again; the nodes there run on, unreachable. Nodes on loopback have no link to cut: refused.
 - ``isolate``: the node is cut off from the other nodes of its cluster while its clients still reach it (routes in the
-  sites' namespaces: ``benchlib.lab.isolation``), released by removing them.
+  sites' namespaces: ``benchlib.lab.isolation``), released by removing them; a node killed meanwhile (a lost host)
+  first has its namespace's sockets closed, so nothing it had queued arrives after the cut.
 
 Promotion (async and semi-sync clusters, ``promote``) is what orchestrator does on a dead primary: every surviving
 replica applies what it had received, the one that applied the most becomes the primary (replication reset, writes
@@ -74,6 +75,9 @@ def inject(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
 def release(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
     if fault.kind == "isolate":
         for name in fault.nodes:
+            pid = pids.get(name)
+            if not procs.is_running(pid, layout.nodes[name].marker):  # killed while cut off: a lost host
+                isolation.forget(layout, name)
             isolation.release(layout, name)
     elif fault.kind == "cut":
         set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=True)

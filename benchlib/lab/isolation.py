@@ -10,7 +10,8 @@ connections) reach every node as before, through the hub.
 
 So the node must be alone in its site, and every other node of its cluster in a site (a node on loopback shares the
 clients' address: cutting it off would cut the clients too): ``benchlib.lab.spec.refusal`` says which is missing. ``release`` removes
-the routes; ``leftovers`` finds routes a run did not remove (``benchlib lab heal`` removes them).
+the routes; ``forget`` first closes the sockets a killed node left in its namespace (a lost host sends nothing after
+it is gone); ``leftovers`` finds routes a run did not remove (``benchlib lab heal`` removes them).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from benchlib.errors import LabError
 if TYPE_CHECKING:
     from benchlib.lab.layout import Layout
 
-__all__ = ["isolate", "leftovers", "release", "remove"]
+__all__ = ["forget", "isolate", "leftovers", "release", "remove"]
 
 
 def _pairs(layout: "Layout", node: str) -> list[tuple[str, str]]:
@@ -57,6 +58,22 @@ def isolate(layout: "Layout", node: str) -> list[str]:
         done.append((netns, address))
     me = layout.nodes[node]
     return sorted({n.site for n in layout.cluster_nodes(me.cluster) if n.site and n.site != me.site})
+
+
+def forget(layout: "Layout", node: str) -> int:
+    """A lost host's kernel is gone with it: the TCP sockets in ``node``'s namespace (it is alone in its site) are
+    destroyed (``ss -K``), so that what its killed server had queued is never sent once the cut ends. A process killed
+    on a live kernel leaves orphaned sockets that retransmit when the route comes back: the replicas (or the group)
+    would then still receive the lost primary's last writes, which no lost host does. Returns how many it closed."""
+    me = layout.nodes[node]
+    if me.site is None:
+        return 0
+    res = subprocess.run(["ip", "netns", "exec", layout.sites[me.site].netns, "ss", "-K", "-t", "-H"],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise LabError(f"could not close {node}'s sockets after its loss: {res.stderr.strip()}",
+                       hint="ss -K needs the kernel's INET_DIAG_DESTROY")
+    return len([line for line in res.stdout.splitlines() if line.strip()])
 
 
 def release(layout: "Layout", node: str) -> None:

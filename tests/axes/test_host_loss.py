@@ -135,3 +135,20 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
     assert (ledger[ledger.t_sent_s > cut].node == "gr-1").all()  # the client stayed beside it
     assert acked[acked.t_sent_s > back + 2].shape[0] > 50  # acknowledged again once the cut ended
     assert m.ledger["lost"] == 0 and not group.broken()
+
+
+@needs_root
+def test_a_lost_group_primary_sends_nothing_after_its_loss_and_the_group_elects_within_its_bound(group, tmp_path):
+    """Killed while cut off, a lost host's queued messages must not reach the group once the cut ends (its namespace's
+    sockets are closed first): the survivors suspect it from the cut on and elect a new primary about 5 + 1 + 15 s
+    later (member_expel_timeout = 5), not a suspicion period after a late "reachable again"."""
+    plan = FaultPlan("host_loss", "write_node", at_s=3.0, duration_s=3.0, promote=False, detect_s=0.5,
+                     write_rate=50.0, timeout_s=1.0, heal_timeout_s=180.0, steps=steps_of("host_loss", "", 3.0))
+    writer = RunWriter(tmp_path, "grl", {"workload": OPTS.workload}, secrets=list(group.creds.passwords.values()))
+    run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=35), writer, plan))
+    m, events, ledger = run.manifest, run.frames["fault_events"], run.frames["ledger"]
+    assert m.status == "ok", m.reason
+    cut = m.fault_steps[0]["done_s"]
+    elected = events[events.event == "primary"].t_s
+    assert len(elected) and 15 < float(elected.min()) - cut < 26, events  # 5 + 1 + 15 s, give or take the ticks
+    assert m.ledger["lost"] == 0 and (ledger[ledger.outcome == "acked"].t_sent_s > cut + 15).any()

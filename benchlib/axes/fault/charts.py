@@ -44,9 +44,8 @@ CAPTIONS: dict[str, Callable[[Any], str]] = {
                                     "line: the fault; shaded: the longest wait for an acknowledgement."),
     "unavailability": lambda a: ("Dot: one fault; mark: the median, whisker: its 95% order-statistic interval; "
                                  "triangle: never acknowledged again, at least this long."),
-    "lost_writes": lambda a: ("Dot: the share of faults after which an acknowledged write was absent from the "
-                              "surviving primary (after the heal); whisker: its exact 95% interval (Clopper-Pearson); "
-                              "text: in how many faults, how many writes."),
+    "lost_writes": lambda a: ("Dot: the share of faults that lost an acknowledged write (absent from the survivor "
+                              "after the heal); whisker: its exact 95% interval (Clopper-Pearson)."),
     "failover_settings": lambda a: ("Dot: one fault's unavailability at the setting's value; bar: the median; dashed: "
                                     "what the system's mechanism predicts (Group Replication: 5 s to suspect, then "
                                     "suspicions processed every 15 s)."),

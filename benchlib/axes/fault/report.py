@@ -32,6 +32,11 @@ def section(a: Any, said: list[str]) -> str:
            "acknowledged, and absent from the surviving primary after the heal. Intervals: order statistics for the "
            "median and p90 (distribution-free), Clopper-Pearson for the share of faults that lose writes. sysbench "
            "cannot follow a failover: it is started again on the new primary, so its throughput is 0 until then.")
+    if "fault" in runs and runs.fault.astype(str).str.contains("host_loss|isolation|then_loss").any():
+        how += (" Where the write node was cut off from its cluster (host loss, isolation), the ledger writer, its "
+                "reader and sysbench stayed on its side of the cut, as an application server beside it would, and "
+                "followed the failover once the cut ended; a reader beside the writer counts the reads that returned "
+                "a write the failover then lost.")
     out = (f'<h2 id="failover">Failover</h2><ul>{items}</ul><p class="how">{html.escape(how)}</p>'
            + (f"<p>What each system promises when the node taking writes fails:</p><ul>{promises}</ul>"
               if promises else ""))
@@ -43,9 +48,12 @@ def section(a: Any, said: list[str]) -> str:
                                                           "unavail_median_high_s", "unavail_p90_s", "unavail_max_s",
                                                           "new_primary_median_s", "writes_elsewhere_median_s",
                                                           "lost_total", "runs_losing", "losing_share_high",
+                                                          "lost_median", "lost_span_median_s", "reads_of_lost_total",
+                                                          "fell_back_median_s", "no_ack_commits_median",
                                                           "recovered_95_median_s", "heal_median_s", "heal_how"]))
     out += fold("Failover by run", table(a.failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
                                                         "new_primary_s", "acked", "failed", "unknown", "lost",
-                                                        "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
+                                                        "lost_span_s", "reads_of_lost", "fell_back_s",
+                                                        "no_ack_commits", "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
                                                         "heal_s", "heal_how"]))
     return out
