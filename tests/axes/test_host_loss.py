@@ -21,7 +21,7 @@ from tests.conftest import EXAMPLES, example_spec, needs_root
 
 LONG_S = 90  # about how long this module's light tests take: phase 2 starts the longest first
 
-OPTS = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=12, rate=100)
+OPTS = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=10, rate=100)
 CUT_S = 4.0  # the write node's cut before the kill
 
 
@@ -123,7 +123,7 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
     plan = FaultPlan("isolation", "write_node", at_s=3.0, duration_s=8.0, promote=False, detect_s=0.5,
                      write_rate=50.0, timeout_s=1.0, heal_timeout_s=180.0, steps=steps_of("isolation", "", 8.0))
     writer = RunWriter(tmp_path, "gri", {"workload": OPTS.workload}, secrets=list(group.creds.passwords.values()))
-    run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=20), writer, plan))
+    run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=16), writer, plan))
     m, ledger = run.manifest, run.frames["ledger"]
     assert m.status == "ok", m.reason
     cut, back = m.fault_steps[0]["done_s"], m.fault_steps[1]["done_s"]
@@ -145,7 +145,7 @@ def test_a_lost_group_primary_sends_nothing_after_its_loss_and_the_group_elects_
     plan = FaultPlan("host_loss", "write_node", at_s=3.0, duration_s=3.0, promote=False, detect_s=0.5,
                      write_rate=50.0, timeout_s=1.0, heal_timeout_s=180.0, steps=steps_of("host_loss", "", 3.0))
     writer = RunWriter(tmp_path, "grl", {"workload": OPTS.workload}, secrets=list(group.creds.passwords.values()))
-    run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=35), writer, plan))
+    run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=30), writer, plan))
     m, events, ledger = run.manifest, run.frames["fault_events"], run.frames["ledger"]
     assert m.status == "ok", m.reason
     cut = m.fault_steps[0]["done_s"]

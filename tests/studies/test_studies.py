@@ -67,7 +67,6 @@ RECORDED = Path(__file__).resolve().parents[2] / "data" / "campaigns"
 #: it leaves out of the study's lab; a search gets 4 runs: with 3, a first rate and two lower ones that a loaded CI
 #: judged "lag test inconclusive" left it NONE_SUSTAINED once
 TEST_SIZE = {"000": ({"": {"repetitions": "1"}, "load": {"workloads": '["oltp_update_index"]', "time_s": "3"},
-                      "matrix": {"durability": '["relaxed"]'},  # the searches' durability; durable's claims: not measured
                       "search": {"time_s": "10", "max_runs": "4"}}, ["galera5"]),
              # its three rounds of three apply settings, at 6 s a run instead of 12: the lag builds up and drains alike
              "003": ({"load": {"time_s": "6"}}, [])}
