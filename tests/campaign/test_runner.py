@@ -174,7 +174,7 @@ def test_adaptive_mode_adds_rounds_until_the_cap(labs, tmp_path):
 @pytest.mark.measures  # a search judges the rates the host holds: a busy neighbour moves the peak it starts from
 def test_a_sustained_search_brackets_a_rate_and_resumes_where_it_was_interrupted(labs, tmp_path):
     spec = write_campaign(tmp_path, "async-1p2r.toml", "t-sust", clusters=["async"], repetitions=1, time_s=3,
-                          threads=[4], extra="sustained = true\n[search]\ntime_s = 6\nprecision = 0.25\n"
+                          threads=[4], extra="sustained = true\n[search]\ntime_s = 10\nprecision = 0.25\n"
                                              "max_runs = 4\nstart = 0.6\nstep = 1.6\n")
     labs.up(example_spec("async-1p2r.toml", "t-sust"))
     probes = []
