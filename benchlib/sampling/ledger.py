@@ -94,7 +94,30 @@ def _error(exc: BaseException) -> tuple[str, str]:
     return "failed", (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
-class LedgerWriter(Probe):
+class _Routed(Probe):
+    """A probe with one connection to the node its router names, timed out after ``timeout_s`` on every read."""
+
+    router: Router
+    timeout_s: float
+    conn: Any = None
+    conn_node: str | None = None
+
+    def _open(self, node: str) -> None:
+        self.conn, self.conn_node = None, node
+        conn = self.router.connect(node, timeout=self.timeout_s)
+        conn._read_timeout = conn._write_timeout = self.timeout_s  # pymysql applies them on every socket read/write
+        self.conn = conn
+
+    def _drop(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - a dead connection
+                pass
+        self.conn = None
+
+
+class LedgerWriter(_Routed):
     """See the module docstring. Its own lane: a write that hangs blocks nothing else."""
 
     def __init__(self, router: Router, run: str, clock: Callable[[], float], rate: float = 50.0,
@@ -110,20 +133,6 @@ class LedgerWriter(Probe):
 
     def setup(self) -> None:
         self._open(self.router.node)
-
-    def _open(self, node: str) -> None:
-        self.conn, self.conn_node = None, node
-        conn = self.router.connect(node, timeout=self.timeout_s)
-        conn._read_timeout = conn._write_timeout = self.timeout_s  # pymysql applies them on every socket read/write
-        self.conn = conn
-
-    def _drop(self) -> None:
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            except Exception:  # noqa: BLE001 - a dead connection
-                pass
-        self.conn = None
 
     def sample(self, t: float) -> None:
         self.seq += 1
@@ -173,7 +182,7 @@ class LedgerWriter(Probe):
         })
 
 
-class LedgerReader(Probe):
+class LedgerReader(_Routed):
     """A client beside the ledger writer that reads, ``rate`` times a second, the newest ledger write it can see on
     the node the writer writes to (its side of a cut). After the heal, a read that returned a write the surviving
     primary lacks read a write the failover lost: AFTER_COMMIT semi-sync lets other clients read a commit before a
@@ -188,23 +197,13 @@ class LedgerReader(Probe):
         self.conn_node: str | None = None
         self.lock = threading.Lock()
 
-    def _drop(self) -> None:
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            except Exception:  # noqa: BLE001 - a dead connection
-                pass
-        self.conn = None
-
     def sample(self, t: float) -> None:
         node = self.router.node
         sent = self.clock()
         try:
             if self.conn is None or self.conn_node != node:
                 self._drop()
-                self.conn_node = node
-                self.conn = self.router.connect(node, timeout=self.timeout_s)
-                self.conn._read_timeout = self.conn._write_timeout = self.timeout_s
+                self._open(node)
             with self.conn.cursor() as cur:
                 cur.execute(f"SELECT MAX(seq) AS v FROM {TABLE} WHERE run = %s", (self.run,))
                 row = cur.fetchone()
