@@ -16,8 +16,8 @@ __all__ = ["ATTRIBUTES", "findings", "measures", "summary"]
 
 
 def measures(a: Any) -> pd.DataFrame:
-    """One row per ok run with a stall and the probe: the stalled node's reads sent while it stood still and how many
-    were stale, the same before and after it, the stalest read and the longest causal wait (ms, the whole run), and
+    """One row per ok run with a stall and the probe: the stalled node's reads in flight while it stood still (sent
+    before it ended, returned after it began) and how many were stale, the same before and after it, the stalest read and the longest causal wait (ms, the whole run), and
     how long the stall held."""
     runs = a.runs
     if "stalled_node" not in runs or runs.stalled_node.isna().all():
@@ -29,7 +29,8 @@ def measures(a: Any) -> pd.DataFrame:
             if not reads.empty else reads
         done = mine[mine.stale.notna()] if len(mine) else mine
         t0, t1 = r.stalled_from_s, r.stalled_to_s
-        during = done[(done.t_sent_s >= t0) & (done.t_sent_s <= t1)] if t0 == t0 and t1 == t1 else done.iloc[:0]
+        # in flight while it stood still: a causal read sent just before the stop waits through all of it
+        during = done[(done.t_sent_s <= t1) & (done.t_returned_s >= t0)] if t0 == t0 and t1 == t1 else done.iloc[:0]
         rows.append({"run_id": r.run_id, "cluster": r.cluster, "stall_s": getattr(r, "stall_s", None),
                      "node": r.stalled_node, "held_s": r.stalled_for_s,
                      "setting": str(done.setting.iloc[0]) if len(done) else "",
