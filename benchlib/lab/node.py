@@ -31,7 +31,9 @@ def log_tail(path: Path, lines: int = 12) -> str:
     keep = [line for line in text if line.strip() and not any(n in line for n in NOISE)]
     errors = [line for line in keep if "[ERROR]" in line or "WSREP_SST: [ERROR]" in line]
     chosen = (errors[-6:] if errors else []) + [line for line in keep[-lines:] if line not in errors[-6:]]
-    return "\n".join(f"    {line[:300]}" for line in chosen[-lines:]) or f"    (empty log {path})"
+    # an error line whole (up to 1000 characters: Group Replication's GTID sets are the cause), others cut at 300
+    return "\n".join(f"    {line[:1000 if line in errors else 300]}" for line in chosen[-lines:]) \
+        or f"    (empty log {path})"
 
 
 def chown_tree(path: Path, user: str | None) -> None:
