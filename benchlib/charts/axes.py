@@ -30,8 +30,15 @@ def log_ticks(values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5)) ->
     return ticks, [f"{t:g}" for t in ticks]
 
 
-def log_axis(update, values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5), **kw) -> None:
-    vals, text = log_ticks(values, steps=steps)
+def log_axis(update, values: Iterable[float], *, steps: tuple[int, ...] = (1, 2, 5), from_tick: bool = False,
+             **kw) -> None:
+    """A log axis ticked by ``log_ticks``; ``from_tick``: it starts at the tick below the smallest value (a cluster
+    of values just above a tick would otherwise show no tick beside it)."""
+    v = [x for x in values if x is not None and np.isfinite(x) and x > 0]
+    vals, text = log_ticks(v, steps=steps)
+    if from_tick and v:
+        low = max([t for t in vals if t <= min(v)], default=min(v))
+        kw["range"] = [np.log10(low / 1.05), np.log10(max(v) * 1.1)]
     update(type="log", tickvals=vals, ticktext=text, **kw)
 
 

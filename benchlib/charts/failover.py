@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from benchlib.charts.axes import log_axis, log_ticks
+from benchlib.charts.axes import log_axis
 from benchlib.charts.builders import _colors, _figure, _need
 from benchlib.charts.consistency import rows_height
 from benchlib.charts.errors import ChartError
@@ -93,14 +93,8 @@ def unavailability(runs: pd.DataFrame, summary: pd.DataFrame, *, title: str | No
                                          arrayminus=[s.unavail_median_s - lo], color=c, thickness=2, width=6),
                             hovertemplate=(f"{lab}: median %{{x:.2f}} s, 95% {lo:.2f}–{hi:.2f} s; p90 "
                                            f"{s.unavail_p90_s:.2f} s, max {s.unavail_max_s:.2f} s<extra></extra>"))
-    values = [v for v in list(runs.unavailability_s.dropna()) +
-              list(runs.get("unavailable_at_least_s", pd.Series()).dropna()) if v > 0]
-    log_axis(fig.update_xaxes, values)
-    if values:  # from the tick below the shortest wait: a reader of a 6 s cluster of dots sees the 5 beside it
-        ticks, _ = log_ticks(values)
-        below = [t for t in ticks if t <= min(values)]
-        fig.update_xaxes(range=[np.log10(min(below[-1] if below else min(values), min(values)) / 1.05),
-                                np.log10(max(values) * 1.1)])
+    values = list(runs.unavailability_s.dropna()) + list(runs.get("unavailable_at_least_s", pd.Series()).dropna())
+    log_axis(fig.update_xaxes, values, from_tick=True)  # a 6 s cluster of dots shows the 5 beside it
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, automargin=True)
     return fig
 

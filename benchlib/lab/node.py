@@ -32,7 +32,7 @@ def log_tail(path: Path, lines: int = 12) -> str:
     errors = [line for line in keep if "[ERROR]" in line or "WSREP_SST: [ERROR]" in line]
     chosen = (errors[-6:] if errors else []) + [line for line in keep[-lines:] if line not in errors[-6:]]
     # an error line whole (up to 1000 characters: Group Replication's GTID sets are the cause), others cut at 300
-    return "\n".join(f"    {line[:1000 if line in errors else 300]}" for line in chosen[-lines:]) \
+    return "\n".join(f"    {line[:1000 if '[ERROR]' in line else 300]}" for line in chosen[-lines:]) \
         or f"    (empty log {path})"
 
 

@@ -108,6 +108,13 @@ class _Routed(Probe):
         conn._read_timeout = conn._write_timeout = self.timeout_s  # pymysql applies them on every socket read/write
         self.conn = conn
 
+    def _connected(self, node: str) -> Any:
+        """The connection to ``node``: the open one, or a new one when there is none or the router moved on."""
+        if self.conn is None or self.conn_node != node:
+            self._drop()
+            self._open(node)
+        return self.conn
+
     def _drop(self) -> None:
         if self.conn is not None:
             try:
@@ -126,8 +133,6 @@ class LedgerWriter(_Routed):
         self.router, self.run, self.clock, self.timeout_s = router, run, clock, timeout_s
         self.rows: list[tuple] = []  # (seq, node, t_sent, t_done, outcome, error)
         self.seq = 0
-        self.conn = None
-        self.conn_node: str | None = None
         self.last_ack = float("nan")
         self.lock = threading.Lock()
 
@@ -139,10 +144,7 @@ class LedgerWriter(_Routed):
         node = self.router.node
         sent = self.clock()
         try:
-            if self.conn is None or self.conn_node != node:
-                self._drop()
-                self._open(node)
-            with self.conn.cursor() as cur:
+            with self._connected(node).cursor() as cur:
                 cur.execute(f"INSERT INTO {TABLE} (run, seq, t_sent) VALUES (%s, %s, %s)", (self.run, self.seq, sent))
         except Exception as exc:  # noqa: BLE001 - every outcome is a row, never an error of the sampler
             outcome, words = _error(exc)
@@ -193,18 +195,13 @@ class LedgerReader(_Routed):
         self.name, self.interval_s, self.lane = "ledger-reader", 1.0 / rate, None
         self.router, self.run, self.clock, self.timeout_s = router, run, clock, timeout_s
         self.rows: list[tuple] = []  # (node, t_sent, t_done, value or None, error)
-        self.conn = None
-        self.conn_node: str | None = None
         self.lock = threading.Lock()
 
     def sample(self, t: float) -> None:
         node = self.router.node
         sent = self.clock()
         try:
-            if self.conn is None or self.conn_node != node:
-                self._drop()
-                self._open(node)
-            with self.conn.cursor() as cur:
+            with self._connected(node).cursor() as cur:
                 cur.execute(f"SELECT MAX(seq) AS v FROM {TABLE} WHERE run = %s", (self.run,))
                 row = cur.fetchone()
             value, error = (int(row["v"]) if row and row["v"] is not None else 0), ""

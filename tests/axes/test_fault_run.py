@@ -4,6 +4,7 @@ site's link cut and restored, and the ledger audit finding an acknowledged write
 from __future__ import annotations
 
 import subprocess
+import tomllib
 
 import pytest
 
@@ -12,7 +13,7 @@ from benchlib.axes.fault import FaultPlan
 from benchlib.lab import sql
 from benchlib.store import RunWriter, read_run
 from benchlib.sysbench.options import SysbenchOptions
-from tests.conftest import example_spec, lab_of, needs_root
+from tests.conftest import EXAMPLES, example_spec, lab_of, needs_root
 
 LONG_S = 60  # about how long this module's light tests take: phase 2 starts the longest first
 
@@ -80,8 +81,8 @@ def test_a_killed_group_replication_primary_records_the_elected_member_and_the_u
     """... directly and through HAProxy, steered to the group's primary by benchlib's agent check. At a test size:
     the group expels the killed primary as soon as it suspects it (member_expel_timeout = 0: about 6 s after the
     kill, where the lab's 5 s gives about 21 s; data/campaigns/failover measures that), so a 25 s run holds it."""
-    gr = {"topology": "group_replication", "nodes": 3, "single_primary": True, "communication_stack": "MYSQL",
-          "applier_threads": 4, "server": {"loose-group_replication_member_expel_timeout": 0}}  # gr-3.toml, expels at once
+    gr = tomllib.loads((EXAMPLES / "gr-3.toml").read_text())["clusters"]["gr"]
+    gr["server"] = {"loose-group_replication_member_expel_timeout": 0}
     lab = labs.up(example_spec("gr-3.toml", "t-fgr", clusters={"gr": gr}))
     opts = SysbenchOptions(workload="oltp_write_only", tables=2, table_size=2000, threads=2, time_s=25, rate=100)
     run = read_run(execute_fault_run(lab, "gr", opts, writer(lab, tmp_path, "g1"), plan(proxy="haproxy")))

@@ -17,8 +17,8 @@ __all__ = ["ATTRIBUTES", "findings", "measures", "summary"]
 
 def measures(a: Any) -> pd.DataFrame:
     """One row per ok run with a stall and the probe: the stalled node's reads in flight while it stood still (sent
-    before it ended, returned after it began) and how many were stale, the same before and after it, the stalest read and the longest causal wait (ms, the whole run), and
-    how long the stall held."""
+    before it ended, returned after it began) and how many were stale, the same before and after it, the stalest
+    read and the longest causal wait (ms, the whole run), and how long the stall held."""
     runs = a.runs
     if "stalled_node" not in runs or runs.stalled_node.isna().all():
         return pd.DataFrame()
