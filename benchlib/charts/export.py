@@ -3,7 +3,8 @@ and self-contained HTML.
 
 Static images come from kaleido 1.x driving a Chromium (Debian's ``chromium`` package, or the one
 ``BROWSER_PATH`` names). One browser is started per ``Exporter`` and kept for every image (a new
-browser per image costs about 3 s; a kept one about 0.2 s), with a timeout on each image. MathJax
+browser per image costs about 3 s; a kept one about 0.2 s), on an event loop of its own with a deadline on
+every call: a browser that stops answering is restarted once, then reported, never waited on forever. MathJax
 is off and plotly.js comes from the installed plotly package: nothing is fetched from a CDN.
 """
 
@@ -11,13 +12,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Iterable
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.io._base_renderers import PngRenderer
 
 from benchlib.charts.errors import ChartError
 
@@ -38,6 +41,83 @@ def static_export_available() -> bool:
     return importlib.util.find_spec("kaleido") is not None and find_browser() is not None
 
 
+class _Browser:
+    """One kaleido browser on an event loop of its own (a thread). Every call waits with a deadline, so a Chromium
+    that did not start, opened no tab or stopped answering raises instead of hanging: kaleido's own sync server waits
+    forever when its browser thread dies, and its per-image timeout does not cover waiting for a free tab."""
+
+    def __init__(self, timeout_s: float):
+        import asyncio
+        import threading
+
+        self.timeout_s = timeout_s
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="benchlib-chromium", daemon=True)
+        self.thread.start()
+        self.kaleido = None
+        try:
+            self._call(self._open(), "start")
+        except BaseException:
+            self.close(polite=False)
+            raise
+
+    async def _open(self) -> None:
+        import kaleido
+
+        self.kaleido = kaleido.Kaleido(n=1, timeout=self.timeout_s, mathjax=False)  # close() stops what did start
+        await self.kaleido.open()
+
+    @staticmethod
+    async def _settled(coro):
+        """The coroutine's result or its exception, as a value: one cancelled at its deadline leaves no
+        "exception was never retrieved" behind."""
+        try:
+            return False, await coro
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            return True, exc
+
+    def _call(self, coro, what: str, deadline_s: float | None = None):
+        import asyncio
+        import concurrent.futures
+
+        deadline_s = deadline_s or self.timeout_s + 5
+        future = asyncio.run_coroutine_threadsafe(self._settled(coro), self.loop)
+        try:
+            failed, value = future.result(deadline_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ChartError(f"Chromium ({find_browser()}) did not {what} within {deadline_s:.0f} s",
+                             hint="a loaded machine slows it; benchlib doctor checks Chromium") from None
+        if failed:  # kaleido raises its own and choreographer's errors
+            raise ChartError(f"Chromium ({find_browser()}) could not {what}: {type(value).__name__}: {value}",
+                             hint="benchlib doctor checks Chromium; a chart with very many points can time out")
+        return value
+
+    def render(self, fig_dict: dict, opts: dict) -> bytes:
+        return self._call(self.kaleido.calc_fig(fig_dict, opts=opts), f"render a {opts['format']} image")
+
+    def close(self, *, polite: bool = True) -> None:
+        """Close the browser (killed if it does not answer, or at once when not ``polite``) and stop the thread."""
+        k, self.kaleido = self.kaleido, None
+        if k is not None:
+            try:
+                if not polite:
+                    raise ChartError("not asked")
+                self._call(k.close(), "close", deadline_s=10)
+            except ChartError:
+                process = getattr(k, "subprocess", None)
+                if process is not None and process.poll() is None:
+                    try:
+                        os.killpg(process.pid, signal.SIGKILL)  # the browser and its helpers (its own session)
+                    except ProcessLookupError:
+                        process.kill()
+                    process.wait(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
 _kept: list["Exporter"] = []
 
 
@@ -53,19 +133,23 @@ def keep_browser() -> None:
 
 
 class Exporter:
-    """``with Exporter() as ex: ex.write(fig, folder / "ratio")`` -> ratio.png, ratio.svg, ratio.html."""
+    """``with Exporter() as ex: ex.write(fig, folder / "ratio")`` -> ratio.png, ratio.svg, ratio.html.
+
+    A browser that stops answering is stopped and started once more for the image it failed; a second failure
+    raises :class:`ChartError` naming what did not happen."""
 
     def __init__(self, *, timeout_s: float = 60.0, scale: float = 2.0):
         self.timeout_s, self.scale = timeout_s, scale
-        self.started = False
+        self.browser: _Browser | None = None
         self.seconds: list[float] = []  # per static image
+        self.restarts = 0
 
     def __enter__(self) -> "Exporter":
         if _kept and _kept[0] is not self:  # a browser kept for the process already serves every image
             return self
         browser = find_browser()
         try:
-            import kaleido
+            import kaleido  # noqa: F401
         except ImportError:
             raise ChartError("static export needs kaleido", hint="./scripts/bootstrap installs it") from None
         if browser is None:
@@ -73,36 +157,57 @@ class Exporter:
                              hint="apt-get install -y chromium (./scripts/bootstrap does it as root), "
                                   "or set BROWSER_PATH to a Chrome/Chromium binary")
         os.environ.setdefault("BROWSER_PATH", browser)
-        kaleido.start_sync_server(n=1, timeout=self.timeout_s, mathjax=False, silence_warnings=True)
-        self.started = True
+        self.browser = _Browser(self.timeout_s)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.started:
-            import kaleido
+        if self.browser is not None:
+            self.browser.close()
+            self.browser = None
 
-            kaleido.stop_sync_server(silence_warnings=True)
-            self.started = False
+    def _owner(self) -> "Exporter":
+        return self if self.browser is not None or not _kept else _kept[0]
+
+    def to_bytes(self, fig: go.Figure | dict, fmt: str, *, width: int | None = None, height: int | None = None,
+                 scale: float | None = None) -> bytes:
+        """One static image of ``fig``, sized as plotly's ``to_image`` sizes it (the layout's, the template's, or
+        plotly's default width and height)."""
+        owner = self._owner()
+        if owner.browser is None:
+            raise ChartError("static images need the exporter started: use `with Exporter() as ex:`")
+        fig_dict = fig.to_dict() if isinstance(fig, go.Figure) else fig
+        layout = fig_dict.get("layout", {})
+        template = layout.get("template", {}).get("layout", {})
+        opts = {"format": fmt, "scale": scale or 1,
+                "width": width or layout.get("width") or template.get("width") or pio.defaults.default_width,
+                "height": height or layout.get("height") or template.get("height") or pio.defaults.default_height}
+        try:
+            return owner.browser.render(fig_dict, opts)
+        except ChartError:
+            owner.browser.close()
+            owner.browser = None
+            owner.browser = _Browser(owner.timeout_s)  # once more, on a fresh browser
+            owner.restarts += 1
+            return owner.browser.render(fig_dict, opts)
 
     def image(self, fig: go.Figure, path: Path, fmt: str) -> Path:
         t0 = time.monotonic()
         try:
-            with warnings.catch_warnings():  # plotly passes kaleido options that the kept browser does not need
-                warnings.filterwarnings("ignore", message="The kopts argument is ignored")
-                fig.write_image(str(path), format=fmt, scale=self.scale if fmt == "png" else 1)
-        except Exception as exc:  # kaleido raises its own and choreographer's errors
-            raise ChartError(f"static export of {path.name} failed: {type(exc).__name__}: {exc}",
-                             hint="benchlib doctor checks Chromium; a chart with very many points can time out") from None
+            data = self.to_bytes(fig, fmt, scale=self.scale if fmt == "png" else 1)
+        except ChartError as exc:
+            raise ChartError(f"static export of {path.name} failed: {exc}", hint=exc.hint) from None
         if fmt == "svg":  # the font goes with the file: the same look where Liberation Sans is not installed
             from benchlib.charts.fonts import embed
 
-            path.write_text(embed(path.read_text()))
+            path.write_text(embed(data.decode()))
+        else:
+            path.write_bytes(data)
         self.seconds.append(time.monotonic() - t0)
         return path
 
     @property
     def ready(self) -> bool:
-        return self.started or bool(_kept)
+        return self._owner().browser is not None
 
     def write(self, fig: go.Figure, stem: Path, formats: Iterable[str] = FORMATS) -> list[Path]:
         stem = Path(stem)
@@ -122,14 +227,28 @@ class Exporter:
         return out
 
 
+class _PngCopy(PngRenderer):
+    """plotly's PNG renderer drawn by the kept browser (with its deadline): a chart it cannot draw keeps its
+    interactive output and gets a one-line note instead of a hung cell."""
+
+    def to_mimebundle(self, fig_dict):
+        import base64
+
+        try:
+            data = Exporter().to_bytes(fig_dict, "png", width=self.width, height=self.height, scale=self.scale)
+        except ChartError as exc:
+            print(f"(no static copy of this chart: {exc})", file=sys.stderr)
+            return {}
+        return {self.mime_type: base64.b64encode(data).decode("utf8")}
+
+
 def use_renderer() -> str:
     """Notebook renderer: plotly's own mime type (interactive in JupyterLab), plus a PNG copy where
     static export works (kaleido with a Chromium), so charts stay visible where plotly cannot run."""
     renderer = "plotly_mimetype"
     if static_export_available():
         keep_browser()  # one browser for every image of this process, stopped when it exits
-        # plotly passes kaleido options the kept browser does not need: its warning would print under every chart
-        warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
-        renderer = "plotly_mimetype+png"
+        pio.renderers["benchlib_png"] = _PngCopy()
+        renderer = "plotly_mimetype+benchlib_png"
     pio.renderers.default = renderer
     return renderer
