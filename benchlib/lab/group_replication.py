@@ -2,8 +2,9 @@
 
 Distributed recovery brings a restarted member back (incrementally from a donor's binary log, or by clone when
 no donor has what it misses: the cloned server shuts down, and the lab starts it again); a group that lost its
-majority is forced to the survivors, a whole group killed is bootstrapped again, and a single-primary group gets
-its intended primary (node 1) back after a failover.
+majority is forced to the survivors (or, when they lack what a restarted member holds, formed again around that
+member), a member holding transactions the group lacks is rebuilt by clone, a whole group killed is bootstrapped
+again, and a single-primary group gets its intended primary (node 1) back after a failover.
 """
 
 from __future__ import annotations
@@ -74,16 +75,41 @@ class GroupReplication(Topology):
         return ReplicationError(f"{node.name}: {what}",
                                 detail=f"  last lines of {node.error_log}:\n{log_tail(node.error_log, 8)}")
 
-    def _cloned(self, node: NodePlan) -> bool:
-        """Did distributed recovery clone ``node`` and shut it down since it last started (mysqld cannot
-        restart itself without a supervisor)?"""
+    @staticmethod
+    def _log_tail(node: NodePlan) -> str:
         try:
             with open(node.error_log, "rb") as f:
                 f.seek(max(0, f.seek(0, 2) - 65536))
-                tail = f.read().decode(errors="replace")
+                return f.read().decode(errors="replace")
         except FileNotFoundError:
-            return False
+            return ""
+
+    def _cloned(self, node: NodePlan) -> bool:
+        """Did distributed recovery clone ``node`` and shut it down since it last started (mysqld cannot
+        restart itself without a supervisor)?"""
+        tail = self._log_tail(node)
         return tail.rfind(self.CLONE_DONE) > tail.rfind("ready for connections")
+
+    DIVERGED = "more executed transactions than those present in the group"  # MY-011526: refused to join
+
+    def _diverged(self, node: NodePlan) -> bool:
+        """Was ``node`` refused by the group since it last started, for transactions the group does not have?"""
+        tail = self._log_tail(node)
+        return tail.rfind(self.DIVERGED) > tail.rfind("ready for connections")
+
+    def _rebuild(self, node: NodePlan) -> None:
+        """A member holding transactions the group lacks cannot join: none was acknowledged (a commit needs the
+        group's majority, and the group has the majority's), so the lab discards them as an operator re-provisioning
+        the member would: its GTID history is reset, and distributed recovery clones a donor's data over its own."""
+        with self.connect(node, read_timeout=self.START_S) as conn:
+            extra = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed")
+            sql.execute(conn, "STOP GROUP_REPLICATION")
+            sql.execute(conn, "SET GLOBAL super_read_only = OFF")
+            sql.execute(conn, "RESET BINARY LOGS AND GTIDS")
+            sql.execute(conn, "SET GLOBAL group_replication_clone_threshold = 1")  # this start only: not persisted
+        self.__dict__.setdefault("rebuilt", set()).add(node.name)
+        self.__dict__.setdefault("notes", {})[node.name] = (
+            f"{node.name} held transactions the group lacked ({extra}): discarded, and cloned from a donor")
 
     def _until_recovered(self, node: NodePlan, members: list[NodePlan], failed: str | None, retries: int,
                          timeout: float = 600.0) -> None:
@@ -99,12 +125,16 @@ class GroupReplication(Topology):
             except (LabError, pymysql.err.MySQLError):
                 state = None  # down, or shutting down
             if state == "ONLINE":
+                self.__dict__.get("rebuilt", set()).discard(node.name)
                 return
             if state is None and self._cloned(node):
                 self.__dict__.setdefault("cloned", set()).add(node.name)  # rejoin_path says so
                 self.ctx.restart([node])
                 return self._start(node, False, members, retries)
             if state in ("ERROR", "OFFLINE") and (failed or state == "ERROR"):
+                if self._diverged(node) and node.name not in self.__dict__.get("rebuilt", set()):
+                    self._rebuild(node)
+                    return self._start(node, False, members, retries)
                 if retries:
                     with self.connect(node) as conn:
                         sql.execute(conn, "STOP GROUP_REPLICATION")
@@ -163,9 +193,39 @@ class GroupReplication(Topology):
         if not members and self.nodes[0] in group:
             self._start(self.nodes[0], bootstrap=True)  # the whole group was down: node 1 bootstraps it again
             group, members = [n for n in group if n is not self.nodes[0]], [self.nodes[0]]
+        elif members and len(members) * 2 <= len(self.nodes) and (lead := self._ahead(members, group)) is not None:
+            self._reform(lead, members)
+            group, members = [n for n in self.nodes if n is not lead], [lead]
         else:
             self._drop_old_incarnations(group, members, timeout)
         self._join(group, members)
+
+    def _ahead(self, survivors: list[NodePlan], restarted: list[NodePlan]) -> NodePlan | None:
+        """The restarted node whose executed transactions include every node's, when the survivors (no majority of the
+        group) lack some of its (a majority committed them after the survivors were cut off): None when a survivor
+        has them all."""
+        nodes = survivors + restarted
+        sets = {}
+        for n in nodes:
+            with self.connect(n) as conn:
+                sets[n.name] = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed") or ""
+        with self.connect(survivors[0]) as conn:
+            def covers(n: NodePlan) -> bool:
+                return all(sql.scalar(conn, "SELECT GTID_SUBSET(%s, %s)", (sets[o.name], sets[n.name])) for o in nodes)
+
+            if any(covers(n) for n in survivors):
+                return None
+            return next((n for n in restarted if covers(n)), None)
+
+    def _reform(self, lead: NodePlan, survivors: list[NodePlan]) -> None:
+        """Form the group again around ``lead``: forcing the survivors' minority on the group would drop what the
+        majority committed after they were cut off (and no member holding it could join again)."""
+        for m in survivors:
+            with self.connect(m, read_timeout=self.START_S) as conn:
+                sql.execute(conn, "STOP GROUP_REPLICATION")
+        self._start(lead, bootstrap=True)
+        self.__dict__["led"] = (lead.name, f"the group formed again around {lead.name} (the surviving "
+                                           f"{', '.join(m.name for m in survivors)} lacked transactions it held)")
 
     @staticmethod
     def _where(row: dict[str, Any]) -> tuple[str, int]:
@@ -222,8 +282,11 @@ class GroupReplication(Topology):
 
     def rejoin_path(self, restarted):
         cloned = self.__dict__.get("cloned", set())
-        return "; ".join(f"{n.name} by {'clone' if n.name in cloned or self._cloned(n) else 'incremental recovery'}"
-                         for n in restarted)
+        notes = self.__dict__.pop("notes", {})
+        led, how = self.__dict__.pop("led", (None, ""))
+        return "; ".join([how if n.name == led else
+                          f"{n.name} by {'clone' if n.name in cloned or self._cloned(n) else 'incremental recovery'}"
+                          for n in restarted] + list(notes.values()))
 
     def after_heal(self, restarted, timeout):
         self.wait_ready(timeout)

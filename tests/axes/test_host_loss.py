@@ -155,3 +155,31 @@ def test_a_lost_group_primary_sends_nothing_after_its_loss_and_the_group_elects_
     elected = events[events.event == "primary"].t_s
     assert len(elected) and 15 < float(elected.min()) - cut < 26, events  # 5 + 1 + 15 s, give or take the ticks
     assert m.ledger["lost"] == 0 and (ledger[ledger.outcome == "acked"].t_sent_s > cut + 15).any()
+
+
+@needs_root
+def test_survivors_without_the_majoritys_last_writes_are_not_forced_on_the_group(group, tmp_path):
+    """gr-3 is cut off; gr-1 and gr-2 (the majority) commit without it; both are then lost. The survivor gr-3 is in a
+    minority and lacks those commits: forcing the group to it would drop them, and gr-1 and gr-2 could never join
+    again. The heal forms the group again around a member that has them, and gr-3 catches up."""
+    from benchlib.lab import sql
+    from tests.conftest import kill9
+
+    isolation.isolate(group.layout, "gr-3")
+    try:
+        with group.connect("gr-1") as conn:
+            sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
+                        "CREATE TABLE IF NOT EXISTS benchlib.majority (id INT PRIMARY KEY)",
+                        "REPLACE INTO benchlib.majority VALUES (1)")
+        kill9(group, "gr-1", "gr-2")
+        for node in ("gr-1", "gr-2"):
+            isolation.forget(group.layout, node)  # lost hosts: nothing they queued reaches gr-3 afterwards
+    finally:
+        isolation.release(group.layout, "gr-3")
+    assert sorted(group.heal(timeout=180)) == ["gr-1", "gr-2"]
+    said = " ".join(group.heal_report())
+    assert "the group formed again around gr-1" in said, said
+    status = {s.name: s.detail for s in group.status() if s.cluster == "gr"}
+    assert {d["member_state"] for d in status.values()} == {"ONLINE"} and status["gr-1"]["member_role"] == "PRIMARY"
+    with group.connect("gr-3") as conn:
+        assert sql.scalar(conn, "SELECT COUNT(*) FROM benchlib.majority") == 1

@@ -242,6 +242,24 @@ def test_a_member_the_donors_cannot_serve_from_binlogs_is_recovered_by_clone(lab
 
 
 @pytest.mark.usefixtures("group")
+def test_a_member_holding_transactions_the_group_lacks_is_rebuilt_by_clone_and_the_heal_says_so(lab):
+    """gr-3 commits a row alone (out of the group): the group refuses it ("more executed transactions than those
+    present in the group"). None of those was acknowledged by the group, so heal discards them and clones a donor."""
+    with lab.connect("gr-3", read_timeout=150) as conn:
+        sql.execute(conn, "STOP GROUP_REPLICATION", "SET GLOBAL super_read_only = OFF",
+                    "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE TABLE IF NOT EXISTS benchlib.alone (id INT PRIMARY KEY)",
+                    "INSERT INTO benchlib.alone VALUES (1)")
+    kill9(lab, "gr-3")
+    assert lab.heal(timeout=180) == ["gr-3"]
+    said = " ".join(lab.heal_report())
+    assert "gr-3 held transactions the group lacked" in said and "gr-3 by clone" in said, said
+    assert {s.detail["member_state"] for s in lab.status() if s.cluster == "gr"} == {"ONLINE"}
+    with lab.connect("gr-3") as conn:
+        assert sql.scalar(conn, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'alone'") == 0
+    _write_and_read(lab, "gr")
+
+
+@pytest.mark.usefixtures("group")
 def test_a_whole_group_killed_is_bootstrapped_again(lab):
     kill9(lab, "gr-1", "gr-2", "gr-3")
     assert sorted(lab.heal(timeout=120)) == ["gr-1", "gr-2", "gr-3"]
