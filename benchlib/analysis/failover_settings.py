@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["EXPECTED", "by_setting", "in_words"]
+__all__ = ["EXPECTED", "by_setting", "curve", "in_words"]
 
 #: a setting (its column in the failover frame) -> (seconds it predicts for a value, the prediction in words)
 EXPECTED: dict[str, tuple[Callable[[float], float], str]] = {
@@ -46,6 +47,19 @@ def by_setting(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     cols = ["setting", "value", "expected_s", "words"]
     return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["setting", "value"]),
             pd.DataFrame(expected, columns=cols))
+
+
+def curve(expected: pd.DataFrame, points: int = 400) -> pd.DataFrame:
+    """The prediction between the swept values, not only at them (setting, value, expected_s, words): drawn through
+    its values alone, Group Replication's steps would seem to rise between E = 0 and 5 and Galera's line to climb in
+    steps, where one jumps just above 0 and 15 and the other is a straight line."""
+    parts = []
+    for name, e in expected.groupby("setting", sort=False):
+        predict = EXPECTED[name][0]
+        grid = np.unique(np.concatenate([np.linspace(e.value.min(), e.value.max(), points), e.value.to_numpy()]))
+        parts.append(pd.DataFrame({"setting": name, "value": grid, "expected_s": [predict(v) for v in grid],
+                                   "words": e.words.iloc[0]}))
+    return pd.concat(parts, ignore_index=True) if parts else expected
 
 
 def in_words(runs: pd.DataFrame) -> list[str]:

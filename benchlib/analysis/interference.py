@@ -121,18 +121,17 @@ def disturbance(figures: dict, above: float = DISTURBED) -> str | None:
 
 
 def evidence(figures: dict | pd.Series) -> str:
-    """What took the CPU, in words: "the hypervisor took 15% of the CPU (steal)", "processes outside the lab took
-    40% of the CPU, mostly stress-ng (38%)", or both."""
+    """What took the CPU, in words, the larger taker first: "the hypervisor took 15% of the CPU (steal)",
+    "processes outside the lab took 40% of the CPU, mostly stress-ng (38%)", or both."""
     get = figures.get
     steal, foreign = get("steal") or 0.0, get("foreign")
     foreign = 0.0 if foreign is None or foreign != foreign else foreign
-    parts = []
-    if steal >= 0.005:
-        parts.append(f"the hypervisor took {steal:.0%} of the CPU (steal)")
-    if foreign >= 0.005:
-        top, share = get("top_foreign"), get("top_foreign_share")
-        mostly = f", mostly {top} ({share:.0%})" if isinstance(top, str) and share == share and share else ""
-        parts.append(f"processes outside the lab took {foreign:.0%} of {'it' if parts else 'the CPU'}{mostly}")
+    top, share = get("top_foreign"), get("top_foreign_share")
+    mostly = f", mostly {top} ({share:.0%})" if isinstance(top, str) and share == share and share else ""
+    takers = sorted([(steal, "the hypervisor took {:.0%} of {} (steal)"),
+                     (foreign, "processes outside the lab took {:.0%} of {}" + mostly)], key=lambda t: -t[0])
+    parts = [words.format(share_, "it" if i else "the CPU")
+             for i, (share_, words) in enumerate(t for t in takers if t[0] >= 0.005)]
     return " and ".join(parts) if parts else "no CPU was lost to others"
 
 

@@ -13,7 +13,7 @@ from benchlib.charts.axes import log_axis
 from benchlib.charts.builders import _colors, _figure, _need
 from benchlib.charts.consistency import rows_height
 from benchlib.charts.errors import ChartError
-from benchlib.charts.theme import TEMPLATE, WIDTH
+from benchlib.charts.theme import HEIGHT, TEMPLATE, WIDTH
 
 __all__ = ["failover_timeline", "lost_writes", "unavailability", "unavailability_by_setting"]
 
@@ -136,7 +136,7 @@ def unavailability_by_setting(runs: pd.DataFrame, expected: pd.DataFrame, *, tit
     _need(expected, ["setting", "value", "expected_s", "words"], "unavailability_by_setting")
     settings = list(dict.fromkeys(runs.setting))
     colors = _colors(runs.topology)
-    fig = make_subplots(rows=1, cols=len(settings), subplot_titles=settings, horizontal_spacing=0.12)
+    fig = make_subplots(rows=1, cols=len(settings), horizontal_spacing=0.12)  # each x-axis title names its setting
     for i, name in enumerate(settings, start=1):
         g = runs[runs.setting == name]
         c = colors[g.topology.iloc[0]]
@@ -149,15 +149,15 @@ def unavailability_by_setting(runs: pd.DataFrame, expected: pd.DataFrame, *, tit
                         showlegend=i == 1, legendgroup="median", row=1, col=i,
                         hovertemplate=f"{name} = %{{x}}: median %{{y:.2f}} s<extra></extra>")
         e = expected[expected.setting == name].sort_values("value")
-        if len(e):
-            fig.add_scatter(x=e.value, y=e.expected_s, mode="lines", line=dict(color="#333", dash="dash", shape="hv"),
-                            name=str(e.words.iloc[0]), showlegend=True, row=1, col=i,
-                            hovertemplate=f"{name} = %{{x}}: expected %{{y:.1f}} s<extra></extra>")
+        if len(e):  # the prediction as a function of the setting (the words say which: in the hover and the caption)
+            fig.add_scatter(x=e.value, y=e.expected_s, mode="lines", line=dict(color="#333", dash="dash"),
+                            name="predicted by the mechanism", legendgroup="predicted", showlegend=i == 1,
+                            row=1, col=i, hovertemplate=f"{e.words.iloc[0]}<br>{name} = %{{x:.1f}}: "
+                                                        f"%{{y:.1f}} s<extra></extra>")
         fig.update_xaxes(title_text=f"{name} (s)", row=1, col=i)
-    fig.update_yaxes(title_text="unavailable (s)", rangemode="tozero", row=1, col=1)
-    fig.update_layout(template=TEMPLATE, width=WIDTH, height=460,
-                      title=title or "Unavailability against the settings that decide failover time",
-                      legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"))
+    fig.update_yaxes(title_text="unavailable (s)", rangemode="tozero")
+    fig.update_layout(template=TEMPLATE, width=WIDTH, height=HEIGHT,
+                      title=title or "Unavailability against the settings that decide failover time")
     return fig
 
 

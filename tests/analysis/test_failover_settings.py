@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchlib.analysis.failover_settings import by_setting, in_words
+from benchlib.analysis.failover_settings import by_setting, curve, in_words
 
 
 def _runs(seed: int = 5) -> pd.DataFrame:
@@ -41,3 +41,14 @@ def test_a_setting_held_at_one_value_is_no_sweep():
     one = one[(one.gr_member_expel_timeout == 5) | one.suspect_timeout.notna()]
     runs, expected = by_setting(one)
     assert set(runs.setting) == {"suspect_timeout"} and len(in_words(one)) == 1
+
+
+def test_the_prediction_is_drawn_between_the_values_as_the_mechanism_has_it():
+    """Group Replication's steps jump just above E = 0 and 15 (not halfway to the next swept value); Galera's is the
+    straight line of its timeout."""
+    drawn = curve(by_setting(_runs())[1])
+    gr = drawn[drawn.setting == "gr_member_expel_timeout"].set_index("value").expected_s
+    assert gr[0.0] == 6.0 and gr[(gr.index > 0) & (gr.index <= 15)].eq(21.0).all()
+    assert gr[gr.index > 15].eq(36.0).all() and gr.index.max() == 16.0 and len(gr) > 100
+    galera = drawn[drawn.setting == "suspect_timeout"]
+    assert (galera.value == galera.expected_s).all() and {2.0, 5.0, 10.0} <= set(galera.value)

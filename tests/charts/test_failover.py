@@ -62,4 +62,5 @@ def test_the_settings_chart_draws_the_prediction_beside_the_faults():
     fig = charts.unavailability_by_setting(runs, expected)
     dots, medians, line = fig.data
     assert list(dots.y) == [6.1, 6.3, 21.2, 21.6] and list(medians.y) == pytest.approx([6.2, 21.4])
-    assert list(line.y) == [6.0, 21.0] and line.line.dash == "dash" and "15 x ceil" in line.name
+    assert list(line.y) == [6.0, 21.0] and line.line.dash == "dash" and "15 x ceil" in line.hovertemplate
+    assert line.name == "predicted by the mechanism"

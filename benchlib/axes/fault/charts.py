@@ -47,8 +47,8 @@ CAPTIONS: dict[str, Callable[[Any], str]] = {
     "lost_writes": lambda a: ("Dot: the share of faults that lost an acknowledged write (absent from the survivor "
                               "after the heal); whisker: its exact 95% interval (Clopper-Pearson)."),
     "failover_settings": lambda a: ("Dot: one fault's unavailability at the setting's value; bar: the median; dashed: "
-                                    "what the system's mechanism predicts (Group Replication: 5 s to suspect, then "
-                                    "suspicions processed every 15 s)."),
+                                    "what the mechanism predicts.<br>Group Replication: 5 s to suspect + 1 s + "
+                                    "15 x ceil(E/15) s (suspicions are processed every 15 s); Galera: evs.suspect_timeout."),
     "rejoin": lambda a: ("A killed node started again under the load: dot, until it was back in its role (Synced, "
                          "ONLINE); hollow diamond, until its lag (the newest ledger write it held) stayed under 100 "
                          "ms."),

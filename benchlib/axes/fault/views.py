@@ -123,13 +123,13 @@ def rejoins(a: CampaignAnalysis) -> pd.DataFrame:
 
 def unavailability_by_setting(a: CampaignAnalysis) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each fault run of a swept setting that decides failover time (Group Replication's member_expel_timeout,
-    Galera's suspect_timeout) with its value, and the prediction per value
+    Galera's suspect_timeout) with its value, and the prediction over the swept range
     (``benchlib.analysis.failover_settings``)."""
-    from benchlib.analysis.failover_settings import EXPECTED, by_setting
+    from benchlib.analysis.failover_settings import EXPECTED, by_setting, curve
 
     runs, expected = by_setting(failover_runs(a))
     if runs.empty:
         raise AnalysisError("no setting that decides failover time was swept in this campaign",
                             hint=f"sweep one of {', '.join(EXPECTED)} in [matrix] with a [fault] "
                                  "(examples/campaigns/failover-settings.toml)")
-    return runs, expected
+    return runs, curve(expected)
