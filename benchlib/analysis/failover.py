@@ -342,10 +342,11 @@ def in_words(s: pd.DataFrame) -> list[str]:
                      f"{r.no_ack_commits_median:g} transactions without a replica's ack")
         elif "fell_back_runs" in r and r.fell_back_runs == r.fell_back_runs:
             lost += "; semi-sync held through every fault (it never fell back to async)"
-        back = ("" if r.recovered_95_median_s != r.recovered_95_median_s else
-                # a median 0: its load did not slow (an async primary cut off from its replicas commits on)
-                "; sysbench kept 95% of its pre-fault throughput through the fault" if r.recovered_95_median_s == 0 else
-                f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}")
+        back = ""
+        if r.recovered_95_median_s == 0:  # its load did not slow (an async primary cut off from its replicas commits on)
+            back = "; sysbench kept 95% of its pre-fault throughput through the fault"
+        elif r.recovered_95_median_s == r.recovered_95_median_s:
+            back = f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}"
         rejoin = ""
         if "rejoin_median_s" in r and r.rejoin_median_s == r.rejoin_median_s:
             waited = r.get("rejoin_wait_median_s", 0.0)

@@ -41,6 +41,10 @@ def static_export_available() -> bool:
     return importlib.util.find_spec("kaleido") is not None and find_browser() is not None
 
 
+class _NoAnswer(ChartError):
+    """The browser did not answer within its deadline (an error it answered with is a plain ``ChartError``)."""
+
+
 class _Browser:
     """One kaleido browser on an event loop of its own (a thread). Every call waits with a deadline, so a Chromium
     that did not start, opened no tab or stopped answering raises instead of hanging: kaleido's own sync server waits
@@ -86,7 +90,7 @@ class _Browser:
             failed, value = future.result(deadline_s)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise ChartError(f"Chromium ({find_browser()}) did not {what} within {deadline_s:.0f} s",
+            raise _NoAnswer(f"Chromium ({find_browser()}) did not {what} within {deadline_s:.0f} s",
                              hint="a loaded machine slows it; benchlib doctor checks Chromium") from None
         if failed:  # kaleido raises its own and choreographer's errors
             raise ChartError(f"Chromium ({find_browser()}) could not {what}: {type(value).__name__}: {value}",
@@ -94,24 +98,31 @@ class _Browser:
         return value
 
     def render(self, fig_dict: dict, opts: dict) -> bytes:
-        return self._call(self.kaleido.calc_fig(fig_dict, opts=opts), f"render a {opts['format']} image")
+        try:
+            return self._call(self.kaleido.calc_fig(fig_dict, opts=opts), f"render a {opts['format']} image")
+        except _NoAnswer:
+            raise
+        except ChartError as exc:
+            process = getattr(self.kaleido, "subprocess", None)
+            if process is not None and process.poll() is not None:  # the browser died under it: no answer either
+                raise _NoAnswer(exc.message, hint=exc.hint) from None
+            raise
 
     def close(self, *, polite: bool = True) -> None:
         """Close the browser (killed if it does not answer, or at once when not ``polite``) and stop the thread."""
         k, self.kaleido = self.kaleido, None
-        if k is not None:
+        if k is not None and polite:
             try:
-                if not polite:
-                    raise ChartError("not asked")
                 self._call(k.close(), "close", deadline_s=10)
             except ChartError:
-                process = getattr(k, "subprocess", None)
-                if process is not None and process.poll() is None:
-                    try:
-                        os.killpg(process.pid, signal.SIGKILL)  # the browser and its helpers (its own session)
-                    except ProcessLookupError:
-                        process.kill()
-                    process.wait(5)
+                pass  # killed below
+        process = getattr(k, "subprocess", None)
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the browser and its helpers (its own session)
+            except ProcessLookupError:
+                process.kill()
+            process.wait(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         if not self.thread.is_alive():
@@ -135,14 +146,13 @@ def keep_browser() -> None:
 class Exporter:
     """``with Exporter() as ex: ex.write(fig, folder / "ratio")`` -> ratio.png, ratio.svg, ratio.html.
 
-    A browser that stops answering is stopped and started once more for the image it failed; a second failure
-    raises :class:`ChartError` naming what did not happen."""
+    A browser that stops answering is stopped and started once more for the image it missed; a second miss, or an
+    error the browser answered with, raises :class:`ChartError` naming what did not happen."""
 
     def __init__(self, *, timeout_s: float = 60.0, scale: float = 2.0):
         self.timeout_s, self.scale = timeout_s, scale
         self.browser: _Browser | None = None
         self.seconds: list[float] = []  # per static image
-        self.restarts = 0
 
     def __enter__(self) -> "Exporter":
         if _kept and _kept[0] is not self:  # a browser kept for the process already serves every image
@@ -183,11 +193,10 @@ class Exporter:
                 "height": height or layout.get("height") or template.get("height") or pio.defaults.default_height}
         try:
             return owner.browser.render(fig_dict, opts)
-        except ChartError:
+        except _NoAnswer:  # once more, on a fresh browser (a figure it refused would be refused again)
             owner.browser.close()
             owner.browser = None
-            owner.browser = _Browser(owner.timeout_s)  # once more, on a fresh browser
-            owner.restarts += 1
+            owner.browser = _Browser(owner.timeout_s)
             return owner.browser.render(fig_dict, opts)
 
     def image(self, fig: go.Figure, path: Path, fmt: str) -> Path:
@@ -235,7 +244,7 @@ class _PngCopy(PngRenderer):
         import base64
 
         try:
-            data = Exporter().to_bytes(fig_dict, "png", width=self.width, height=self.height, scale=self.scale)
+            data = _kept[0].to_bytes(fig_dict, "png", width=self.width, height=self.height, scale=self.scale)
         except ChartError as exc:
             print(f"(no static copy of this chart: {exc})", file=sys.stderr)
             return {}

@@ -130,8 +130,10 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
     assert m.status == "ok", m.reason
     cut, back = m.fault_steps[0]["done_s"], m.fault_steps[1]["done_s"]
     acked = ledger[ledger.outcome == "acked"]
-    during = acked[(acked.t_done_s > cut + plan.timeout_s) & (acked.t_sent_s < back)]
-    assert during.empty, during  # no commit without the majority
+    # no commit without the majority: nothing acknowledged from the cut (and the writer's timeout) to its end; a write
+    # sent within the timeout before the release can be acknowledged just after it (seen 0.16 s after)
+    during = acked[(acked.t_done_s > cut + plan.timeout_s) & (acked.t_done_s < back)]
+    assert during.empty, during
     assert (ledger[(ledger.t_sent_s > cut + 0.2) & (ledger.t_sent_s < back - plan.timeout_s)].outcome
             .isin(["unknown", "failed"])).all()
     assert (ledger[ledger.t_sent_s > cut].node == "gr-1").all()  # the client stayed beside it

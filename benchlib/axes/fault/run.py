@@ -287,16 +287,17 @@ class FaultRun(Controller):
         if self.promotion is None and any(p.step.do != "kill" and p.step.target not in killed for p in self.schedule):
             self.settle()  # a node that was only held may not come back by itself (a promoted cluster is rebuilt)
         lab.refresh()
-        broken = bool(lab.broken())
+        restarted: list[str] = []
+        how: list[str] = []  # this run's heal only: a lab that healed itself still reports the last heal's words
         try:
-            restarted = lab.heal(timeout=self.plan.heal_timeout_s) if broken else []
+            if lab.broken():
+                restarted, how = lab.heal(timeout=self.plan.heal_timeout_s), lab.heal_report()
         except BenchlibError as exc:
             self.writer.abandon()
             raise CampaignError(f"the lab could not be healed after fault run {self.writer.run_id}: {exc.message}",
                                 hint="benchlib lab status shows the nodes; benchlib lab heal retries; the campaign "
                                      "resumes when rerun", detail=exc.detail) from None
-        # the words of this run's heal only (a lab that healed itself keeps the last heal's report: not this run's)
-        self.healed = {"restarted": restarted, "how": lab.heal_report() if broken else [], "s": time.monotonic() - heal_t0}
+        self.healed = {"restarted": restarted, "how": how, "s": time.monotonic() - heal_t0}
         self.events.add("heal", ",".join(restarted), "; ".join(self.healed["how"]) or "nothing to heal",
                         t=time.monotonic())
 
