@@ -59,6 +59,33 @@ def run(spec: Path = typer.Argument(..., help="campaign spec (TOML), e.g. exampl
         raise typer.Exit(code)
 
 
+@app.command()
+def provision(lab_spec: Path = typer.Argument(..., help="the lab spec (the same TOML a local lab comes up from)"),
+              hosts: Path = typer.Argument(..., help="the hosts file: which machine runs which node, how to log in"),
+              folder: Optional[Path] = typer.Option(None, "--dir", help="where its state, passwords, log and remote "
+                                                                         "lab spec are kept (default "
+                                                                         "provisioned/<lab>)")) -> None:
+    """Build the lab spec's clusters on real hosts with Ansible (packages, my.cnf, accounts, replication, Galera,
+    Group Replication) and write the remote lab spec of what was built. Run again: it changes nothing, or goes on
+    where a failed run stopped."""
+    from benchlib.provision.build import provision as build
+
+    done = build(lab_spec, hosts, folder)
+    typer.echo(done.summary())
+    typer.echo(f"next: benchlib lab check {done.remote_spec}")
+
+
+@app.command()
+def unprovision(folder: Path = typer.Argument(..., help="the folder benchlib provision kept (provisioned/<lab>)")
+                ) -> None:
+    """Stop and remove what benchlib provision built (servers, datadirs, files, the packages it installed, the mysql
+    account it made), leaving the hosts as they were; then remove the folder."""
+    from benchlib.provision.build import unprovision as undo
+
+    changed, seconds = undo(folder)
+    typer.echo(f"unprovisioned {folder}: {changed} changes on the hosts ({seconds:.0f} s)")
+
+
 def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab: bool = False,
                   notebook: bool = True) -> int:
     from benchlib.campaign.runner import CampaignParameters, CampaignResult, campaign_dir, run_campaign

@@ -24,8 +24,8 @@ LAYERS = [
     ["analysis", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
     # the Lab protocol
     ["charts", "lab", "remote", "axes.*.charts"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
-    ["report", "page", "studies", "notebooks", "explore", "labs", "axes.*.report"],  # publishing; notebooks; opening
-    # any lab from its spec
+    ["report", "page", "studies", "notebooks", "explore", "labs", "axes.*.report", "provision"],  # publishing;
+    # notebooks; opening any lab from its spec; building a lab spec on real hosts
     ["campaign", "doctor", "axes.*.plan*", "axes.*.run*"],  # running campaigns on any lab
     ["cli", "cli_lab", "__init__"],
 ]

@@ -42,7 +42,8 @@ class Flavor:
     #: (work dir, run_as, server) -> an initialised datadir in work/data (cached per server, once)
     initialize: Callable[..., None]
     template_done: str  # the file or folder of datadir initialisation writes last (the cache is complete)
-    #: credentials -> (statement, parameters) that give a fresh datadir exactly the lab's accounts
+    #: (credentials, hosts=the lab's addresses) -> (statement, parameters) that give a fresh datadir exactly the lab's
+    #: accounts
     accounts: Callable[..., list[tuple[str, tuple]]]
     replication: ReplicationNames
     semisync: SemisyncNames
@@ -59,6 +60,13 @@ class Flavor:
     refuses: dict[str, tuple[Any, str]] = field(default_factory=dict)
     #: topology -> why this flavour does not run it (said when a spec asks for it)
     why_not: dict[str, str] = field(default_factory=dict)
+    #: the privilege that lets an account change global variables (a remote lab's settings sweep)
+    set_global: str = "SUPER"
+    #: provisioned hosts (benchlib.provision): the server's program when the hosts' packages install it (the
+    #: packages of ``tools``); None: benchlib's own copy of the server is sent to the hosts
+    host_program: str | None = None
+    #: (server as on the host, node) -> the command that makes a node's datadir on a provisioned host
+    host_initialize: Callable[..., list[str]] = lambda server, node: []
 
     def system(self, topology: str) -> str:
         """The benchlib.systems key of a ``topology`` cluster of this flavour."""

@@ -142,6 +142,8 @@ class Layout:
     net_index: int | None
     nodes: dict[str, NodePlan] = field(default_factory=dict)
     sites: dict[str, SitePlan] = field(default_factory=dict)
+    #: who may join a Group Replication group (None: loopback and the lab's namespaces; provisioned hosts: theirs)
+    allowlist: str | None = None
 
     @property
     def hub_address(self) -> str | None:

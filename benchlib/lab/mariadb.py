@@ -89,9 +89,17 @@ def install_db(work: Path, run_as: str | None, server: Server) -> None:
                              detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-12:]))
 
 
-def accounts(creds) -> list[tuple[str, tuple]]:
-    """root with its password; ``bench`` (the load and the probes) and ``repl`` (replication) per lab address."""
-    return account_statements(creds, ACCOUNT_HOSTS, "PROCESS, REPLICATION CLIENT, SLAVE MONITOR, BINLOG MONITOR",
+def host_initialize(server: Server, node: NodePlan) -> list[str]:
+    """A node's datadir on a provisioned host: root@localhost without a password, reachable over the socket only
+    until the node's first start sets it (its init file)."""
+    return ["mariadb-install-db", "--no-defaults", f"--datadir={node.datadir}", f"--tmpdir={node.tmpdir}", "--user=mysql",
+            "--auth-root-authentication-method=normal", "--skip-test-db"]
+
+
+def accounts(creds, hosts: tuple[str, ...] = ACCOUNT_HOSTS) -> list[tuple[str, tuple]]:
+    """root with its password; ``bench`` (the load and the probes) and ``repl`` (replication) per lab address
+    (``hosts``)."""
+    return account_statements(creds, hosts, "PROCESS, REPLICATION CLIENT, SLAVE MONITOR, BINLOG MONITOR",
                               "REPLICATION SLAVE")
 
 
@@ -105,4 +113,5 @@ MARIADB = register(Flavor(
                                              "parallel_mode"),
              "replica_count": (1, "replica_count is MySQL's (MariaDB 10.11 waits for one replica's ack)")},
     why_not={"group_replication": "Group Replication is MySQL's"},
+    host_program="/usr/sbin/mariadbd", host_initialize=host_initialize,
 ))

@@ -89,7 +89,7 @@ def _group_replication(layout: Layout, node: NodePlan, cluster: GroupReplication
         "group_name": group_name(layout, node.cluster),
         "start_on_boot": False, "bootstrap_group": False,
         "local_address": f"{node.listen_host}:{port(node)}", "group_seeds": seeds,
-        "ip_allowlist": f"127.0.0.1/8,{NET_PREFIX}.0.0/15",
+        "ip_allowlist": layout.allowlist or f"127.0.0.1/8,{NET_PREFIX}.0.0/15",
         "single_primary_mode": cluster.single_primary,
         "enforce_update_everywhere_checks": not cluster.single_primary,
         "communication_stack": cluster.communication_stack,
@@ -143,10 +143,19 @@ def initialize(work: Path, run_as: str | None, server: Server) -> None:
     shutil.rmtree(work / "seed")
 
 
-def accounts(creds) -> list[tuple[str, tuple]]:
-    """root with its password; ``bench`` and ``repl`` per lab address (``repl`` also serves Group Replication's
+def host_initialize(server: Server, node: NodePlan) -> list[str]:
+    """A node's datadir on a provisioned host (``--initialize-insecure``: root@localhost has no password until the
+    node's first start sets it from its init file, before the server listens)."""
+    return server.argv("--no-defaults", "--initialize-insecure", f"--datadir={node.datadir}",
+                       f"--tmpdir={node.tmpdir}", f"--basedir={server.mysqld.parent.parent}",
+                       f"--lc-messages-dir={server.share_dir}", f"--plugin-dir={server.plugin_dir}", "--user=mysql",
+                       f"--log-error={node.dir}/initialize.log")
+
+
+def accounts(creds, hosts: tuple[str, ...] = ACCOUNT_HOSTS) -> list[tuple[str, tuple]]:
+    """root with its password; ``bench`` and ``repl`` per lab address (``hosts``) (``repl`` also serves Group Replication's
     recovery, clone and the MYSQL communication stack)."""
-    return account_statements(creds, ACCOUNT_HOSTS, "PROCESS, REPLICATION CLIENT",
+    return account_statements(creds, hosts, "PROCESS, REPLICATION CLIENT",
                               "REPLICATION SLAVE, BACKUP_ADMIN, CLONE_ADMIN, GROUP_REPLICATION_STREAM, CONNECTION_ADMIN",
                               ("GRANT SELECT ON `performance_schema`.* TO 'bench'@%s",))
 
@@ -166,4 +175,5 @@ MYSQL = register(Flavor(
     refuses={"parallel_mode": ("optimistic", "parallel_mode is MariaDB's (slave_parallel_mode); MySQL's parallel "
                                              "apply is parallel_threads with preserve_commit_order")},
     why_not={"galera": "Galera runs on MariaDB here (Percona XtraDB Cluster: a remote lab)"},
+    set_global="SYSTEM_VARIABLES_ADMIN", host_initialize=host_initialize,
 ))

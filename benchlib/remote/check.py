@@ -124,20 +124,20 @@ def check_remote(lab: "RemoteLab", *, clients: bool = True) -> RemoteCheck:
         for cname, cluster in spec.clusters.items():
             creds = spec.credentials_of(cname)
             for node in cluster.nodes:
-                if (creds.user, creds.password_env) in refused:
+                if (creds.user, creds.source) in refused:
                     break
                 try:
                     conn = lab.connect(node.name, timeout=5)
                 except BenchlibError as exc:  # the password variable is not set
-                    refused.add((creds.user, creds.password_env))
+                    refused.add((creds.user, creds.source))
                     result.add(node.name, False, exc.message + (f"; {exc.hint}" if exc.hint else ""))
                     break
                 except pymysql.MySQLError as exc:
                     errno, text = _denied(exc)
                     if errno == WRONG_PASSWORD:
-                        refused.add((creds.user, creds.password_env))
+                        refused.add((creds.user, creds.source))
                         msg = (f"{node.name}: the server refused the login of {creds.user!r} (wrong password, or no "
-                               f"such account for this host): check the password in ${creds.password_env}")
+                               f"such account for this host): check the password in {creds.source}")
                     else:
                         msg = (f"{node.name}: cannot connect to {node.host}:{node.port} ({text}): check the "
                                "address, the port, and that the server runs")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pymysql
@@ -38,6 +39,23 @@ def password_from(env: str, who: str) -> str:
         raise RemoteLabError(f"environment variable {env} is not set (the password of {who})",
                              hint=f"export {env}=... in the shell that runs benchlib (it is never written anywhere)")
     return value
+
+
+def password_in(path: Path, who: str) -> str:
+    """The password in a file only its owner may read (mode 600)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise RemoteLabError(f"cannot read {path}, the password file of {who} ({exc.strerror})",
+                             hint="provision the lab again, or name the password by environment variable "
+                                  "(password_env)") from None
+    if mode & 0o077:
+        raise RemoteLabError(f"{path} (the password of {who}) is readable by others (mode {mode:o})",
+                             hint=f"chmod 600 {path}")
+    if not text:
+        raise RemoteLabError(f"{path} (the password of {who}) is empty")
+    return text
 
 
 class RemoteLab:
@@ -88,6 +106,9 @@ class RemoteLab:
     def password(self, cluster: str) -> tuple[str, str]:
         """(user, password) for ``cluster``, the password read from its environment variable."""
         creds = self.spec.credentials_of(cluster)
+        if creds.password_file:
+            return creds.user, password_in(Path(creds.password_file), f"{creds.user} on cluster {cluster}")
+        assert creds.password_env is not None
         return creds.user, password_from(creds.password_env, f"{creds.user} on cluster {cluster}")
 
     def secrets(self) -> list[str]:

@@ -63,7 +63,21 @@ class _Strict(Strict):
 
 class Credentials(_Strict):
     user: str = Field(min_length=1, max_length=80)
-    password_env: str = Field(pattern=ENV_NAME)
+    password_env: str | None = Field(default=None, pattern=ENV_NAME)
+    #: or a file holding only the password, mode 600, relative to the spec (what ``benchlib provision`` writes)
+    password_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.password_env is None) == (self.password_file is None):
+            raise ValueError("give exactly one of password_env (the variable holding the password) or password_file "
+                             "(a mode-600 file holding it)")
+        return self
+
+    @property
+    def source(self) -> str:
+        """Where the password comes from, for messages: ``$BENCH_DB_PASSWORD`` or the file's name."""
+        return f"${self.password_env}" if self.password_env else str(self.password_file)
 
 
 class SSHAccess(_Strict):
@@ -249,11 +263,17 @@ class RemoteLabSpec(_Strict):
 
 
 def remote_spec_from(data: dict, source: str) -> RemoteLabSpec:
-    """Validate a remote lab spec's TOML table; one ``SpecError`` naming every bad field."""
+    """Validate a remote lab spec's TOML table (``source``: its file; a relative password_file is read beside it);
+    one ``SpecError`` naming every bad field."""
     if "credentials" not in data:
         raise SpecError(f"{source}: a remote lab spec needs [credentials]: the account benchlib connects as",
                         hint='add [credentials] with user = "bench" and password_env = "BENCH_DB_PASSWORD" (the '
                              "name of the environment variable holding the password, never the password)")
+    base = Path(source).parent if Path(source).is_file() else Path.cwd()
+    for creds in [data.get("credentials")] + [c.get("credentials") for c in data.get("clusters", {}).values()
+                                               if isinstance(c, dict)]:
+        if isinstance(creds, dict) and isinstance(creds.get("password_file"), str):  # relative to the spec
+            creds["password_file"] = str((base / creds["password_file"]).absolute())
     try:
         return RemoteLabSpec.model_validate(data)
     except ValidationError as exc:

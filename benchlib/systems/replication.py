@@ -27,6 +27,9 @@ class Names:
     seconds_behind: str
     position: str  # the primary's executed GTID position (one value)
     wait: str  # waits for a position (%s) for up to %s seconds: 0 when reached
+    #: the same positioning as ``change_source`` in the options of Ansible's community.mysql.mysql_replication
+    #: (benchlib provision; MySQL: TLS where the statement asks for the source's public key)
+    ansible: tuple[tuple[str, Any], ...] = ()
 
 
 MARIADB = Names(
@@ -35,14 +38,16 @@ MARIADB = Names(
                   "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
     status="SHOW SLAVE STATUS", io_running="Slave_IO_Running", sql_running="Slave_SQL_Running",
     seconds_behind="Seconds_Behind_Master",
-    position="SELECT @@GLOBAL.gtid_binlog_pos", wait="SELECT MASTER_GTID_WAIT(%s, %s)")
+    position="SELECT @@GLOBAL.gtid_binlog_pos", wait="SELECT MASTER_GTID_WAIT(%s, %s)",
+    ansible=(("primary_use_gtid", "replica_pos"), ("primary_connect_retry", 1)))
 MYSQL = Names(
     stop="STOP REPLICA", start="START REPLICA",
     change_source="CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%s, SOURCE_USER='repl', "
                   "SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1",
     status="SHOW REPLICA STATUS", io_running="Replica_IO_Running", sql_running="Replica_SQL_Running",
     seconds_behind="Seconds_Behind_Source",
-    position="SELECT @@GLOBAL.gtid_executed", wait="SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)")
+    position="SELECT @@GLOBAL.gtid_executed", wait="SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)",
+    ansible=(("primary_auto_position", True), ("primary_ssl", True), ("primary_connect_retry", 1)))
 
 
 def threads_running(row: Mapping[str, Any] | None) -> tuple[bool, str]:

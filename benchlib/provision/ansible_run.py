@@ -1,0 +1,155 @@
+"""Running benchlib's playbooks with ansible-runner: progress on the console, every event's text in a log kept with
+the lab, a failed task as one error naming the host, the task and Ansible's message.
+
+Secrets never reach a command line: they are in an extra-vars file (mode 600) named by path, and the SSH key goes to
+ansible-runner's ssh-agent through a pipe. After each run the log and Ansible's artifacts are searched for every
+password: one found there is an error (the files are removed first).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlib.errors import LabError, MissingDependencyError, SecretRefusedError
+from benchlib.provision import collections
+
+__all__ = ["PLAYBOOKS", "ProvisionError", "Outcome", "run_playbook"]
+
+PLAYBOOKS = Path(__file__).parent / "ansible"
+
+
+class ProvisionError(LabError):
+    """A playbook task that failed on a host, or a host Ansible could not reach."""
+
+
+@dataclass
+class Outcome:
+    changed: dict[str, int] = field(default_factory=dict)  # host -> tasks that changed something
+    failed: list[tuple[str, str, str]] = field(default_factory=list)  # (host, task, message)
+    unreachable: list[tuple[str, str]] = field(default_factory=list)  # (host, message)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> what a task registered for benchlib
+    status: str = ""
+
+    @property
+    def total_changed(self) -> int:
+        return sum(self.changed.values())
+
+
+def _message(res: dict[str, Any]) -> str:
+    """Ansible's own words for a failed task, shortest first: its message, else the command's error output."""
+    if res.get("censored"):
+        return "the task's output is hidden (it handles a password); its log on the host says more"
+    parts = [str(res.get("msg") or "").strip()]
+    for key in ("stderr", "stdout", "module_stderr"):
+        text = str(res.get(key) or "").strip()
+        if text and text not in parts[0]:
+            parts.append(text[-1500:])
+    results = res.get("results")
+    if isinstance(results, list):  # a loop: the failed items' messages
+        parts += [_message(r) for r in results if isinstance(r, dict) and r.get("failed")]
+    return "\n".join(p for p in parts if p) or "no message"
+
+
+def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars_file: Path, ssh_key: str | None,
+                 log: Path, what: str, quiet: bool = False) -> Outcome:
+    """Run ``playbook`` (a file of ``PLAYBOOKS``); raise ``ProvisionError`` for the first failed task or unreachable
+    host, after the run has ended (every host's state is in the log)."""
+    try:
+        import ansible_runner
+    except ImportError:
+        raise MissingDependencyError("ansible-runner is not installed (benchlib provision runs Ansible through it)",
+                                     hint="pip install 'benchlib[provision]' (the bootstrap does)") from None
+    coll = collections.path()
+    if not (coll / "ansible_collections" / "community" / "mysql").is_dir():
+        raise MissingDependencyError("Ansible's community.mysql collection is missing",
+                                     hint="python -m benchlib.provision.collections")
+    private_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (private_dir / "tmp").mkdir(exist_ok=True, mode=0o700)
+    outcome = Outcome()
+    say = (lambda text: None) if quiet else (lambda text: print(f"[{what}] {text}", file=sys.stderr, flush=True))
+
+    def on_event(event: dict) -> bool:
+        data = event.get("event_data", {})
+        kind = event.get("event", "")
+        with open(log, "a") as f:
+            if event.get("stdout"):
+                f.write(event["stdout"] + "\n")
+        if kind == "playbook_on_play_start":
+            say(f"play: {data.get('play', '')}")
+        elif kind == "playbook_on_task_start":
+            say(f"  {data.get('task', '')}")
+        elif kind == "runner_on_ok" and data.get("res", {}).get("changed"):
+            outcome.changed[data["host"]] = outcome.changed.get(data["host"], 0) + 1
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            outcome.failed.append((data.get("host", "?"), data.get("task", "?"), _message(data.get("res", {}))))
+        elif kind == "runner_on_unreachable":
+            outcome.unreachable.append((data.get("host", "?"), _message(data.get("res", {}))))
+        if kind == "runner_on_ok" and data.get("task", "").startswith("facts for benchlib"):
+            outcome.facts.setdefault(data["host"], {})["stdout"] = data.get("res", {}).get("stdout", "")
+        return True
+
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",  # ansible-playbook
+        "ANSIBLE_COLLECTIONS_PATH": str(coll),
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=20s -o ConnectTimeout=10",
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(private_dir / "cp"),
+        "ANSIBLE_LOCAL_TEMP": str(private_dir / "tmp"),
+        "ANSIBLE_REMOTE_TEMP": "/tmp/.benchlib-ansible",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_NOCOLOR": "True",
+        "ANSIBLE_FORCE_COLOR": "False",
+        "ANSIBLE_DEPRECATION_WARNINGS": "False",
+        "ANSIBLE_INTERPRETER_PYTHON": "/usr/bin/python3",
+    }
+    runner = ansible_runner.run(
+        private_data_dir=str(private_dir), project_dir=str(PLAYBOOKS), playbook=playbook, inventory=inventory,
+        cmdline=f"-e @{extravars_file}", ssh_key=ssh_key, envvars=env, event_handler=on_event, quiet=True,
+        rotate_artifacts=3, timeout=3600, settings={"suppress_ansible_output": True},
+    )
+    outcome.status = runner.status
+    if outcome.unreachable:
+        host, msg = outcome.unreachable[0]
+        raise ProvisionError(f"{what}: host {host} unreachable over SSH: {msg.splitlines()[0] if msg else ''}",
+                             hint="check its address, that sshd runs there, the SSH user and the key the hosts file "
+                                  "names; then run the same command again (it goes on where it stopped)",
+                             detail=f"  Ansible's log: {log}")
+    if outcome.failed:
+        host, task, msg = outcome.failed[0]
+        more = f" (and {len(outcome.failed) - 1} more failures)" if len(outcome.failed) > 1 else ""
+        raise ProvisionError(f"{what}: task {task!r} failed on {host}{more}: {msg.splitlines()[0]}",
+                             hint="fix what the message says, then run the same command again (it goes on where it "
+                                  "stopped)",
+                             detail="\n".join("    " + line for line in msg.splitlines()[1:12])
+                             + f"\n  Ansible's log: {log}")
+    if runner.status != "successful":
+        tail = log.read_text(errors="replace").splitlines()[-8:] if log.exists() else []
+        raise ProvisionError(f"{what}: Ansible ended {runner.status} (exit {runner.rc})",
+                             detail="\n".join("    " + line for line in tail) + f"\n  its log: {log}")
+    return outcome
+
+
+def refuse_leaked(secrets: list[str], *places: Path) -> None:
+    """Fail when a password appears in a log or in Ansible's artifacts (they are removed first)."""
+    for place in places:
+        files = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file() and not p.is_fifo()]
+        for f in files:
+            try:
+                text = f.read_text(errors="replace")
+            except OSError:
+                continue
+            if any(s and s in text for s in secrets):
+                for p in places:
+                    shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                raise SecretRefusedError(f"a password appeared in {f}: the file was removed",
+                                         hint="report this: a playbook task that handles a password lacks no_log")
+
+
+def chmod_private(path: Path) -> None:
+    os.chmod(path, 0o600)
