@@ -46,6 +46,10 @@ def open_lab(spec: AnyLabSpec, *, bring_up: bool = False,
     """The lab of ``spec``: a remote lab (connect only), the running local lab of that name (its spec must be
     ``spec``), or with ``bring_up`` a new local lab. Returns (lab, True when this call brought it up)."""
     if isinstance(spec, RemoteLabSpec):
+        if spec.provisioned:  # benchlib built these servers: it may also kill, freeze and restart them
+            from benchlib.provision.lab import ProvisionedLab
+
+            return ProvisionedLab(spec), False
         from benchlib.remote.lab import RemoteLab
 
         return RemoteLab(spec), False

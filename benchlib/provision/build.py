@@ -93,10 +93,11 @@ def _server_archive(plan: Plan) -> dict[str, Path]:
     return out
 
 
-def _env_file(node: PlannedNode) -> str:
+def _env_file(node: PlannedNode, plan_service: str) -> str:
     cmd = node.start_command() + ["--user=mysql"]
     return (f"# {node.name}: written by benchlib provision\nMYSQLD={shlex.quote(shlex.join(cmd))}\n"
-            f"DIR={shlex.quote(str(node.plan.dir))}\nPIDFILE={shlex.quote(str(node.plan.pid_file))}\n")
+            f"DIR={shlex.quote(str(node.plan.dir))}\nPIDFILE={shlex.quote(str(node.plan.pid_file))}\n"
+            f"SERVICE={shlex.quote(plan_service)}\n")
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def inventory(plan: Plan, state: dict[str, Any], archives: dict[str, Path]) -> d
         p = node.plan
         v = {"ansible_host": plan.hosts.hosts[node.host].address,
              "node": {"dir": str(p.dir), "datadir": str(p.datadir), "socket": str(p.socket), "port": p.port,
-                      "address": node.address, "cnf": node.cnf, "env": _env_file(node),
+                      "address": node.address, "cnf": node.cnf, "env": _env_file(node, hosts.defaults.service),
                       "initialize": node.initialize_command(),
                       "start_args": list(wiring.first_args) if first else [],
                       "init_file": first or wiring.others_make_accounts}}
@@ -180,7 +181,9 @@ def _remote_spec(plan: Plan, source: str) -> str:
         ssh += f', known_hosts = "{login.known_hosts}"'
     ssh += " }"
     lines = [f"# written by benchlib provision from {source}; provision again rather than edit it",
-             'kind = "remote"', f'name = "{lab.name}"', "allow_restart = false", "", "[credentials]", 'user = "bench"',
+             'kind = "remote"', f'name = "{lab.name}"', "allow_restart = false",
+             'provisioned = "."                     # this folder: benchlib may kill, freeze and restart the servers',
+             "", "[credentials]", 'user = "bench"',
              'password_file = "bench.password"']
     for cname, cluster in lab.clusters.items():
         nodes = plan.cluster_nodes(cname)
@@ -283,18 +286,33 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
     return Provisioned(folder, remote, outcome.total_changed, time.monotonic() - started)
 
 
-def unprovision(dir: str | Path, *, quiet: bool = False) -> tuple[int, float]:
-    """Undo what ``provision`` built from ``dir``; returns (changes, seconds) and removes ``dir``."""
-    started = time.monotonic()
-    folder = Path(dir)
+def _reopen(folder: Path) -> tuple[dict, Plan, str | None]:
+    """The state, plan and SSH key of a provisioned lab's folder."""
     if not (folder / STATE).exists():
         raise LabError(f"{folder} holds no provisioned lab ({STATE} is missing)",
                        hint="give the folder benchlib provision printed (provisioned/<lab> by default)")
     state = json.loads((folder / STATE).read_text())
     lab: LabSpec = parse_spec(state["lab"], f"{folder}/{STATE}")
     hosts = HostsSpec.model_validate(state["hosts"])
-    key = _ssh_key(hosts)
-    plan = Plan(lab, hosts, [])
+    return state, Plan(lab, hosts, []), _ssh_key(hosts)
+
+
+def heal(dir: str | Path, nodes: list[str], *, quiet: bool = False) -> list[str]:
+    """Start ``nodes`` again on their hosts and wait until each is back in its cluster (Ansible's heal.yml on those
+    nodes); returns what happened, in words, per node."""
+    folder = Path(dir)
+    state, plan, key = _reopen(folder)
+    run_playbook("heal.yml", private_dir=folder / "ansible", inventory=inventory(plan, state, {}),
+                 extravars_file=folder / "secrets.vars.json", ssh_key=key, log=folder / "provision.log", what="heal",
+                 quiet=quiet, limit=",".join(nodes))
+    return [f"{n}: started again on {plan.nodes[n].host} and back in {plan.nodes[n].plan.cluster}" for n in nodes]
+
+
+def unprovision(dir: str | Path, *, quiet: bool = False) -> tuple[int, float]:
+    """Undo what ``provision`` built from ``dir``; returns (changes, seconds) and removes ``dir``."""
+    started = time.monotonic()
+    folder = Path(dir)
+    state, plan, key = _reopen(folder)
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"
     if not secret_file.exists():

@@ -44,6 +44,10 @@ ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 #: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
 NO_FAULTS = ("a remote lab's servers are not benchlib's to kill, freeze or cut off: faults run on the embedded lab (a "
              "local lab spec)")
+#: what benchlib does to the servers of a provisioned remote lab (over SSH, with its service script on each host)
+PROVISIONED_FAULTS = ("kill", "freeze")
+PROVISIONED_ONLY = ("on provisioned hosts benchlib kills and freezes servers (a cut, an isolation, a promotion and a "
+                    "proxy run on the embedded lab so far)")
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 
@@ -174,6 +178,9 @@ class RemoteLabSpec(_Strict):
     kind: Literal["remote"]
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,23}$")
     allow_restart: bool = False
+    #: the folder ``benchlib provision`` kept for these servers (relative to the spec): they are benchlib's, so it
+    #: kills, freezes and restarts them over SSH (``benchlib.provision.lab``)
+    provisioned: str | None = None
     credentials: Credentials
     clusters: dict[str, RemoteCluster] = Field(min_length=1)
     clients: dict[str, ClientHost] = Field(default_factory=dict)  # none: sysbench runs on the benchlib host
@@ -226,11 +233,22 @@ class RemoteLabSpec(_Strict):
     # -- capabilities ------------------------------------------------------------------------------------------------
     def lacks(self, capability: str) -> str:
         """Why a remote lab cannot do ``capability``: its servers are not benchlib's to kill, freeze, cut off,
-        promote, restart or put a proxy in front of."""
+        promote, restart or put a proxy in front of (unless benchlib provisioned them: faults then)."""
+        if capability == "faults" and self.provisioned:
+            return ""
+        if capability == "proxy" and self.provisioned:
+            return PROVISIONED_ONLY
         return NO_FAULTS if capability in ("faults", "proxy") else ""
 
     def fault_refusal(self, kind: str, nodes: list[str], site: str | None) -> str | None:
-        return NO_FAULTS
+        if not self.provisioned:
+            return NO_FAULTS
+        if kind not in PROVISIONED_FAULTS:
+            return f"{kind}: {PROVISIONED_ONLY}"
+        no_ssh = [n.name for c in self.clusters.values() for n in c.nodes if n.name in nodes and n.ssh is None]
+        if no_ssh:
+            return f"{', '.join(no_ssh)} has no ssh access in the spec: benchlib reaches its server over SSH"
+        return None
 
     def setting_rules(self, cluster: str) -> SettingRules:
         """The settings a campaign may sweep on ``cluster`` (its system's; ``benchlib.systems``)."""
@@ -274,6 +292,8 @@ def remote_spec_from(data: dict, source: str) -> RemoteLabSpec:
                                                if isinstance(c, dict)]:
         if isinstance(creds, dict) and isinstance(creds.get("password_file"), str):  # relative to the spec
             creds["password_file"] = str((base / creds["password_file"]).absolute())
+    if isinstance(data.get("provisioned"), str):
+        data = {**data, "provisioned": str((base / data["provisioned"]).absolute())}
     try:
         return RemoteLabSpec.model_validate(data)
     except ValidationError as exc:

@@ -19,6 +19,10 @@ from benchlib.provision.nshosts import NamespaceHosts
 from benchlib.remote.check import check_remote
 from benchlib.remote.lab import RemoteLab
 from tests.conftest import needs_root
+from tests.provision.test_plan import MATTER, _options
+
+#: options that matter but are not a variable as written (a file name's base, a list of plugins)
+NOT_VARIABLES = {"log_bin", "plugin_load_add"}
 
 pytestmark = [pytest.mark.lab, needs_root,
               pytest.mark.skipif(hostroot.find() is None and os.geteuid() == 0 and not os.environ.get("CI"),
@@ -39,8 +43,65 @@ nodes = 3
 topology = "group_replication"
 nodes = 3
 """
-PLACES = {"h1": "semi-1", "h2": "semi-2", "h3": "galera-1", "h4": "galera-2", "h5": "galera-3", "h6": "gr-1",
-          "h7": "gr-2", "h8": "gr-3"}
+#: a small campaign, then a failover run per cluster (the write node killed; GR expels at once with expel timeout 0,
+#: Galera suspects after 2 s): benchlib kills the server over SSH and its heal starts it again through Ansible
+CAMPAIGNS = {"provquick": """
+name = "provquick"
+lab = "prov/remote.toml"
+seed = 1
+repetitions = 1
+[load]
+workloads = ["oltp_read_write"]
+threads = [4]
+time_s = 5
+tables = 2
+table_size = 2000
+[matrix]
+clusters = ["galera", "gr"]
+""", "provfail": """
+name = "provfail"
+lab = "prov/remote.toml"
+seed = 1
+repetitions = 1
+[load]
+workloads = ["oltp_write_only"]
+threads = [4]
+rates = [100]
+time_s = 16
+tables = 2
+table_size = 2000
+[matrix]
+clusters = ["galera", "gr"]
+gr_member_expel_timeout = [0]
+suspect_timeout = [2]
+[fault]
+kind = "kill"
+target = "write_node"
+at_s = 3
+write_rate = 50
+"""}
+#: three hosts, each with a Galera node and a group member (and the semi-sync pair on the first two): a host with
+#: several servers of two flavours, as a lab machine often has
+PLACES = {"h1": ["semi-1", "galera-1", "gr-1"], "h2": ["semi-2", "galera-2", "gr-2"], "h3": ["galera-3", "gr-3"]}
+
+
+def _effective_matches(node: str, cnf: str, effective: dict[str, str]) -> int:
+    """Each option of ``cnf`` that matters against the server's variable of that name; returns how many."""
+    n = 0
+    for key, value in _options(cnf).items():
+        name = key.removeprefix("loose-")
+        if not MATTER.search(name) or name in NOT_VARIABLES:
+            continue
+        assert name in effective, f"{node}: {name} is not a variable of the server"
+        if name == "wsrep_provider_options":  # the provider lists every option: ours among them
+            have = dict(o.split(" = ", 1) for o in effective[name].rstrip(";").split("; ") if " = " in o)
+            for opt in value.strip('"').split(";"):
+                k, v = opt.split("=", 1)
+                assert have.get(k) == v, f"{node}: provider option {k} is {have.get(k)}, the spec says {v}"
+        else:
+            assert effective[name].upper() == value.upper(), f"{node}: {name} is {effective[name]}, my.cnf says {value}"
+        n += 1
+    return n
 
 
 def _host_state(kit: NamespaceHosts, name: str) -> dict:
@@ -69,7 +130,8 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         (tmp_path / "hosts.toml").write_text(
             f'[ssh]\nuser = "root"\nkey_env = "BENCHLIB_TEST_SSH_KEY"\nknown_hosts = "{kit.known_hosts}"\n\n'
             '[defaults]\nport = 3310\napt_update = false\n\n'
-            + "".join(f'[hosts.{h}]\naddress = "{kit.hosts[h].address}"\nnodes = ["{n}"]\n\n' for h, n in PLACES.items()))
+            + "".join(f'[hosts.{h}]\naddress = "{kit.hosts[h].address}"\nnodes = {json.dumps(n)}\n\n'
+                      for h, n in PLACES.items()))
         folder = tmp_path / "prov"
         built = provision(tmp_path / "lab.toml", tmp_path / "hosts.toml", folder, quiet=True)
         print(f"provisioned in {built.seconds:.0f} s with {built.changed} changes")
@@ -82,21 +144,33 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         print(f"provisioned again in {again.seconds:.0f} s")
         assert again.changed == 0 and "nothing changed" in again.summary()
 
-        # the servers run with the spec's settings (the embedded lab's defaults: durable, 128M buffer pool)
-        want = {"sync_binlog": "1", "innodb_flush_log_at_trx_commit": "1", "innodb_buffer_pool_size": "134217728"}
+        # the servers run with the spec's settings: every option that matters in each node's my.cnf (the embedded
+        # lab's, test_plan shows) is the server's effective value
         lab = RemoteLab(load_lab_spec(built.remote_spec))
-        for node, extra in {"semi-1": {"rpl_semi_sync_master_enabled": "ON", "gtid_strict_mode": "ON"},
-                            "semi-2": {"rpl_semi_sync_slave_enabled": "ON", "read_only": "ON"},
-                            "galera-2": {"wsrep_on": "ON", "wsrep_slave_threads": "4"},
-                            "gr-3": {"gtid_mode": "ON", "group_replication_single_primary_mode": "ON",
-                                     "group_replication_member_expel_timeout": "5"}}.items():
-            with lab.connect(node) as conn, conn.cursor() as cur:
-                names = list({**want, **extra})
-                cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (" + ",".join(["%s"] * len(names)) + ")",
-                            names)
-                got = {r["Variable_name"]: r["Value"] for r in cur.fetchall()}
-            assert got == {**want, **extra}, node
+        checked = 0
+        for host, nodes in PLACES.items():
+            for node in nodes:
+                cnf = (kit.hosts[host].root / f"var/lib/benchlib/prov/{node}/my.cnf").read_text()
+                with lab.connect(node) as conn, conn.cursor() as cur:
+                    cur.execute("SHOW GLOBAL VARIABLES")
+                    effective = {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
+                checked += _effective_matches(node, cnf, effective)
         lab.close()
+        assert checked > 100  # 136 here: durability, buffer pool, binary log, GTID, semi-sync, Galera, the group
+
+        # a campaign and a failover campaign on the provisioned hosts
+        from benchlib.campaign.runner import run_campaign
+
+        for name, text in CAMPAIGNS.items():
+            (tmp_path / f"{name}.toml").write_text(text)
+            result = run_campaign(tmp_path / f"{name}.toml", runs_dir=tmp_path / "runs", progress="none")
+            assert result.counts == {"ok": 2}, result.table()
+        for run_dir in sorted((tmp_path / "runs" / "provfail").glob("0*")):
+            m = json.loads((run_dir / "manifest.json").read_text())
+            assert m["status"] == "ok" and m["fault"]["words"].startswith("killed"), m["fault"]
+            assert m["heal"]["restarted"] == m["fault"]["nodes"], m["heal"]  # killed over SSH, started by the heal
+            assert m["ledger"]["lost"] == 0, m["ledger"]
+        assert RemoteLab(load_lab_spec(built.remote_spec)).broken() == []
 
         # secrets: only in the mode-600 files, never in the log, Ansible's files or the remote spec
         passwords = list(json.loads((folder / "secrets.json").read_text()).values())
@@ -105,8 +179,9 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
                 assert not any(p in f.read_text(errors="replace") for p in passwords), f
         for f in ("secrets.json", "bench.password", "secrets.vars.json"):
             assert (folder / f).stat().st_mode & 0o777 == 0o600, f
-        with pytest.raises(pymysql.MySQLError):  # no account without a password from benchlib's address
-            pymysql.connect(host=kit.hosts["h1"].address, port=3310, user="root", password="", connect_timeout=3)
+        for port in (3310, 3320, 3330):  # no account without a password from benchlib's address
+            with pytest.raises(pymysql.MySQLError):
+                pymysql.connect(host=kit.hosts["h1"].address, port=port, user="root", password="", connect_timeout=3)
 
         changed, seconds = unprovision(folder, quiet=True)
         print(f"unprovisioned in {seconds:.0f} s")

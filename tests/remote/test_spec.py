@@ -88,3 +88,37 @@ def test_server_hosts_are_the_nodes_with_ssh_one_per_address():
     assert spec().server_hosts() == {}
     with pytest.raises(ValueError, match="key_env .* or agent"):
         spec(clusters={"gr": {**BASE["clusters"]["gr"], "nodes": [{**nodes[0], "ssh": {"user": "u"}}, nodes[2]]}})
+
+
+def test_a_password_file_beside_the_spec_is_read_only_when_nobody_else_can(tmp_path):
+    from benchlib.errors import BenchlibError
+    from benchlib.remote.lab import RemoteLab
+
+    (tmp_path / "r.toml").write_text(
+        'kind = "remote"\nname = "r"\n[credentials]\nuser = "bench"\npassword_file = "bench.password"\n'
+        '[clusters.m]\nsystem = "mariadb"\nnodes = [{ name = "m1", host = "h", role = "primary" }]\n')
+    pw = tmp_path / "bench.password"
+    pw.write_text("s3cret\n")
+    pw.chmod(0o600)
+    lab = RemoteLab(load_remote_spec(tmp_path / "r.toml"))
+    assert lab.password("m") == ("bench", "s3cret")
+    pw.chmod(0o644)
+    with pytest.raises(BenchlibError, match="readable by others .mode 644.") as err:
+        lab.password("m")
+    assert "chmod 600" in err.value.render()
+    with pytest.raises(ValueError, match="exactly one of password_env"):
+        spec(credentials={"user": "bench", "password_env": "X", "password_file": "f"})
+
+
+def test_only_a_provisioned_lab_takes_faults_and_only_kill_and_freeze():
+    ssh = {"user": "root", "key_env": "K"}
+    nodes = [{"name": "a", "host": "h1", "role": "primary", "ssh": ssh},
+             {"name": "b", "host": "h2", "role": "secondary"}]
+    plain = spec(clusters={"gr": {**BASE["clusters"]["gr"], "nodes": nodes}})
+    assert "not benchlib's" in plain.lacks("faults") and plain.fault_refusal("kill", ["a"], None)
+    built = spec(clusters={"gr": {**BASE["clusters"]["gr"], "nodes": nodes}}, provisioned="/tmp/p")
+    assert built.lacks("faults") == "" and "provisioned hosts" in built.lacks("proxy")
+    assert built.fault_refusal("kill", ["a"], None) is None
+    assert built.fault_refusal("freeze", ["a"], None) is None
+    assert "embedded lab" in built.fault_refusal("isolate", ["a"], None)
+    assert "no ssh access" in built.fault_refusal("kill", ["b"], None)

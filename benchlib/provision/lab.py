@@ -1,0 +1,111 @@
+"""A provisioned lab: the remote lab ``benchlib provision`` built, whose servers are benchlib's to kill, freeze and
+restart.
+
+It is a ``benchlib.remote.lab.RemoteLab`` (connections, load, sampling, check: as any remote lab) with two
+capabilities more, both through the hosts: faults (``kill``: SIGKILL, ``freeze``: SIGSTOP until released), sent over
+the SSH connection to the node's host as ``benchlib-node kill|freeze|thaw NODE``; and a heal that starts the nodes
+that do not answer and waits until each is back in its cluster (Ansible's ``heal.yml``: a Galera node rejoins by
+state transfer, a group member starts Group Replication again and the group gets its intended primary back).
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from pathlib import Path
+from typing import Callable
+
+from benchlib.errors import LabError
+from benchlib.lab.base import Fault, Promotion, quiet
+from benchlib.remote.lab import RemoteLab
+from benchlib.remote.spec import RemoteLabSpec
+
+__all__ = ["ProvisionedFaults", "ProvisionedLab"]
+
+
+class ProvisionedLab(RemoteLab):
+    def __init__(self, spec: RemoteLabSpec):
+        super().__init__(spec)
+        assert spec.provisioned is not None
+        self.folder = Path(spec.provisioned)
+        self._healed_how: list[str] = []
+        self._fault_ssh = None
+        self._fault_lock = threading.Lock()
+
+    def describe(self) -> str:
+        return super().describe().replace("remote lab", "provisioned lab", 1)
+
+    def faults(self) -> "ProvisionedFaults":  # type: ignore[override]
+        return ProvisionedFaults(self)
+
+    def heal(self, *, timeout: float = 120.0, progress=quiet) -> list[str]:
+        """Start every node that does not answer and wait until it is back in its cluster (Ansible's heal.yml on
+        those nodes only); returns them."""
+        from benchlib.provision.build import heal
+
+        down = self.broken()
+        self._healed_how = []
+        if not down:
+            return []
+        progress(f"restarting {', '.join(down)} on their hosts ...")
+        self._healed_how = heal(self.folder, down, quiet=True)
+        self.refresh()
+        return down
+
+    def heal_report(self) -> list[str]:
+        return list(self._healed_how)
+
+    def run_on_host(self, node: str, command: str, timeout: float = 30.0) -> str:
+        """Run ``command`` as root on the host of ``node`` (its spec's SSH access); its output, or an error naming
+        the node and what the host said."""
+        from benchlib.remote.ssh import SSHClients
+
+        n = self.node(node)
+        if n.ssh is None:
+            raise LabError(f"{node} has no ssh access in the lab spec: benchlib reaches its server over SSH")
+        key = next(name for name, h in self.spec.server_hosts().items() if h.host == n.host)
+        with self._fault_lock:
+            if self._fault_ssh is None:
+                self._fault_ssh = SSHClients(self.spec.server_hosts(), kind="server host")
+            if key not in self._fault_ssh.conns:
+                self._fault_ssh.open([key], keep=True)
+        sudo = "" if n.ssh.user == "root" else "sudo -n "
+        rc, out, err = self._fault_ssh.run(key, sudo + command, timeout=timeout)
+        if rc != 0:
+            raise LabError(f"{node}: `{command}` failed on {n.host} (exit {rc}): {(err or out).strip()[:300]}")
+        return out
+
+    def close(self) -> None:
+        super().close()
+        with self._fault_lock:
+            if self._fault_ssh is not None:
+                self._fault_ssh.close()
+                self._fault_ssh = None
+
+
+class ProvisionedFaults:
+    """``benchlib.lab.base.FaultControl`` of a provisioned lab: kill and freeze over SSH."""
+
+    def __init__(self, lab: ProvisionedLab):
+        self.lab = lab
+
+    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        return self.lab.spec.fault_refusal(kind, nodes, site)
+
+    def inject(self, cluster: str, fault: Fault) -> None:
+        verb = {"kill": "kill", "freeze": "freeze"}[fault.kind]
+        for node in fault.nodes:
+            self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node {verb} {shlex.quote(node)}")
+
+    def release(self, cluster: str, fault: Fault) -> None:
+        if fault.kind == "freeze":
+            for node in fault.nodes:
+                self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node thaw {shlex.quote(node)}")
+
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
+        raise LabError(f"{cluster}: benchlib does not promote replicas on provisioned hosts yet",
+                       hint="run failover = \"promote\" campaigns on the embedded lab")
+
+    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
+               starting: Callable[[], None] | None = None) -> str:
+        raise LabError(f"{cluster}: rejoin under load runs on the embedded lab only so far")
