@@ -181,8 +181,10 @@ def lab_root():
 def clean_root(root: Path) -> list:
     """Take down whatever lab is left under ``root`` and remove it; the lab processes that had to be stopped."""
     from benchlib.lab.cleanup import cleanup
+    from benchlib.provision.nshosts import clean_all
 
     cleanup(root, all_labs=True)
+    clean_all(root)  # namespace hosts a provisioning test left (their processes, mounts, namespaces)
     stray = procs.find(f"{root}/")
     shutil.rmtree(root, ignore_errors=True)
     return stray

@@ -33,6 +33,7 @@ class Outcome:
     failed: list[tuple[str, str, str]] = field(default_factory=list)  # (host, task, message)
     unreachable: list[tuple[str, str]] = field(default_factory=list)  # (host, message)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> what a task registered for benchlib
+    reached: dict[str, str] = field(default_factory=dict)  # host -> the last play it got through a task of
     status: str = ""
 
     @property
@@ -73,9 +74,15 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
     outcome = Outcome()
     say = (lambda text: None) if quiet else (lambda text: print(f"[{what}] {text}", file=sys.stderr, flush=True))
 
+    play = [""]
+
     def on_event(event: dict) -> bool:
         data = event.get("event_data", {})
         kind = event.get("event", "")
+        if kind == "playbook_on_play_start":
+            play[0] = data.get("play", "")
+        elif kind in ("runner_on_ok", "runner_on_skipped") and data.get("host"):
+            outcome.reached[data["host"]] = play[0]
         with open(log, "a") as f:
             if event.get("stdout"):
                 f.write(event["stdout"] + "\n")
@@ -115,12 +122,14 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
         rotate_artifacts=3, timeout=3600, settings={"suppress_ansible_output": True}, limit=limit,
     )
     outcome.status = runner.status
+    where = "\n".join(f"    {h}: went as far as '{p}'" for h, p in sorted(outcome.reached.items()))
+    where = f"  where each host got to (the same command goes on from there):\n{where}\n" if where else ""
     if outcome.unreachable:
         host, msg = outcome.unreachable[0]
         raise ProvisionError(f"{what}: host {host} unreachable over SSH: {msg.splitlines()[0] if msg else ''}",
                              hint="check its address, that sshd runs there, the SSH user and the key the hosts file "
                                   "names; then run the same command again (it goes on where it stopped)",
-                             detail=f"  Ansible's log: {log}")
+                             detail=f"{where}  Ansible's log: {log}")
     if outcome.failed:
         host, task, msg = outcome.failed[0]
         more = f" (and {len(outcome.failed) - 1} more failures)" if len(outcome.failed) > 1 else ""
@@ -128,7 +137,7 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
                              hint="fix what the message says, then run the same command again (it goes on where it "
                                   "stopped)",
                              detail="\n".join("    " + line for line in msg.splitlines()[1:12])
-                             + f"\n  Ansible's log: {log}")
+                             + f"\n{where}  Ansible's log: {log}")
     if runner.status != "successful":
         tail = log.read_text(errors="replace").splitlines()[-8:] if log.exists() else []
         raise ProvisionError(f"{what}: Ansible ended {runner.status} (exit {runner.rc})",

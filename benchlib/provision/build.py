@@ -221,6 +221,9 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
     lab_path, hosts_path = Path(lab_path), Path(hosts_path)
     lab = load_spec(lab_path)  # a missing or invalid file: one message
     lab_text = lab_path.read_text()
+    if lab.sites:
+        raise SpecError(f"{lab_path}: [sites] (WAN delay between nodes) is not built on provisioned hosts yet",
+                        hint="provision the spec without [sites]; WAN sites run on the embedded lab (benchlib lab up)")
     hosts = load_hosts(hosts_path)
     hosts_data = hosts.model_dump(mode="json")
     hosts.check_against(lab.node_names(), str(hosts_path))
@@ -249,21 +252,25 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
                                "init_sql": {n: plan.init_sql(node, creds) for n, node in plan.nodes.items()}}}, f)
     try:
         archives = _server_archive(plan)
-        # what each host had before: only what provisioning installs is removed by unprovision
-        facts = run_playbook("facts.yml", private_dir=folder / "ansible", inventory=inventory(plan, state, archives),
-                             extravars_file=secret_file, ssh_key=key, log=log, what="provision", quiet=quiet)
-        for host in plan.machines():
-            lines = str(facts.facts.get(host, {}).get("stdout", "")).splitlines()
-            have = {line.split()[1] for line in lines if line.startswith("have ")}
-            busy = [line[5:] for line in lines if line.startswith("busy ")]
-            if busy:
-                raise LabError(f"host {host}: {busy[0]}", hint="stop what listens there, or set [defaults] port in "
-                                                               "the hosts file to a free one")
-            if host not in state["installed"]:
-                state["installed"][host] = [p for p in plan.packages(host) if p not in have]
-                state["made_mysql_user"][host] = "user mysql" not in lines
-                state.setdefault("before", {})[host] = sorted(line[4:] for line in lines if line.startswith("pkg "))
-        _save(folder, state)
+        # what each host had before (only what provisioning installs is removed by unprovision), and whether a node's
+        # port is taken: asked until every host has answered once
+        if any(h not in state.get("before", {}) for h in plan.machines()):
+            facts = run_playbook("facts.yml", private_dir=folder / "ansible",
+                                 inventory=inventory(plan, state, archives), extravars_file=secret_file, ssh_key=key,
+                                 log=log, what="provision", quiet=quiet)
+            for host in plan.machines():
+                lines = str(facts.facts.get(host, {}).get("stdout", "")).splitlines()
+                have = {line.split()[1] for line in lines if line.startswith("have ")}
+                busy = [line[5:] for line in lines if line.startswith("busy ")]
+                if busy:
+                    raise LabError(f"host {host}: {busy[0]}", hint="stop what listens there, or set [defaults] port "
+                                                                   "in the hosts file to a free one")
+                if host not in state.get("before", {}):
+                    state["installed"][host] = [p for p in plan.packages(host) if p not in have]
+                    state["made_mysql_user"][host] = "user mysql" not in lines
+                    state.setdefault("before", {})[host] = sorted(line[4:] for line in lines
+                                                                  if line.startswith("pkg "))
+            _save(folder, state)
         outcome = run_playbook("provision.yml", private_dir=folder / "ansible",
                                inventory=inventory(plan, state, archives), extravars_file=secret_file, ssh_key=key,
                                log=log, what="provision", quiet=quiet)
@@ -286,7 +293,7 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
     return Provisioned(folder, remote, outcome.total_changed, time.monotonic() - started)
 
 
-def _reopen(folder: Path) -> tuple[dict, Plan, str | None]:
+def reopen(folder: Path) -> tuple[dict, Plan, str | None]:
     """The state, plan and SSH key of a provisioned lab's folder."""
     if not (folder / STATE).exists():
         raise LabError(f"{folder} holds no provisioned lab ({STATE} is missing)",
@@ -301,7 +308,7 @@ def heal(dir: str | Path, nodes: list[str], *, quiet: bool = False) -> list[str]
     """Start ``nodes`` again on their hosts and wait until each is back in its cluster (Ansible's heal.yml on those
     nodes); returns what happened, in words, per node."""
     folder = Path(dir)
-    state, plan, key = _reopen(folder)
+    state, plan, key = reopen(folder)
     run_playbook("heal.yml", private_dir=folder / "ansible", inventory=inventory(plan, state, {}),
                  extravars_file=folder / "secrets.vars.json", ssh_key=key, log=folder / "provision.log", what="heal",
                  quiet=quiet, limit=",".join(nodes))
@@ -312,7 +319,7 @@ def unprovision(dir: str | Path, *, quiet: bool = False) -> tuple[int, float]:
     """Undo what ``provision`` built from ``dir``; returns (changes, seconds) and removes ``dir``."""
     started = time.monotonic()
     folder = Path(dir)
-    state, plan, key = _reopen(folder)
+    state, plan, key = reopen(folder)
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"
     if not secret_file.exists():

@@ -3,7 +3,9 @@ restart.
 
 It is a ``benchlib.remote.lab.RemoteLab`` (connections, load, sampling, check: as any remote lab) with two
 capabilities more, both through the hosts: faults (``kill``: SIGKILL, ``freeze``: SIGSTOP until released), sent over
-the SSH connection to the node's host as ``benchlib-node kill|freeze|thaw NODE``; and a heal that starts the nodes
+the SSH connection to the node's host as ``benchlib-node kill|freeze|thaw NODE``; ``isolate``: the node cut off from
+the other nodes of its cluster while its clients still reach it, by firewall rules on its host (iptables: its peers'
+addresses on its cluster's ports, each rule named after the node, removed on release); and a heal that starts the nodes
 that do not answer and waits until each is back in its cluster (Ansible's ``heal.yml``: a Galera node rejoins by
 state transfer, a group member starts Group Replication again and the group gets its intended primary back).
 """
@@ -31,6 +33,7 @@ class ProvisionedLab(RemoteLab):
         self._healed_how: list[str] = []
         self._fault_ssh = None
         self._fault_lock = threading.Lock()
+        self._plan = None
 
     def describe(self) -> str:
         return super().describe().replace("remote lab", "provisioned lab", 1)
@@ -54,6 +57,14 @@ class ProvisionedLab(RemoteLab):
 
     def heal_report(self) -> list[str]:
         return list(self._healed_how)
+
+    def plan(self):
+        """The provisioning plan of these servers (their ports and hosts), from the folder it kept."""
+        if self._plan is None:
+            from benchlib.provision.build import reopen
+
+            self._plan = reopen(self.folder)[1]
+        return self._plan
 
     def run_on_host(self, node: str, command: str, timeout: float = 30.0) -> str:
         """Run ``command`` as root on the host of ``node`` (its spec's SSH access); its output, or an error naming
@@ -83,6 +94,10 @@ class ProvisionedLab(RemoteLab):
                 self._fault_ssh = None
 
 
+def _tag(node: str) -> str:
+    return f"benchlib-isolate-{node}"
+
+
 class ProvisionedFaults:
     """``benchlib.lab.base.FaultControl`` of a provisioned lab: kill and freeze over SSH."""
 
@@ -90,17 +105,52 @@ class ProvisionedFaults:
         self.lab = lab
 
     def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
-        return self.lab.spec.fault_refusal(kind, nodes, site)
+        refused = self.lab.spec.fault_refusal(kind, nodes, site)
+        if refused or kind != "isolate":
+            return refused
+        plan = self.lab.plan()
+        for name in nodes:
+            me = plan.nodes[name]
+            beside = [n.name for n in plan.cluster_nodes(me.plan.cluster) if n is not me and n.address == me.address]
+            if beside:
+                return (f"{name} shares its host with {', '.join(beside)} of the same cluster: a host's firewall "
+                        "cannot cut them apart")
+        return None
 
     def inject(self, cluster: str, fault: Fault) -> None:
+        if fault.kind == "isolate":
+            for node in fault.nodes:
+                self.lab.run_on_host(node, self._isolation(node))
+            return
         verb = {"kill": "kill", "freeze": "freeze"}[fault.kind]
         for node in fault.nodes:
             self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node {verb} {shlex.quote(node)}")
 
     def release(self, cluster: str, fault: Fault) -> None:
+        if fault.kind == "isolate":
+            for node in fault.nodes:
+                self.lab.run_on_host(node, f"iptables -S | grep -F -- '--comment {_tag(node)}' | "
+                                           "sed 's/^-A /-D /' | xargs -r -L1 iptables")
         if fault.kind == "freeze":
             for node in fault.nodes:
                 self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node thaw {shlex.quote(node)}")
+
+    def _isolation(self, node: str) -> str:
+        """The iptables rules that cut ``node`` off from its cluster's other nodes: what they send to its ports, and
+        what it sends to theirs (its clients, benchlib's address among them, still reach it)."""
+        plan = self.lab.plan()
+        me = plan.nodes[node]
+        mine = ",".join(str(p) for p in sorted(set(me.plan.ports.values())))
+        rules = []
+        for peer in plan.cluster_nodes(me.plan.cluster):
+            if peer is me:
+                continue
+            theirs = ",".join(str(p) for p in sorted(set(peer.plan.ports.values())))
+            rules += [f"iptables -I INPUT -s {peer.address} -p tcp -m multiport --dports {mine} "
+                      f"-m comment --comment {_tag(node)} -j DROP",
+                      f"iptables -I OUTPUT -d {peer.address} -p tcp -m multiport --dports {theirs} "
+                      f"-m comment --comment {_tag(node)} -j DROP"]
+        return " && ".join(rules)
 
     def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
         raise LabError(f"{cluster}: benchlib does not promote replicas on provisioned hosts yet",

@@ -45,9 +45,9 @@ ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 NO_FAULTS = ("a remote lab's servers are not benchlib's to kill, freeze or cut off: faults run on the embedded lab (a "
              "local lab spec)")
 #: what benchlib does to the servers of a provisioned remote lab (over SSH, with its service script on each host)
-PROVISIONED_FAULTS = ("kill", "freeze")
-PROVISIONED_ONLY = ("on provisioned hosts benchlib kills and freezes servers (a cut, an isolation, a promotion and a "
-                    "proxy run on the embedded lab so far)")
+PROVISIONED_FAULTS = ("kill", "freeze", "isolate")
+PROVISIONED_ONLY = ("on provisioned hosts benchlib kills, freezes and isolates servers (a site's cut, a promotion and "
+                    "a proxy run on the embedded lab so far)")
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 

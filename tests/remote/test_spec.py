@@ -110,7 +110,7 @@ def test_a_password_file_beside_the_spec_is_read_only_when_nobody_else_can(tmp_p
         spec(credentials={"user": "bench", "password_env": "X", "password_file": "f"})
 
 
-def test_only_a_provisioned_lab_takes_faults_and_only_kill_and_freeze():
+def test_only_a_provisioned_lab_takes_faults_and_only_kill_freeze_and_isolate():
     ssh = {"user": "root", "key_env": "K"}
     nodes = [{"name": "a", "host": "h1", "role": "primary", "ssh": ssh},
              {"name": "b", "host": "h2", "role": "secondary"}]
@@ -120,5 +120,6 @@ def test_only_a_provisioned_lab_takes_faults_and_only_kill_and_freeze():
     assert built.lacks("faults") == "" and "provisioned hosts" in built.lacks("proxy")
     assert built.fault_refusal("kill", ["a"], None) is None
     assert built.fault_refusal("freeze", ["a"], None) is None
-    assert "embedded lab" in built.fault_refusal("isolate", ["a"], None)
+    assert built.fault_refusal("isolate", ["a"], None) is None
+    assert "embedded lab" in built.fault_refusal("cut", ["a"], "far")
     assert "no ssh access" in built.fault_refusal("kill", ["b"], None)
