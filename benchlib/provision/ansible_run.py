@@ -18,7 +18,7 @@ from typing import Any
 from benchlib.errors import LabError, MissingDependencyError, SecretRefusedError
 from benchlib.provision import collections
 
-__all__ = ["PLAYBOOKS", "ProvisionError", "Outcome", "run_playbook"]
+__all__ = ["PLAYBOOKS", "ProvisionError", "Outcome", "refuse_leaked", "run_playbook"]
 
 PLAYBOOKS = Path(__file__).parent / "ansible"
 
@@ -160,6 +160,3 @@ def refuse_leaked(secrets: list[str], *places: Path) -> None:
                 raise SecretRefusedError(f"a password appeared in {f}: the file was removed",
                                          hint="report this: a playbook task that handles a password lacks no_log")
 
-
-def chmod_private(path: Path) -> None:
-    os.chmod(path, 0o600)

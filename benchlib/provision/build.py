@@ -18,7 +18,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import tarfile
 import time
 from dataclasses import dataclass
@@ -331,6 +330,3 @@ def unprovision(dir: str | Path, *, quiet: bool = False) -> tuple[int, float]:
     subprocess.run(["rm", "-rf", str(folder)], check=False)
     return outcome.total_changed, time.monotonic() - started
 
-
-def main_summary(p: Provisioned) -> None:  # pragma: no cover - CLI text
-    print(p.summary(), file=sys.stderr)

@@ -32,13 +32,13 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from benchlib.errors import SpecError
-from benchlib.remote.spec import ENV_NAME, _Strict
+from benchlib.remote.spec import ENV_NAME, NoSecrets
 from benchlib.specs import format_validation, read_toml
 
 __all__ = ["HostsSpec", "Machine", "load_hosts"]
 
 
-class Login(_Strict):
+class Login(NoSecrets):
     user: str = Field(default="root", min_length=1, max_length=80)
     port: int = Field(default=22, ge=1, le=65535)
     key_env: str | None = Field(default=None, pattern=ENV_NAME)
@@ -56,13 +56,13 @@ class Login(_Strict):
         return self
 
 
-class Defaults(_Strict):
+class Defaults(NoSecrets):
     port: int = Field(default=3306, ge=1, le=65000)
     service: Literal["auto", "systemd", "direct"] = "auto"
     apt_update: bool = True
 
 
-class Machine(_Strict):
+class Machine(NoSecrets):
     address: str = Field(min_length=1, max_length=253)
     nodes: list[str] = Field(default_factory=list)
     client: bool = False
@@ -77,7 +77,7 @@ class Machine(_Strict):
         return v
 
 
-class HostsSpec(_Strict):
+class HostsSpec(NoSecrets):
     ssh: Login
     defaults: Defaults = Field(default_factory=Defaults)
     hosts: dict[str, Machine] = Field(min_length=1)

@@ -51,8 +51,9 @@ PROVISIONED_ONLY = ("on provisioned hosts benchlib kills, freezes and isolates s
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 
-class _Strict(Strict):
-    """A spec table that refuses literal secrets (a password belongs in an environment variable)."""
+class NoSecrets(Strict):
+    """A spec table that refuses literal secrets (a password belongs in an environment variable); the hosts file of
+    ``benchlib provision`` is made of them too."""
 
     @model_validator(mode="before")
     @classmethod
@@ -65,7 +66,7 @@ class _Strict(Strict):
         return data
 
 
-class Credentials(_Strict):
+class Credentials(NoSecrets):
     user: str = Field(min_length=1, max_length=80)
     password_env: str | None = Field(default=None, pattern=ENV_NAME)
     #: or a file holding only the password, mode 600, relative to the spec (what ``benchlib provision`` writes)
@@ -84,7 +85,7 @@ class Credentials(_Strict):
         return f"${self.password_env}" if self.password_env else str(self.password_file)
 
 
-class SSHAccess(_Strict):
+class SSHAccess(NoSecrets):
     """How to log in to a host over SSH: the key by environment-variable name, or the agent."""
     port: int = Field(default=22, ge=1, le=65535)
     user: str = Field(min_length=1, max_length=80)
@@ -99,7 +100,7 @@ class SSHAccess(_Strict):
         return self
 
 
-class RemoteNode(_Strict):
+class RemoteNode(NoSecrets):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
     host: str = Field(min_length=1, max_length=253)
     port: int = Field(default=3306, ge=1, le=65535)
@@ -107,7 +108,7 @@ class RemoteNode(_Strict):
     ssh: SSHAccess | None = None  # optional: the server host's CPU, disks and network are sampled over SSH
 
 
-class RemoteCluster(_Strict):
+class RemoteCluster(NoSecrets):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     system: str  # a system of benchlib.catalogue
     mode: Literal["single-primary", "multi-primary"] | None = None
@@ -174,7 +175,7 @@ class ClientHost(SSHAccess):
     sysbench: str = "sysbench"
 
 
-class RemoteLabSpec(_Strict):
+class RemoteLabSpec(NoSecrets):
     kind: Literal["remote"]
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,23}$")
     allow_restart: bool = False
