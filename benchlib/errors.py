@@ -95,3 +95,15 @@ def disk_full(exc: BaseException) -> bool:
     import errno
 
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def run_step(step) -> None:
+    """A bootstrap step run as ``python -m``: prints what ``step()`` returns, or its ``BenchlibError`` as one message
+    on stderr, and exits 0 or the error's code (no traceback)."""
+    import sys
+
+    try:
+        print(step())
+    except BenchlibError as exc:
+        print(exc.render(), file=sys.stderr)
+        sys.exit(exc.exit_code)

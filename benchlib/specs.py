@@ -6,22 +6,42 @@ a file that does not validate raises one ``SpecError`` whose detail names every 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from benchlib import catalogue
 from benchlib.errors import SpecError
 
-__all__ = ["Strict", "format_validation", "read_toml"]
+__all__ = ["CLUSTER_NAME", "CLUSTER_NAME_RULE", "Strict", "format_validation", "named_keys", "read_toml"]
 
+#: the name of a cluster, site or client host table in a lab spec (local or remote)
+CLUSTER_NAME = r"[a-z][a-z0-9]{0,11}"
+CLUSTER_NAME_RULE = "lower-case letters and digits, starting with a letter, at most 12"
 _TOPOLOGY_TAGS = tuple(catalogue.local_topologies())  # the tags of a local cluster's topology union
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def named_keys(*fields: str, pattern: str, rule: str, what: str = ""):
+    """A validator for tables of named entries: every key of ``fields`` matches ``pattern``.
+
+    A bad key raises "<what> name 'key': <rule>"; ``what`` defaults to the field's name less its plural
+    "s" (clusters: cluster, hosts: host).
+    """
+
+    def check(cls, v: dict, info) -> dict:
+        for key in v:
+            if not re.fullmatch(pattern, key):
+                raise ValueError(f"{what or info.field_name.removesuffix('s')} name {key!r}: {rule}")
+        return v
+
+    return field_validator(*fields)(check)
 
 
 def read_toml(path: str | Path, what: str, example: str = "") -> dict[str, Any]:

@@ -47,11 +47,10 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from benchlib import systems
 from benchlib.errors import SpecError
 from benchlib.lab import flavors
-from benchlib.specs import Strict, format_validation, read_toml
+from benchlib.specs import CLUSTER_NAME, CLUSTER_NAME_RULE, Strict, format_validation, named_keys, read_toml
 from benchlib.systems.settings import SettingRules
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
-CLUSTER_NAME = r"^[a-z][a-z0-9]{0,11}$"  # clusters and sites
 #: spec fields a DBA may try to change on a running lab: they need a new lab (or another runtime setting)
 _NEW_LAB = "change it in the spec, then: benchlib lab down, benchlib lab up SPEC"
 FIXED = {**{k: _NEW_LAB for k in ("binlog", "nodes", "replicas", "buffer_pool", "redo_log", "gcache",
@@ -95,13 +94,7 @@ class ServerSettings(Strict):
     _check_pool = field_validator("buffer_pool")(lambda v: v and _size_field(16 << 20, 64 << 30)(v))
     _check_redo = field_validator("redo_log")(lambda v: v and _size_field(4 << 20, 16 << 30)(v))
 
-    @field_validator("server")
-    @classmethod
-    def _option_names(cls, v: dict) -> dict:
-        for key in v:
-            if not re.fullmatch(r"[a-z][a-z0-9_-]*", key):
-                raise ValueError(f"{key!r} is not a server option name (letters, digits, _ and -)")
-        return v
+    _option_names = named_keys("server", pattern=r"[a-z][a-z0-9_-]*", rule="letters, digits, _ and -", what="server option")
 
 
 DEFAULT_SERVER = ServerSettings(
@@ -262,14 +255,7 @@ class LabSpec(Strict):
     # SHOW GLOBAL STATUS counters sampled every second beyond each system's own set (benchlib.systems)
     counters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] = Field(default_factory=list)
 
-    @field_validator("clusters", "sites")
-    @classmethod
-    def _table_names(cls, v: dict, info) -> dict:
-        kind = {"clusters": "cluster", "sites": "site"}[info.field_name]
-        for key in v:
-            if not re.fullmatch(CLUSTER_NAME, key):
-                raise ValueError(f"{kind} name {key!r}: lower-case letters and digits, starting with a letter, at most 12")
-        return v
+    _table_names = named_keys("clusters", "sites", pattern=CLUSTER_NAME, rule=CLUSTER_NAME_RULE)
 
     @model_validator(mode="after")
     def _sites_name_real_nodes(self):

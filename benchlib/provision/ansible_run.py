@@ -24,7 +24,13 @@ PLAYBOOKS = Path(__file__).parent / "ansible"
 
 
 class ProvisionError(LabError):
-    """A playbook task that failed on a host, or a host Ansible could not reach."""
+    """A playbook task that failed on a host, or a host Ansible could not reach: ``host`` names it (a machine, or a
+    node of one), ``reached`` says how far each inventory host got (the last play it got through a task of)."""
+
+    def __init__(self, message: str, *, host: str | None = None, reached: dict[str, str] | None = None, **kw):
+        super().__init__(message, **kw)
+        self.host = host
+        self.reached = dict(reached or {})
 
 
 @dataclass
@@ -127,6 +133,7 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
     if outcome.unreachable:
         host, msg = outcome.unreachable[0]
         raise ProvisionError(f"{what}: host {host} unreachable over SSH: {msg.splitlines()[0] if msg else ''}",
+                             host=host, reached=outcome.reached,
                              hint="check its address, that sshd runs there, the SSH user and the key the hosts file "
                                   "names; then run the same command again (it goes on where it stopped)",
                              detail=f"{where}  Ansible's log: {log}")
@@ -134,6 +141,7 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
         host, task, msg = outcome.failed[0]
         more = f" (and {len(outcome.failed) - 1} more failures)" if len(outcome.failed) > 1 else ""
         raise ProvisionError(f"{what}: task {task!r} failed on {host}{more}: {msg.splitlines()[0]}",
+                             host=host, reached=outcome.reached,
                              hint="fix what the message says, then run the same command again (it goes on where it "
                                   "stopped)",
                              detail="\n".join("    " + line for line in msg.splitlines()[1:12])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import tarfile
 import time
@@ -27,8 +28,9 @@ from typing import Any
 from benchlib import catalogue
 from benchlib.errors import LabError, SpecError
 from benchlib.lab import secrets as lab_secrets
+from benchlib.lab.node import write_private
 from benchlib.lab.spec import LabSpec, load_spec, parse_spec
-from benchlib.provision.ansible_run import refuse_leaked, run_playbook
+from benchlib.provision.ansible_run import ProvisionError, refuse_leaked, run_playbook
 from benchlib.provision.hosts import HostsSpec, load_hosts
 from benchlib.provision.plan import BASE, Plan, PlannedNode
 
@@ -208,6 +210,13 @@ def _remote_spec(plan: Plan, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _reached(plan: Plan, exc: ProvisionError) -> dict[str, str]:
+    """Per machine, where a failed run left it: the one it failed on, else the last play it got through."""
+    failed = plan.nodes[exc.host].host if exc.host in plan.nodes else exc.host
+    return {h: "failed" if h == failed else (f"through '{exc.reached[h]}'" if h in exc.reached else "not reached")
+            for h in plan.machines()}
+
+
 def _save(dir: Path, state: dict) -> None:
     tmp = dir / (STATE + ".tmp")
     tmp.write_text(json.dumps(state, indent=1))
@@ -245,10 +254,8 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"
     passwords = {u: creds.password(u) for u in lab_secrets.ACCOUNTS}
-    fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"secrets": {"passwords": passwords,
-                               "init_sql": {n: plan.init_sql(node, creds) for n, node in plan.nodes.items()}}}, f)
+    write_private(secret_file, json.dumps({"secrets": {
+        "passwords": passwords, "init_sql": {n: plan.init_sql(node, creds) for n, node in plan.nodes.items()}}}), None)
     try:
         archives = _server_archive(plan)
         # what each host had before (only what provisioning installs is removed by unprovision), and whether a node's
@@ -262,8 +269,9 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
                 have = {line.split()[1] for line in lines if line.startswith("have ")}
                 busy = [line[5:] for line in lines if line.startswith("busy ")]
                 if busy:
-                    raise LabError(f"host {host}: {busy[0]}", hint="stop what listens there, or set [defaults] port "
-                                                                   "in the hosts file to a free one")
+                    raise ProvisionError(f"host {host}: {busy[0]}", host=host,
+                                         hint="stop what listens there, or set [defaults] port in the hosts file to a "
+                                              "free one")
                 if host not in state.get("before", {}):
                     state["installed"][host] = [p for p in plan.packages(host) if p not in have]
                     state["made_mysql_user"][host] = "user mysql" not in lines
@@ -274,19 +282,14 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
                                inventory=inventory(plan, state, archives), extravars_file=secret_file, ssh_key=key,
                                log=log, what="provision", quiet=quiet)
         state["reached"] = {h: "provisioned" for h in plan.machines()}
-    except LabError as exc:
-        failed = getattr(exc, "message", "")
-        state["reached"] = {h: ("failed" if f"on {h}" in failed or f"host {h}" in failed else "unknown")
-                            for h in plan.machines()}
+    except ProvisionError as exc:
+        state["reached"] = _reached(plan, exc)
         _save(folder, state)
         raise
     finally:
         refuse_leaked(list(passwords.values()), log, folder / "ansible")
     _save(folder, state)
-    pw = folder / "bench.password"
-    fd = os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(creds.password("bench"))
+    write_private(folder / "bench.password", creds.password("bench"), None)
     remote = folder / "remote.toml"
     remote.write_text(_remote_spec(plan, f"{lab_path} and {hosts_path}"))
     return Provisioned(folder, remote, outcome.total_changed, time.monotonic() - started)
@@ -322,11 +325,9 @@ def unprovision(dir: str | Path, *, quiet: bool = False) -> tuple[int, float]:
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"
     if not secret_file.exists():
-        fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.close(fd)
-        secret_file.write_text("{}")
+        write_private(secret_file, "{}", None)
     outcome = run_playbook("unprovision.yml", private_dir=folder / "ansible", inventory=inventory(plan, state, {}),
                            extravars_file=secret_file, ssh_key=key, log=log, what="unprovision", quiet=quiet)
-    subprocess.run(["rm", "-rf", str(folder)], check=False)
+    shutil.rmtree(folder, ignore_errors=True)
     return outcome.total_changed, time.monotonic() - started
 

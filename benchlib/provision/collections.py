@@ -15,7 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from benchlib.errors import MissingDependencyError
+from benchlib.errors import MissingDependencyError, run_step
 
 __all__ = ["BUNDLE", "COLLECTIONS", "ensure", "path"]
 
@@ -59,8 +59,4 @@ def ensure(*, quiet: bool = False) -> Path:
 
 
 if __name__ == "__main__":
-    try:
-        print(ensure(quiet="--quiet" in sys.argv))
-    except MissingDependencyError as exc:
-        print(exc.render(), file=sys.stderr)
-        sys.exit(exc.exit_code)
+    run_step(lambda: ensure(quiet="--quiet" in sys.argv))

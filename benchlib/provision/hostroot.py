@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib.errors import MissingDependencyError
+from benchlib.errors import MissingDependencyError, run_step
 
 __all__ = ["BASE", "CACHED", "SUITE", "build", "cache_dir", "find"]
 
@@ -121,10 +121,4 @@ def build(*, quiet: bool = False) -> Path:
 
 
 if __name__ == "__main__":
-    from benchlib.errors import BenchlibError
-
-    try:
-        print(build(quiet="--quiet" in sys.argv))
-    except BenchlibError as exc:
-        print(exc.render(), file=sys.stderr)
-        sys.exit(exc.exit_code)
+    run_step(lambda: build(quiet="--quiet" in sys.argv))

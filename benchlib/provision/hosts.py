@@ -1,6 +1,6 @@
 """Hosts files: which machines a lab spec's nodes go on, and how to log in to them.
 
-    [ssh]                          # how benchlib and Ansible log in to every host (a host may override it)
+    [ssh]                          # how benchlib and Ansible log in to every host (one login for all of them)
     user = "root"                  # or a user with sudo: become = true
     key_env = "BENCH_SSH_KEY"      # the private key, by environment-variable name (or agent = true)
     known_hosts = "known_hosts"    # the hosts' keys, relative to this file (default ~/.ssh/known_hosts)
@@ -33,7 +33,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from benchlib.errors import SpecError
 from benchlib.remote.spec import ENV_NAME, NoSecrets
-from benchlib.specs import format_validation, read_toml
+from benchlib.specs import format_validation, named_keys, read_toml
 
 __all__ = ["HostsSpec", "Machine", "load_hosts"]
 
@@ -66,7 +66,6 @@ class Machine(NoSecrets):
     address: str = Field(min_length=1, max_length=253)
     nodes: list[str] = Field(default_factory=list)
     client: bool = False
-    ssh: Login | None = None  # overrides [ssh]
 
     @field_validator("nodes")
     @classmethod
@@ -82,13 +81,7 @@ class HostsSpec(NoSecrets):
     defaults: Defaults = Field(default_factory=Defaults)
     hosts: dict[str, Machine] = Field(min_length=1)
 
-    @field_validator("hosts")
-    @classmethod
-    def _host_names(cls, v: dict) -> dict:
-        for key in v:
-            if not re.match(r"^[a-z][a-z0-9-]{0,31}$", key):
-                raise ValueError(f"host name {key!r}: lower-case letters, digits and '-', at most 32")
-        return v
+    _host_names = named_keys("hosts", pattern=r"[a-z][a-z0-9-]{0,31}", rule="lower-case letters, digits and '-', at most 32")
 
     @model_validator(mode="after")
     def _each_node_once(self):
@@ -102,12 +95,6 @@ class HostsSpec(NoSecrets):
                     raise ValueError(f"node {n} is placed on both {seen[n]} and {name}")
                 seen[n] = name
         return self
-
-    def login(self, host: str) -> Login:
-        return self.hosts[host].ssh or self.ssh
-
-    def host_of(self, node: str) -> str:
-        return next(h for h, m in self.hosts.items() if node in m.nodes)
 
     def placed(self) -> dict[str, str]:
         return {n: h for h, m in self.hosts.items() for n in m.nodes}
@@ -130,9 +117,9 @@ class HostsSpec(NoSecrets):
 
 def load_hosts(path: str | Path) -> HostsSpec:
     data = read_toml(path, "hosts file")
-    for login in [data.get("ssh")] + [h.get("ssh") for h in data.get("hosts", {}).values() if isinstance(h, dict)]:
-        if isinstance(login, dict) and isinstance(login.get("known_hosts"), str):  # relative to the hosts file
-            login["known_hosts"] = str((Path(path).parent / login["known_hosts"]).absolute())
+    login = data.get("ssh")
+    if isinstance(login, dict) and isinstance(login.get("known_hosts"), str):  # relative to the hosts file
+        login["known_hosts"] = str((Path(path).parent / login["known_hosts"]).absolute())
     try:
         return HostsSpec.model_validate(data)
     except ValidationError as exc:

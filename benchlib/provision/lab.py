@@ -80,8 +80,9 @@ class ProvisionedLab(RemoteLab):
                 self._fault_ssh = SSHClients(self.spec.server_hosts(), kind="server host")
             if key not in self._fault_ssh.conns:
                 self._fault_ssh.open([key], keep=True)
-        sudo = "" if n.ssh.user == "root" else "sudo -n "
-        rc, out, err = self._fault_ssh.run(key, sudo + command, timeout=timeout)
+        # a pipe or a chain of commands runs as root as a whole (sudo before the first would cover only that one)
+        as_root = command if n.ssh.user == "root" else f"sudo -n sh -c {shlex.quote(command)}"
+        rc, out, err = self._fault_ssh.run(key, as_root, timeout=timeout)
         if rc != 0:
             raise LabError(f"{node}: `{command}` failed on {n.host} (exit {rc}): {(err or out).strip()[:300]}")
         return out
@@ -99,7 +100,7 @@ def _tag(node: str) -> str:
 
 
 class ProvisionedFaults:
-    """``benchlib.lab.base.FaultControl`` of a provisioned lab: kill and freeze over SSH."""
+    """``benchlib.lab.base.FaultControl`` of a provisioned lab: kill, freeze and isolate over SSH."""
 
     def __init__(self, lab: ProvisionedLab):
         self.lab = lab

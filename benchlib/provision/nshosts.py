@@ -8,8 +8,8 @@ wants to try ``benchlib provision`` first). A host is
 - a copy-on-write layer (overlayfs) over the cached Debian root (``benchlib.provision.hostroot``): its own ``/etc``,
   ``/var/lib``, packages and datadirs;
 - its own mount, PID and UTS namespaces, entered with ``unshare`` and ``chroot``; ``tini`` is its first process and
-  ``sshd`` its only service. There is no systemd: servers on it are started by benchlib's service script directly
-  (``benchlib.provision.service``), as on any machine without systemd.
+  ``sshd`` its only service. There is no systemd: servers on it are started by benchlib's service script
+  (``ansible/files/benchlib-node``, its ``direct`` mode), as on any machine without systemd.
 
 Only the kernel is shared. Ansible reaches a host over real SSH with a key made for the kit; the hosts' own host keys
 go into the kit's ``known_hosts``. ``down()`` kills each host's whole process tree (its PID namespace), unmounts its
@@ -71,7 +71,7 @@ def _free_net() -> int:
         if n not in taken:
             return n
     raise LabError("no free 198.19.N.0/24 network for namespace hosts (250 kits up?)",
-                   hint="remove old kits: python -m benchlib.provision.nshosts clean")
+                   hint="take old kits down: python -m benchlib.provision.nshosts clean PARENT_DIR")
 
 
 class NamespaceHosts:

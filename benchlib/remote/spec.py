@@ -29,7 +29,6 @@ Validation names every bad field; a literal password or key in the file is refus
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -38,7 +37,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from benchlib import catalogue, systems
 from benchlib.errors import SpecError
 from benchlib.systems.settings import SettingRules
-from benchlib.specs import Strict, format_validation, read_toml
+from benchlib.specs import CLUSTER_NAME, CLUSTER_NAME_RULE, Strict, format_validation, named_keys, read_toml
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 #: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
@@ -188,13 +187,7 @@ class RemoteLabSpec(NoSecrets):
     # SHOW GLOBAL STATUS counters sampled every second beyond each system's own set (benchlib.systems)
     counters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] = Field(default_factory=list)
 
-    @field_validator("clusters", "clients")
-    @classmethod
-    def _names(cls, v: dict, info) -> dict:
-        for key in v:
-            if not re.match(r"^[a-z][a-z0-9]{0,11}$", key):
-                raise ValueError(f"{info.field_name[:-1]} name {key!r}: lower-case letters and digits, at most 12")
-        return v
+    _names = named_keys("clusters", "clients", pattern=CLUSTER_NAME, rule=CLUSTER_NAME_RULE)
 
     @model_validator(mode="after")
     def _unique_and_shares(self):

@@ -18,24 +18,21 @@ from benchlib.lab import procs
 from benchlib.lab.lab import LocalLab
 from benchlib.lab.state import list_labs
 from benchlib.store import load_campaign, read_manifest
+from tests.campaigns import campaign_toml
 from tests.conftest import LAB_ROOT, ROOT, example_spec, kill9, leftovers, needs_root
 from tests.hog import CpuHog
 
 
 def write_campaign(tmp_path: Path, lab_file: str, lab_name: str, *, clusters: list[str], repetitions: int = 2,
                    time_s: int = 3, threads: list[int] = [2], extra: str = "") -> Path:
-    """A campaign file next to a copy of an example lab renamed ``lab_name``. Runs disturbed by the host (another
-    test on the other xdist worker is a noisy neighbour) are kept, not redone, unless ``extra`` sets
-    [interference]: these tests count runs."""
-    if "[interference]" not in extra:
-        extra += "\n[interference]\nredo_above = 1\n"
+    """A campaign file (``extra`` before its [load]) next to a copy of an example lab renamed ``lab_name``; disturbed
+    runs kept unless ``extra`` sets [interference] (see ``campaign_toml``)."""
     lab_toml = (ROOT / "examples" / "labs" / lab_file).read_text()
     lab_toml = "\n".join(f'name = "{lab_name}"' if line.startswith("name =") else line for line in lab_toml.splitlines())
     (tmp_path / "lab.toml").write_text(lab_toml)
     path = tmp_path / "campaign.toml"
-    path.write_text(f'name = "t"\nlab = "lab.toml"\nseed = 3\nrepetitions = {repetitions}\n{extra}\n'
-                    f'[load]\nworkloads = ["oltp_write_only"]\nthreads = {threads}\ntime_s = {time_s}\n'
-                    f'tables = 2\ntable_size = 1000\n[matrix]\nclusters = {json.dumps(clusters)}\n')
+    path.write_text(campaign_toml("t", "lab.toml", clusters=clusters, repetitions=repetitions, time_s=time_s,
+                                  threads=threads, top=extra))
     return path
 
 

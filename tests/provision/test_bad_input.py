@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +61,8 @@ def test_a_wrong_key_a_closed_port_and_a_taken_port_each_get_one_message_naming_
         assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr
         assert "host h1 unreachable over SSH" in cli.stderr and "Permission denied" in cli.stderr, cli.stderr
         assert "the key the hosts file names" in cli.stderr
+        # the folder says where each host was left, and the same command goes on from there
+        assert json.loads((tmp_path / "state" / "state.json").read_text())["reached"] == {"h1": "failed"}
 
         monkeypatch.setenv("BENCHLIB_TEST_SSH_KEY", kit.private_key)
         with pytest.raises(BenchlibError, match="host h1 unreachable over SSH.*refused"):
@@ -74,6 +77,7 @@ def test_a_wrong_key_a_closed_port_and_a_taken_port_each_get_one_message_naming_
             provision(tmp_path / "lab.toml", _hosts(tmp_path, kit), tmp_path / "state3", quiet=True)
         assert "host h1: port 3310 (for semi-1) is in use" in err.value.render()
         assert "[defaults] port" in err.value.render()
+        assert json.loads((tmp_path / "state3" / "state.json").read_text())["reached"] == {"h1": "failed"}
         pids = subprocess.run(["ip", "netns", "pids", kit.hosts["h1"].netns], capture_output=True, text=True).stdout
         assert [p for p in pids.split() if "mariadbd" in Path(f"/proc/{p}/comm").read_text()] == []  # nothing started
     finally:

@@ -20,6 +20,7 @@ from benchlib.provision.build import provision, unprovision
 from benchlib.provision.nshosts import NamespaceHosts
 from benchlib.remote.check import check_remote
 from benchlib.remote.lab import RemoteLab
+from tests.campaigns import campaign_toml
 from tests.conftest import LAB_ROOT, needs_root
 from tests.provision.test_plan import MATTER, _options
 
@@ -47,43 +48,14 @@ nodes = 3
 """
 #: a small campaign, then a failover run per cluster (the write node killed; GR expels at once with expel timeout 0,
 #: Galera suspects after 2 s): benchlib kills the server over SSH and its heal starts it again through Ansible
-CAMPAIGNS = {"provquick": """
-name = "provquick"
-lab = "prov/remote.toml"
-seed = 1
-repetitions = 1
-[load]
-workloads = ["oltp_read_write"]
-threads = [4]
-time_s = 5
-tables = 2
-table_size = 2000
-[matrix]
-clusters = ["galera"]
-[interference]
-redo_above = 1                 # the suite's other lab tests share the two cores: no run is redone for it
-""", "provfail": """
-name = "provfail"
-lab = "prov/remote.toml"
-seed = 1
-repetitions = 1
-[load]
-workloads = ["oltp_write_only"]
-threads = [4]
-rates = [100]
-time_s = 12                    # GR (expel timeout 0) elects about 6 s after the kill at 3 s
-tables = 2
-table_size = 2000
-[matrix]
-clusters = ["galera", "gr"]
-gr_member_expel_timeout = [0]
-suspect_timeout = [2]
-[fault]
-kind = "kill"
-target = "write_node"
-at_s = 3
-write_rate = 50
-"""}
+CAMPAIGNS = {
+    "provquick": campaign_toml("provquick", "prov/remote.toml", clusters=["galera"], workloads=["oltp_read_write"],
+                               threads=[4], time_s=5, repetitions=1, seed=1, table_size=2000),
+    "provfail": campaign_toml("provfail", "prov/remote.toml", clusters=["galera", "gr"], threads=[4], repetitions=1,
+                              seed=1, table_size=2000, time_s=12,  # GR (expel timeout 0) elects about 6 s after the kill at 3 s
+                              load="rates = [100]\n", matrix="gr_member_expel_timeout = [0]\nsuspect_timeout = [2]\n",
+                              tail='[fault]\nkind = "kill"\ntarget = "write_node"\nat_s = 3\nwrite_rate = 50\n'),
+}
 #: three hosts, each with a Galera node and a group member (and the semi-sync pair on the first two): a host with
 #: several servers of two flavours, as a lab machine often has
 PLACES = {"h1": ["semi-1", "galera-1", "gr-1"], "h2": ["semi-2", "galera-2", "gr-2"], "h3": ["galera-3", "gr-3"]}

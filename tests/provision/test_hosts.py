@@ -43,6 +43,9 @@ def test_a_good_file_places_every_node_and_reads_known_hosts_beside_it(tmp_path)
     (('nodes = ["galera-3"]', 'nodes = ["galera-2"]'), "galera-2 is placed on both db1 and db2"),
     (('user = "root"', 'user = "deploy"'), "set become = true"),
     (('nodes = ["galera-3"]', 'nodes = ["Galera 3"]'), "not a lab spec node name"),
+    (('[hosts.db1]', '[hosts.Db1]'), "host name 'Db1': lower-case letters, digits and '-', at most 32"),
+    (('client = true', 'client = true\nssh = { user = "admin", become = true, agent = true }'),
+     "hosts.db2.ssh: unknown field"),  # one login for every host: a host's own is refused, not ignored
 ])
 def test_bad_files_get_one_message_naming_the_field(tmp_path, change, words):
     with pytest.raises(SpecError) as err:

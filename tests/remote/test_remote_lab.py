@@ -19,6 +19,7 @@ from benchlib.lab.spec import load_spec
 from benchlib.remote.check import format_remote_check
 from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import load_remote_spec
+from tests.campaigns import campaign_toml
 from tests.remote.hosts import create_account, remote_lab_toml
 
 #: ./scripts/test's phase 2 runs the remote-lab modules in one process: their client hosts share one network
@@ -127,24 +128,10 @@ def test_a_setting_that_needs_a_restart_is_refused(remote):
         plan(campaign, allowed)
 
 
-#: (the suite's other worker is a noisy neighbour: these tests count runs, so disturbed runs are kept)
-CAMPAIGN = """name = "{name}"
-lab = "{lab}"
-seed = 3
-repetitions = 2
-stall_s = 20
-[load]
-workloads = ["oltp_read_write"]
-threads = [4]
-time_s = 5
-tables = 2
-table_size = 2000
-[matrix]
-clusters = ["async", "galera"]
-durability = ["relaxed"]
-[interference]
-redo_above = 1
-"""
+def _campaign(name: str, lab: str, *, clusters=("async", "galera"), repetitions: int = 2, time_s: int = 5) -> str:
+    """Two configurations on the remote lab (disturbed runs kept: these tests count runs)."""
+    return campaign_toml(name, lab, clusters=clusters, workloads=["oltp_read_write"], threads=[4], time_s=time_s,
+                         repetitions=repetitions, table_size=2000, top="stall_s = 20\n", matrix='durability = ["relaxed"]\n')
 
 
 def _sections(page: Path) -> list[str]:
@@ -158,8 +145,8 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
     from benchlib.store import read_manifest
 
     lab, d = remote
-    (d / "local.toml").write_text(CAMPAIGN.format(name="rlocal", lab="lab.toml"))
-    (d / "remote-campaign.toml").write_text(CAMPAIGN.format(name="rremote", lab="remote.toml"))
+    (d / "local.toml").write_text(_campaign("rlocal", "lab.toml"))
+    (d / "remote-campaign.toml").write_text(_campaign("rremote", "remote.toml"))
     local = run_campaign(d / "local.toml", runs_dir=tmp_path, progress="none", keep_lab=True)
     # the remote one as a user runs it: the CLI, through the campaign notebook (papermill)
     cli = subprocess.run([str(Path(sys.executable).parent / "benchlib"), "run", str(d / "remote-campaign.toml"),
@@ -266,7 +253,7 @@ def test_a_remote_lab_without_client_hosts_runs_sysbench_here(remote, tmp_path):
                                                                                           "galera": "galera"},
                                                  roles=ROLES, user="rbench", password_env="BENCHLIB_TEST_DB_PASSWORD"))
     assert "[clients" not in (d / "here.toml").read_text()
-    (d / "here-campaign.toml").write_text(CAMPAIGN.format(name="rhere", lab="here.toml"))
+    (d / "here-campaign.toml").write_text(_campaign("rhere", "here.toml"))
     result = run_campaign(d / "here-campaign.toml", runs_dir=tmp_path, progress="none")
     assert result.counts == {"ok": 4}, result.table()
     for run in result.plan:
@@ -299,8 +286,7 @@ def test_a_node_lost_mid_run_fails_the_run_and_stops_the_campaign(remote, tmp_pa
     from tests.conftest import kill9
 
     lab, d = remote
-    spec = CAMPAIGN.format(name="rdown", lab="remote.toml").replace("repetitions = 2", "repetitions = 1").replace(
-        'clusters = ["async", "galera"]', 'clusters = ["galera"]').replace("time_s = 5", "time_s = 30")
+    spec = _campaign("rdown", "remote.toml", clusters=["galera"], repetitions=1, time_s=30)
     (d / "down.toml").write_text(spec)
     killed = []
 
