@@ -71,6 +71,7 @@ class TopologyFacts:
     baseline: bool = False  # ratios are taken against it
     local: bool = True  # the embedded lab builds it
     binlog: bool = True  # its nodes write a binary log unless the spec says otherwise
+    semisync_acks: bool = False  # a commit waits for a replica's semi-sync acknowledgement (a remote check asks)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class ServerFacts:
 
 SYSTEMS: dict[str, SystemFacts] = {}
 TOPOLOGIES: dict[str, TopologyFacts] = {t.name: t for t in (
-    TopologyFacts("single", replicas=False), TopologyFacts("async", baseline=True), TopologyFacts("semisync"),
+    TopologyFacts("single", replicas=False), TopologyFacts("async", baseline=True), TopologyFacts("semisync", semisync_acks=True),
     TopologyFacts("galera", multi_writer=True, binlog=False), TopologyFacts("group_replication", multi_writer=True),
     TopologyFacts("aurora", local=False))}
 SERVERS: dict[str, ServerFacts] = {s.name: s for s in (

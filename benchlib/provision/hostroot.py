@@ -31,11 +31,17 @@ from benchlib.errors import MissingDependencyError, run_step
 __all__ = ["BASE", "CACHED", "SUITE", "build", "cache_dir", "find"]
 
 SUITE = "bookworm"
-#: what every host has installed: SSH, Python for Ansible's modules, the network tools a cut needs, an init
-BASE = ["openssh-server", "python3", "iproute2", "iptables", "procps", "tini"]
+#: what every host has installed: SSH, Python for Ansible's modules, the network tools a cut needs, two inits (tini,
+#: or systemd on a host that boots it: ``benchlib.provision.nshosts``)
+BASE = ["openssh-server", "python3", "iproute2", "iptables", "procps", "tini", "systemd"]
+#: units a host booting systemd does not run: consoles and logins (the host has none), timers that would run apt or
+#: disk jobs beside a benchmark
+MASKED = ["getty.target", "console-getty.service", "systemd-logind.service", "e2scrub_reap.service",
+          "apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer", "e2scrub_all.timer", "fstrim.timer",
+          "systemd-pstore.service"]
 #: what provisioning installs on a host, kept downloaded in the root's apt cache (not installed)
 CACHED = ["mariadb-server", "mariadb-client", "galera-4", "sysbench", "rsync", "python3-pymysql", "python3-apt"]
-RECIPE = 3  # bump when the build below changes
+RECIPE = 4  # bump when the build below changes
 DONE = ".benchlib-root-complete"
 
 
@@ -97,6 +103,10 @@ def build(*, quiet: bool = False) -> Path:
         # each host makes its own keys when it first starts
         'rm -f "$1"/etc/ssh/ssh_host_*',
         f"printf '%s' '{_SSHD}' > \"$1/etc/ssh/sshd_config.d/benchlib.conf\"",
+        # under systemd: sshd its one service, nothing else started
+        'mkdir -p "$1/etc/systemd/system/multi-user.target.wants"',
+        'ln -sf /lib/systemd/system/ssh.service "$1/etc/systemd/system/multi-user.target.wants/ssh.service"',
+        *[f'ln -sf /dev/null "$1/etc/systemd/system/{unit}"' for unit in MASKED],
     ]
     cmd = ["mmdebstrap", "--variant=minbase", f"--include={','.join(BASE)}",
            "--skip=cleanup/apt/lists", "--skip=cleanup/apt/cache",
@@ -115,6 +125,9 @@ def build(*, quiet: bool = False) -> Path:
     policy.chmod(0o755)
     (partial / DONE).write_text(f"built in {time.monotonic() - started:.0f} s\n")
     os.replace(partial, root)
+    for old in root.parent.glob(f"{SUITE}-*"):  # roots of earlier recipes: nothing uses them any more
+        if old != root and not old.name.endswith(".partial"):
+            shutil.rmtree(old, ignore_errors=True)
     if not quiet:
         print(f"[hostroot] built {root} in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return root

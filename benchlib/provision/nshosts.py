@@ -7,15 +7,18 @@ wants to try ``benchlib provision`` first). A host is
   (198.19.N.1): the hosts reach each other and this machine, nothing else;
 - a copy-on-write layer (overlayfs) over the cached Debian root (``benchlib.provision.hostroot``): its own ``/etc``,
   ``/var/lib``, packages and datadirs;
-- its own mount, PID and UTS namespaces, entered with ``unshare`` and ``chroot``; ``tini`` is its first process and
-  ``sshd`` its only service. There is no systemd: servers on it are started by benchlib's service script
-  (``ansible/files/benchlib-node``, its ``direct`` mode), as on any machine without systemd.
+- its own mount, PID and UTS namespaces, entered with ``unshare`` and ``chroot``, and one of two inits:
+  ``tini`` with ``sshd`` its only process (no service manager: benchlib's service script, ``ansible/files/benchlib-node``,
+  starts servers directly, as in a container), or ``systemd`` booted as its process 1 in a cgroup namespace of its own
+  (a cgroup ``benchlib-<netns>`` here; its own ``/dev`` of a few nodes, ``/sys`` read-only), with ``ssh.service``
+  started and consoles, logins and timers masked: there the script runs each server as the unit ``benchlib@NODE``,
+  as on a real machine.
 
 Only the kernel is shared. Ansible reaches a host over real SSH with a key made for the kit; the hosts' own host keys
 go into the kit's ``known_hosts``. ``down()`` kills each host's whole process tree (its PID namespace), unmounts its
 layer, deletes its namespace, interfaces and files: nothing stays behind, also after a failed provisioning.
 
-    kit = NamespaceHosts(Path("/tmp/blh"), ["db1", "db2", "db3"]).up()
+    kit = NamespaceHosts(Path("/tmp/blh"), ["db1", "db2", "db3"], systemd=["db1"]).up()
     kit.hosts["db1"].address     # 198.19.1.11
     kit.private_key              # for an SSH client (the hosts file names it by environment variable)
     kit.down()
@@ -47,6 +50,8 @@ class Host:
     netns: str
     dir: str  # the host's folder: upper layer, work dir, merged root
     pid: int = 0  # the unshare process holding its namespaces
+    init: str = "tini"  # or "systemd"
+    cgroup: str = ""  # systemd: the cgroup (here) its namespace is rooted at
 
     @property
     def root(self) -> Path:
@@ -77,9 +82,10 @@ def _free_net() -> int:
 class NamespaceHosts:
     """Hosts ``names`` kept under ``dir`` (state in ``dir/kit.json``)."""
 
-    def __init__(self, dir: Path, names: list[str]):
+    def __init__(self, dir: Path, names: list[str], *, systemd: list[str] = ()):
         self.dir = Path(dir).absolute()
         self.names = list(names)
+        self.systemd = set(systemd)  # the hosts that boot systemd (the others: tini)
         self.net = 0
         self.hosts: dict[str, Host] = {}
 
@@ -132,7 +138,7 @@ class NamespaceHosts:
     def _start(self, name: str, i: int, lower: Path) -> None:
         hdir = self.dir / name
         host = Host(name=name, address=f"{NET_PREFIX}.{self.net}.{10 + i}",
-                    netns=f"blh{self.net}-{name}", dir=str(hdir))
+                    netns=f"blh{self.net}-{name}", dir=str(hdir), init="systemd" if name in self.systemd else "tini")
         self.hosts[name] = host
         self._save()
         for sub in ("upper", "work", "root"):
@@ -160,14 +166,23 @@ class NamespaceHosts:
         _run("ip", "-n", host.netns, "link", "set", "eth0", "up")
         _run("ip", "-n", host.netns, "link", "set", "lo", "up")
         _run("ip", "-n", host.netns, "route", "add", "default", "via", self.gateway)
-        # its own mounts, processes and hostname; tini first, sshd its one service
-        boot = (f"set -e; hostname {name}; mount --make-rprivate /; mount -t proc proc {r}/proc; "
-                f"mount --rbind /sys {r}/sys; mount --rbind /dev {r}/dev; mount -t tmpfs -o mode=755 tmpfs {r}/run; "
-                f"mkdir -p {r}/run/sshd {r}/run/lock; exec chroot {r} /usr/bin/tini -- /usr/sbin/sshd -D -e")
+        # its own mounts, processes and hostname; tini first with sshd its one process, or systemd
+        unshare = ["ip", "netns", "exec", host.netns, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child"]
+        if host.init == "systemd":
+            host.cgroup = str(_cgroup_root() / f"benchlib-{host.netns}")
+            self._save()
+            Path(host.cgroup).mkdir(exist_ok=True)
+            boot = _SYSTEMD_BOOT.format(r=r)
+            # the unshare process enters the host's cgroup first: the cgroup namespace is rooted there
+            argv = ["sh", "-c", f'echo $$ > {host.cgroup}/cgroup.procs && exec "$@"', "boot",
+                    *unshare, "--cgroup", "sh", "-c", boot]
+        else:
+            boot = (f"set -e; hostname {name}; mount --make-rprivate /; mount -t proc proc {r}/proc; "
+                    f"mount --rbind /sys {r}/sys; mount --rbind /dev {r}/dev; mount -t tmpfs -o mode=755 tmpfs {r}/run; "
+                    f"mkdir -p {r}/run/sshd {r}/run/lock; exec chroot {r} /usr/bin/tini -- /usr/sbin/sshd -D -e")
+            argv = [*unshare, "sh", "-c", boot]
         log = open(hdir / "host.log", "ab")
-        proc = subprocess.Popen(["ip", "netns", "exec", host.netns, "unshare", "--mount", "--uts", "--pid", "--fork",
-                                 "--kill-child", "sh", "-c", boot], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         log.close()
         host.pid = proc.pid
         self._save()
@@ -193,6 +208,8 @@ class NamespaceHosts:
         """Kill every host's processes, unmount, delete namespaces, interfaces and the kit's folder."""
         for host in self.hosts.values():
             _kill_tree(host.pid)
+            if host.cgroup:
+                _remove_cgroup(Path(host.cgroup))
         for host in self.hosts.values():
             if host.root.is_mount():
                 if _run("umount", str(host.root), check=False).returncode != 0:
@@ -213,6 +230,53 @@ class NamespaceHosts:
         kit.net = data["net"]
         kit.hosts = {n: Host(**h) for n, h in data["hosts"].items()}
         return kit
+
+
+#: a host booting systemd: its own /dev of a few nodes (not this machine's consoles), /sys read-only, its cgroup
+#: namespace's cgroup2 tree, and ``container`` set so systemd runs as in a container
+_SYSTEMD_BOOT = """set -e; mount --make-rprivate /
+mount -t proc proc {r}/proc
+mount -t sysfs -o ro sysfs {r}/sys
+mount -t cgroup2 cgroup2 {r}/sys/fs/cgroup
+mount -t tmpfs -o mode=755,nosuid tmpfs {r}/dev
+for d in null zero full random urandom tty; do touch {r}/dev/$d; mount --bind /dev/$d {r}/dev/$d; done
+mkdir {r}/dev/pts {r}/dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts {r}/dev/pts
+ln -s pts/ptmx {r}/dev/ptmx; ln -s /proc/self/fd {r}/dev/fd
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs {r}/dev/shm
+mount -t tmpfs -o mode=755 tmpfs {r}/run
+export container=benchlib-namespace-host
+exec chroot {r} /lib/systemd/systemd --system --log-target=console
+"""
+
+
+def _cgroup_root() -> Path:
+    """Where this machine's cgroup2 tree is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid one)."""
+    for p in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+        if (p / "cgroup.procs").exists() and (p / "cgroup.subtree_control").exists():
+            return p
+    raise MissingDependencyError("a namespace host booting systemd needs the cgroup2 file system (none mounted)",
+                                 hint="use tini hosts (systemd = []), or mount cgroup2 on /sys/fs/cgroup")
+
+
+def _remove_cgroup(path: Path) -> None:
+    """Kill what is left in a host's cgroup and remove it with the cgroups systemd made below it."""
+    if not path.is_dir():
+        return
+    kill = path / "cgroup.kill"
+    if kill.exists():
+        kill.write_text("1")
+    deadline = time.monotonic() + 10
+    while path.is_dir():
+        for d in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [path]:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        if path.is_dir():
+            if time.monotonic() > deadline:
+                raise LabError(f"cgroup {path} could not be removed (processes left in it?)")
+            time.sleep(0.1)
 
 
 def _kill_tree(pid: int) -> None:

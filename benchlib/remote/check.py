@@ -8,8 +8,9 @@ Checked in order, every problem one line naming the node or host and how to fix 
    run (a refusal names the grant to add): replica status, performance_schema tables, group
    member stats, Aurora's replica_host_status, the benchlib and sbtest schemas on the writer;
    changing global variables (needed only when a campaign sweeps settings) is a note;
-4. replication health: replica threads running without error, Galera nodes Synced in a
-   primary component of the declared size, Group Replication members ONLINE;
+4. replication health: replica threads running without error, semi-sync ON with every replica a client where the
+   spec says semisync, Galera nodes Synced in a primary component of the declared size, Group Replication members
+   ONLINE;
 5. clock offsets of every server and client host from this machine (lowest round trip);
 6. the client hosts: SSH login and sysbench's version.
 """
@@ -21,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
+from benchlib import catalogue
 from benchlib.errors import BenchlibError
 from benchlib.sampling.clock import server_offset
 from benchlib.systems import get as get_system
-from benchlib.systems import dialect
+from benchlib.systems import dialect, semisync
 from benchlib.systems.privileges import ACCESS_DENIED, GRANTS, WRONG_PASSWORD, privilege_message
 
 if TYPE_CHECKING:
@@ -102,7 +104,29 @@ def _check_node(lab: "RemoteLab", result: RemoteCheck, cluster: str, node, conn,
     if readable:  # what the sampler reads, it may read: is the node ready? (the check every lab runs)
         for problem in system.readiness(conn, writer, len(spec.nodes), node.name):
             result.add(node.name, False, problem)
+    if writer and catalogue.TOPOLOGIES[spec.topology].semisync_acks:
+        _check_semisync(result, conn, node.name, len(spec.nodes) - 1)
     _can_set_global(result, conn, node.name, kind)
+
+
+def _check_semisync(result: RemoteCheck, conn, node: str, replicas: int) -> None:
+    """A cluster the spec calls semi-sync must be one: its primary's semi-sync ON with every replica a client (a
+    benchmark of an async pair labelled semi-sync is the mistake this catches)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_%'")
+        status = semisync.status_of({r["Variable_name"]: r["Value"] for r in cur.fetchall()})
+    on, clients = status.get("status") == 1.0, int(status.get("clients", 0))
+    if not status:
+        result.add(node, False, f"{node}: the spec says semisync, but the server has no semi-sync (its status "
+                                "variables are missing): load the semi-sync plugin (MySQL) and switch it on, or "
+                                "remove topology = \"semisync\" from the cluster")
+    elif not on or clients < replicas:
+        result.add(node, False, f"{node}: the spec says semisync, but semi-sync is {'ON' if on else 'OFF'} on the "
+                                f"primary with {clients} of {replicas} replicas as semi-sync clients: switch it on "
+                                "(primary and replicas, then restart the replicas' IO threads), or remove "
+                                "topology = \"semisync\" from the cluster")
+    else:
+        result.add(node, True, f"{node}: semi-sync ON, {clients} of {replicas} replicas as clients")
 
 
 def _can_set_global(result: RemoteCheck, conn, node: str, kind: dialect.ServerKind) -> None:

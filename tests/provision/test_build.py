@@ -60,6 +60,9 @@ CAMPAIGNS = {
 #: several servers of two flavours, as a lab machine often has
 PLACES = {"h1": ["semi-1", "galera-1", "gr-1"], "h2": ["semi-2", "galera-2", "gr-2"], "h3": ["galera-3", "gr-3"]}
 CLIENT = "h3"  # sysbench runs there (installed by provisioning), started over SSH
+#: the host that boots systemd (the others run tini): its servers run as units benchlib@NODE, and the write nodes the
+#: failover campaign kills there are killed and started again through systemd
+SYSTEMD_HOST = "h1"
 
 
 def _effective_matches(node: str, cnf: str, effective: dict[str, str]) -> int:
@@ -100,15 +103,16 @@ def _host_state(kit: NamespaceHosts, name: str) -> dict:
     comms = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists())
     return {"packages": sorted(line.split()[0] for line in pkgs.splitlines() if line.endswith(" install ok installed")),
             "passwd": sorted(line.split(":")[0] for line in (root / "etc/passwd").read_text().splitlines()),
-            "benchlib": [p for p in ("var/lib/benchlib", "opt/benchlib", "etc/benchlib", "usr/local/sbin/benchlib-node")
-                         if (root / p).exists()],
+            "benchlib": [p for p in ("var/lib/benchlib", "opt/benchlib", "etc/benchlib", "usr/local/sbin/benchlib-node",
+                                     "etc/systemd/system/benchlib@.service") if (root / p).exists()],
             "processes": [c for c in comms if c not in ("sshd", "sshd-session")]}
 
 
 @pytest.mark.heavy
 @pytest.mark.timeout(900)
 def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(tmp_path, monkeypatch):
-    kit = NamespaceHosts(LAB_ROOT / f"hosts{os.getpid()}", list(PLACES))  # the suite's cleanup finds it there
+    # (under LAB_ROOT: the suite's cleanup finds the kit there)
+    kit = NamespaceHosts(LAB_ROOT / f"hosts{os.getpid()}", list(PLACES), systemd=[SYSTEMD_HOST])
     kit.up()
     try:
         before = {h: _host_state(kit, h) for h in PLACES}
@@ -126,6 +130,13 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         lab = RemoteLab(load_lab_spec(built.remote_spec))
         check = check_remote(lab)
         assert check.ok, "\n".join(check.lines())
+        assert "ok   semi-1: semi-sync ON, 1 of 1 replicas as clients" in check.lines()  # really semi-sync
+        plab = open_lab(load_lab_spec(built.remote_spec))[0]
+        units = " ".join(f"benchlib@{n}" for n in PLACES[SYSTEMD_HOST])
+        assert plab.run_on_host("galera-1", f"systemctl is-active {units}").split() == ["active"] * 3
+        # no systemd on h2: the script started the server itself
+        assert plab.run_on_host("galera-2", "test ! -d /run/systemd/system && /usr/local/sbin/benchlib-node status "
+                                            "galera-2").strip().isdigit()
 
         again = provision(tmp_path / "lab.toml", tmp_path / "hosts.toml", folder, quiet=True)
         print(f"provisioned again in {again.seconds:.0f} s")
@@ -158,9 +169,11 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
             assert m["heal"]["restarted"] == m["fault"]["nodes"], m["heal"]  # killed over SSH, started by the heal
             assert m["ledger"]["lost"] == 0, m["ledger"]
         assert RemoteLab(load_lab_spec(built.remote_spec)).broken() == []
+        for node in ("galera-1", "gr-1"):  # killed through systemd, and started again as the unit's main process
+            main = plab.run_on_host(node, f"systemctl show -P ExecMainPID benchlib@{node}").strip()
+            assert main == plab.run_on_host(node, f"/usr/local/sbin/benchlib-node status {node}").strip() != "0", node
 
         # gr-3 cut off from its group by its host's firewall: the group loses it, benchlib still reaches it
-        plab = open_lab(load_lab_spec(built.remote_spec))[0]
         control = plab.faults()
         cut = Fault("isolate", ("gr-3",))
         assert control.fault_refusal("gr", "isolate", ["gr-3"], None) is None

@@ -95,6 +95,16 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     assert re.match(r"async-2: 'rweak' lacks a privilege the replica_status probe needs \(.*SLAVE MONITOR.*\); "
                     r"add it: GRANT REPLICATION CLIENT ON \*\.\* TO rweak", weak.problems[0].message)
 
+    # an async pair the spec calls semi-sync: said on its primary, with what to do
+    text = (d / "remote.toml").read_text()
+    (d / "semi.toml").write_text(text.replace('[clusters.async]\nsystem = "mariadb"\n',
+                                              '[clusters.async]\nsystem = "mariadb"\ntopology = "semisync"\n'))
+    labelled = RemoteLab(load_remote_spec(d / "semi.toml")).check(clients=False)
+    assert [f.message for f in labelled.problems] == [
+        "async-1: the spec says semisync, but semi-sync is OFF on the primary with 0 of 1 replicas as semi-sync "
+        "clients: switch it on (primary and replicas, then restart the replicas' IO threads), or remove "
+        'topology = "semisync" from the cluster']
+
     with lab.connect("async-2") as conn:
         sql.execute(conn, "STOP SLAVE")
     try:
