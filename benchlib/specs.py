@@ -11,12 +11,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchlib import catalogue
 from benchlib.errors import SpecError
 
-__all__ = ["CLUSTER_NAME", "CLUSTER_NAME_RULE", "Strict", "format_validation", "named_keys", "read_toml"]
+__all__ = ["CLUSTER_NAME", "CLUSTER_NAME_RULE", "Site", "Strict", "check_sites", "format_validation", "named_keys", "read_toml"]
 
 #: the name of a cluster, site or client host table in a lab spec (local or remote)
 CLUSTER_NAME = r"[a-z][a-z0-9]{0,11}"
@@ -26,6 +26,35 @@ _TOPOLOGY_TAGS = tuple(catalogue.local_topologies())  # the tags of a local clus
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Site(Strict):
+    """Nodes in a place of their own, ``rtt_ms`` away from the rest of the lab (a local lab emulates it; a provisioned
+    one emulates it on its hosts; any other remote lab declares what its network has)."""
+
+    nodes: list[str] = Field(min_length=1)
+    rtt_ms: float = Field(gt=0, le=5000)
+    jitter_ms: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _jitter_below_delay(self):
+        if self.jitter_ms * 2 > self.rtt_ms:
+            raise ValueError(f"jitter_ms ({self.jitter_ms}) must be at most half of rtt_ms ({self.rtt_ms})")
+        return self
+
+
+def check_sites(sites: dict[str, Site], nodes: list[str]) -> None:
+    """Every site names nodes of the lab, each node in one site at most (a ValueError says which is not)."""
+    known = set(nodes)
+    seen: dict[str, str] = {}
+    for site_name, site in sites.items():
+        for node in site.nodes:
+            if node not in known:
+                raise ValueError(
+                    f"sites.{site_name}.nodes: no node {node!r} in this lab (nodes are: {', '.join(sorted(known))})")
+            if node in seen:
+                raise ValueError(f"sites: node {node!r} is in both {seen[node]!r} and {site_name!r}")
+            seen[node] = site_name
 
 
 def named_keys(*fields: str, pattern: str, rule: str, what: str = ""):

@@ -82,26 +82,35 @@ class Relay:
         if out is None or out == src_fd:
             return
         a, b = self.fds[src_fd], self.fds[out]
-        delay = a["one_way"] + b["one_way"]
-        jitter = a["jitter"] + b["jitter"]
+        self._enqueue(out, packet, now, a["one_way"] + b["one_way"], a["jitter"] + b["jitter"])
+
+    def _enqueue(self, out, packet: bytes, now: float, delay: float, jitter: float) -> None:
+        """Hold ``packet`` for output ``out`` for ``delay`` s (± ``jitter``), never overtaking one queued before."""
         if jitter:
             delay = max(0.0, delay + random.uniform(-jitter, jitter))
-        due = max(now + delay, self.last_due[out])  # never reorder on an output
+        due = max(now + delay, self.last_due[out])
         self.last_due[out] = due
         self.queues[out].append((due, packet))
 
+    def _emit(self, out, packet: bytes) -> None:
+        """Send ``packet`` on output ``out`` (here: the TUN device's fd)."""
+        os.write(out, packet)
+
+    def inputs(self) -> list[int]:
+        return list(self.fds)
+
     def serve(self) -> None:
-        fds = list(self.fds)
+        fds = self.inputs()
         # select() oversleeps by a steady amount on VMs (about 0.2 ms here): wake that
         # much early, tracked as a moving estimate, so packets leave on time.
         early = 0.0002
         while True:
             now = time.monotonic()
             next_due = None
-            for fd, q in self.queues.items():
+            for out, q in self.queues.items():
                 while q and q[0][0] <= now:
                     try:
-                        os.write(fd, q.popleft()[1])
+                        self._emit(out, q.popleft()[1])
                     except BlockingIOError:
                         break  # the kernel queue is full: drop, as a link would
                     except OSError:

@@ -47,7 +47,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from benchlib import systems
 from benchlib.errors import SpecError
 from benchlib.lab import flavors
-from benchlib.specs import CLUSTER_NAME, CLUSTER_NAME_RULE, Strict, format_validation, named_keys, read_toml
+from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,
+                            read_toml)
 from benchlib.systems.settings import SettingRules
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
@@ -230,20 +231,6 @@ Cluster = Annotated[
 ]
 
 
-class Site(Strict):
-    """Nodes placed in their own network namespace, ``rtt_ms`` away from the rest of the lab."""
-
-    nodes: list[str] = Field(min_length=1)
-    rtt_ms: float = Field(gt=0, le=5000)
-    jitter_ms: float = Field(default=0.0, ge=0)
-
-    @model_validator(mode="after")
-    def _jitter_below_delay(self):
-        if self.jitter_ms * 2 > self.rtt_ms:
-            raise ValueError(f"jitter_ms ({self.jitter_ms}) must be at most half of rtt_ms ({self.rtt_ms})")
-        return self
-
-
 class LabSpec(Strict):
     kind: Literal["local"] = "local"  # a remote lab spec says kind = "remote" (benchlib.remote.spec)
     name: str = Field(pattern=LAB_NAME)
@@ -259,17 +246,7 @@ class LabSpec(Strict):
 
     @model_validator(mode="after")
     def _sites_name_real_nodes(self):
-        known = set(self.node_names())
-        seen: dict[str, str] = {}
-        for site_name, site in self.sites.items():
-            for node in site.nodes:
-                if node not in known:
-                    raise ValueError(
-                        f"sites.{site_name}.nodes: no node {node!r} in this lab (nodes are: {', '.join(sorted(known))})"
-                    )
-                if node in seen:
-                    raise ValueError(f"sites: node {node!r} is in both {seen[node]!r} and {site_name!r}")
-                seen[node] = site_name
+        check_sites(self.sites, self.node_names())
         return self
 
     @model_validator(mode="after")

@@ -27,9 +27,11 @@ from typing import Any
 
 from benchlib import catalogue
 from benchlib.errors import LabError, SpecError
+from benchlib.lab import relay
 from benchlib.lab import secrets as lab_secrets
 from benchlib.lab.node import write_private
 from benchlib.lab.spec import LabSpec, load_spec, parse_spec
+from benchlib.provision import wanhost
 from benchlib.provision.ansible_run import ProvisionError, refuse_leaked, run_playbook
 from benchlib.provision.hosts import HostsSpec, load_hosts
 from benchlib.provision.plan import BASE, Plan, PlannedNode
@@ -128,7 +130,8 @@ def inventory(plan: Plan, state: dict[str, Any], archives: dict[str, Path]) -> d
     login = hosts.ssh
     common = {"ansible_user": login.user, "ansible_port": login.port, "ansible_become": login.become,
               "ansible_python_interpreter": "/usr/bin/python3", "service": hosts.defaults.service,
-              "base": str(BASE), "apt_update": hosts.defaults.apt_update}
+              "base": str(BASE), "apt_update": hosts.defaults.apt_update,
+              "wan_files": [str(Path(relay.__file__)), str(Path(wanhost.__file__))]}
     if login.known_hosts:
         common["ansible_ssh_common_args"] = (f"-o UserKnownHostsFile={shlex.quote(login.known_hosts)} "
                                              "-o StrictHostKeyChecking=yes")
@@ -139,6 +142,10 @@ def inventory(plan: Plan, state: dict[str, Any], archives: dict[str, Path]) -> d
                              "installed": state.get("installed", {}).get(host, []),
                              "before": state.get("before", {}).get(host, []),
                              "made_mysql_user": state.get("made_mysql_user", {}).get(host, False)}
+        peers = plan.wan_peers(host)
+        if peers:  # the WAN delay this host adds (benchlib.provision.wanhost)
+            v["wan"] = {"shaper": state.get("shaper", {}).get(host, "relay"), "service": hosts.defaults.service,
+                        "source": m.address, "peers": peers}
         archived = {n.flavor.name for n in nodes} & set(archives)
         if archived:
             flavor = sorted(archived)[0]
@@ -201,6 +208,11 @@ def _remote_spec(plan: Plan, source: str) -> str:
             lines.append(f'    {{ name = "{n.name}", host = "{n.address}", port = {n.plan.port}, role = "{role}", '
                          f"{ssh} }},")
         lines.append("]")
+    for sname, site in lab.sites.items():
+        lines += ["", f"[sites.{sname}]                          # emulated on the hosts (benchlib.provision.wanhost)",
+                  f"nodes = {json.dumps(site.nodes)}", f"rtt_ms = {site.rtt_ms:g}"]
+        if site.jitter_ms:
+            lines.append(f"jitter_ms = {site.jitter_ms:g}")
     for h in hosts.clients():
         m = hosts.hosts[h]
         key = f'key_env = "{login.key_env}"' if login.key_env else "agent = true"
@@ -229,13 +241,11 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
     lab_path, hosts_path = Path(lab_path), Path(hosts_path)
     lab = load_spec(lab_path)  # a missing or invalid file: one message
     lab_text = lab_path.read_text()
-    if lab.sites:
-        raise SpecError(f"{lab_path}: [sites] (WAN delay between nodes) is not built on provisioned hosts yet",
-                        hint="provision the spec without [sites]; WAN sites run on the embedded lab (benchlib lab up)")
     hosts = load_hosts(hosts_path)
     hosts_data = hosts.model_dump(mode="json")
     hosts.check_against(lab.node_names(), str(hosts_path))
     key = _ssh_key(hosts)
+    plan = Plan(lab, hosts, _controller_addresses(hosts))  # what cannot be built is refused before anything is made
     folder = Path(dir) if dir else Path("provisioned") / lab.name
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
@@ -250,7 +260,6 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
         _save(folder, state)
     creds = (lab_secrets.load(folder) if lab_secrets.secrets_path(folder).exists()
              else lab_secrets.create(folder))
-    plan = Plan(lab, hosts, _controller_addresses(hosts))
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"
     passwords = {u: creds.password(u) for u in lab_secrets.ACCOUNTS}
@@ -273,6 +282,7 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
                                          hint="stop what listens there, or set [defaults] port in the hosts file to a "
                                               "free one")
                 if host not in state.get("before", {}):
+                    state.setdefault("shaper", {})[host] = "netem" if "netem yes" in lines else "relay"
                     state["installed"][host] = [p for p in plan.packages(host) if p not in have]
                     state["made_mysql_user"][host] = "user mysql" not in lines
                     state.setdefault("before", {})[host] = sorted(line[4:] for line in lines

@@ -19,7 +19,8 @@
     address = "10.0.0.20"
     client = true                  # sysbench runs here (without a client host: on the machine running benchlib)
 
-Every node of the lab spec is placed on exactly one host. Secrets are never written here: a literal password or key
+Every node of the lab spec is placed on exactly one host, and a host's nodes are in one place (one of the lab spec's
+[sites], or none: the hosts emulate the round trips between places). Secrets are never written here: a literal password or key
 is refused with the way to pass it.
 """
 

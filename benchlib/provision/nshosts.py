@@ -232,15 +232,16 @@ class NamespaceHosts:
         return kit
 
 
-#: a host booting systemd: its own /dev of a few nodes (not this machine's consoles), /sys read-only, its cgroup
+#: a host booting systemd: its own /dev of a few nodes (not this machine's consoles; the TUN device for a WAN
+#: relay), /sys read-only, its cgroup
 #: namespace's cgroup2 tree, and ``container`` set so systemd runs as in a container
 _SYSTEMD_BOOT = """set -e; mount --make-rprivate /
 mount -t proc proc {r}/proc
 mount -t sysfs -o ro sysfs {r}/sys
 mount -t cgroup2 cgroup2 {r}/sys/fs/cgroup
 mount -t tmpfs -o mode=755,nosuid tmpfs {r}/dev
-for d in null zero full random urandom tty; do touch {r}/dev/$d; mount --bind /dev/$d {r}/dev/$d; done
-mkdir {r}/dev/pts {r}/dev/shm
+mkdir {r}/dev/pts {r}/dev/shm {r}/dev/net
+for d in null zero full random urandom tty net/tun; do touch {r}/dev/$d; mount --bind /dev/$d {r}/dev/$d; done
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts {r}/dev/pts
 ln -s pts/ptmx {r}/dev/ptmx; ln -s /proc/self/fd {r}/dev/fd
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs {r}/dev/shm

@@ -18,7 +18,8 @@ import pymysql.converters
 
 from benchlib.lab import flavors
 from benchlib.lab.flavors import Flavor
-from benchlib.lab.layout import PORTS_PER_NODE, Layout, NodePlan
+from benchlib.errors import SpecError
+from benchlib.lab.layout import PORTS_PER_NODE, Layout, NodePlan, SitePlan
 from benchlib.lab.mycnf import render
 from benchlib.lab.secrets import Credentials
 from benchlib.lab.topology import REGISTRY
@@ -30,8 +31,9 @@ __all__ = ["BASE", "HostServer", "PlannedNode", "Plan", "host_server", "sql_lite
 
 BASE = Path("/var/lib/benchlib")  # a node's folder on its host: BASE/<lab>/<node>
 OPT = Path("/opt/benchlib")  # servers benchlib copies to a host (MySQL 9 unpacked from Debian's unstable suite)
-#: on every host: Ansible's apt module's own library, community.mysql's driver, sysbench (a client or not)
-ALWAYS = ["python3-apt", "python3-pymysql", "sysbench"]
+#: on every host: Ansible's apt module's own library, community.mysql's driver, sysbench (a client or not), and the
+#: tools a cut (iptables) and a WAN delay (ip, tc) use
+ALWAYS = ["iproute2", "iptables", "python3-apt", "python3-pymysql", "sysbench"]
 
 
 def sql_literal(value: Any) -> str:
@@ -82,6 +84,21 @@ def host_server(flavor: Flavor) -> HostServer:
                               source=f"copied to {remote}"), prefix, local)
 
 
+def _host_sites(lab: LabSpec, hosts: HostsSpec) -> dict[str, str]:
+    """Each host's site (hosts with no node of a site are in none); a host holding nodes of two places is refused:
+    a machine is in one place."""
+    out: dict[str, str] = {}
+    for host, m in hosts.hosts.items():
+        places = {lab.site_of(n) for n in m.nodes}
+        if len(places) > 1:
+            named = ", ".join(f"{n} ({lab.site_of(n) or 'no site'})" for n in m.nodes)
+            raise SpecError(f"host {host} holds nodes of different places: {named}",
+                            hint="a machine is in one place: put each site's nodes on hosts of their own")
+        if places and None not in places:
+            out[host] = next(iter(places))
+    return out
+
+
 @dataclass(frozen=True)
 class PlannedNode:
     plan: NodePlan
@@ -114,6 +131,7 @@ class Plan:
         self.hosts = hosts
         self.controller = controller  # this machine's addresses as the hosts see them (benchlib connects from there)
         placed = hosts.placed()
+        self.host_sites = _host_sites(lab, hosts)
         per_host: dict[str, int] = {}
         nodes: dict[str, NodePlan] = {}
         k = 0
@@ -125,13 +143,16 @@ class Plan:
                 per_host[host] = slot + 1
                 address = hosts.hosts[host].address
                 nodes[name] = NodePlan(name=name, cluster=cname, topology=cluster.topology, index=i, server_id=k + 1,
-                                       port=hosts.defaults.port + PORTS_PER_NODE * slot, site=None,
+                                       port=hosts.defaults.port + PORTS_PER_NODE * slot, site=lab.site_of(name),
                                        dir=BASE / lab.name / name, listen_host=address, bind_hosts=(address,),
                                        netns=None, flavor=cluster.system)
                 k += 1
         networks = ",".join(sorted({f"{a}/32" for a in self.addresses()}))
+        # the sites' round trips size the same timers as in the embedded lab (their namespaces are not made here)
+        sites = {name: SitePlan(name, k, site.rtt_ms, site.jitter_ms, "", "", "")
+                 for k, (name, site) in enumerate(lab.sites.items(), start=1)}
         self.layout = Layout(spec=lab, dir=BASE / lab.name, base_port=hosts.defaults.port, net_index=None,
-                             nodes=nodes, allowlist=f"127.0.0.1/8,{networks}")
+                             nodes=nodes, sites=sites, allowlist=f"127.0.0.1/8,{networks}")
         servers: dict[str, HostServer] = {}
         self.nodes: dict[str, PlannedNode] = {}
         for name, n in nodes.items():
@@ -163,6 +184,24 @@ class Plan:
             topology = REGISTRY[node.plan.topology]
             want |= set(topology.tools.values()) | set(topology.files.values())
         return sorted(want)
+
+    def wan_peers(self, host: str) -> list[dict[str, Any]]:
+        """Where ``host`` delays what it sends, and by how much (``benchlib.provision.wanhost``): toward each host of
+        another site half of both sites' round trips (and jitters), toward benchlib's machine, which shapes nothing,
+        its whole site's; none when neither end is in a site."""
+        mine = self.lab.sites.get(self.host_sites.get(host) or "")
+        peers = []
+        for other, m in self.hosts.hosts.items():
+            theirs = self.lab.sites.get(self.host_sites.get(other) or "")
+            if other == host or mine is theirs:
+                continue
+            delay = ((mine.rtt_ms if mine else 0.0) + (theirs.rtt_ms if theirs else 0.0)) / 2
+            jitter = ((mine.jitter_ms if mine else 0.0) + (theirs.jitter_ms if theirs else 0.0)) / 2
+            peers.append({"address": m.address, "delay_ms": delay, "jitter_ms": jitter})
+        if mine is not None:
+            peers += [{"address": a, "delay_ms": mine.rtt_ms, "jitter_ms": mine.jitter_ms} for a in self.controller
+                      if a not in {m.address for m in self.hosts.hosts.values()}]
+        return peers
 
     # -- accounts -------------------------------------------------------------------------------------------------------
     def init_sql(self, node: PlannedNode, creds: Credentials) -> str:

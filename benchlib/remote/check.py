@@ -11,12 +11,16 @@ Checked in order, every problem one line naming the node or host and how to fix 
 4. replication health: replica threads running without error, semi-sync ON with every replica a client where the
    spec says semisync, Galera nodes Synced in a primary component of the declared size, Group Replication members
    ONLINE;
-5. clock offsets of every server and client host from this machine (lowest round trip);
+5. clock offsets of every server and client host from this machine (lowest round trip); each node of a [sites]
+   entry, its round trip from here (a provisioned lab, which emulates it, fails when it is well below rtt_ms);
 6. the client hosts: SSH login and sysbench's version.
 """
 
 from __future__ import annotations
 
+import socket
+import statistics
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -170,11 +174,51 @@ def check_remote(lab: "RemoteLab", *, clients: bool = True) -> RemoteCheck:
                 with conn:
                     _check_node(lab, result, cname, node, conn, creds.user)
                     result.offsets[node.name] = server_offset(conn).as_dict()
+        if spec.sites:
+            _check_sites(lab, result)
         if clients and spec.clients:
             _check_clients(lab, result)
     finally:
         lab.close()
     return result
+
+
+def _connect_ms(host: str, port: int, tries: int = 5) -> float | None:
+    """The median time a TCP connection to ``host:port`` takes from here (one round trip); None if it fails."""
+    times = []
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+        except OSError:
+            return None
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def _check_sites(lab: "RemoteLab", result: RemoteCheck) -> None:
+    """Each node of a site, its round trip from here against the site's. A provisioned lab emulates it (benchlib's
+    machine is as far as the site's rtt_ms), so a round trip well below is an error there; elsewhere benchlib's
+    machine may sit anywhere, and the round trip is a note."""
+    spec = lab.spec
+    emulated = spec.provisioned is not None
+    for cluster in spec.clusters.values():
+        for node in cluster.nodes:
+            site = spec.site_of(node.name)
+            if site is None:
+                continue
+            declared = spec.sites[site].rtt_ms
+            ms = _connect_ms(node.host, node.port)
+            if ms is None:
+                continue  # said already: the node does not answer
+            words = f"{node.name}: {ms:.1f} ms round trip from here (site {site}: rtt_ms = {declared:g})"
+            if emulated and ms < 0.8 * declared:
+                result.add(node.name, False, f"{words}: the WAN delay of its host is not on; provision again "
+                                             "(python3 /usr/local/lib/benchlib/wanhost.py status on the host says)")
+            elif emulated:
+                result.add(node.name, True, words)
+            else:
+                result.add(node.name, False, words, severity="note")  # said, never failing the check
 
 
 def _check_clients(lab: "RemoteLab", result: RemoteCheck) -> None:

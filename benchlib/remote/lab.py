@@ -301,9 +301,13 @@ class RemoteLab:
 
     def facts(self, cluster: str) -> ClusterFacts:
         c = self.spec.clusters[cluster]
-        return ClusterFacts(system=c.system, topology=c.topology, placement="remote", mode=c.mode,
-                            nodes=[{"name": n.name, "role": n.role, "host": n.host, "port": n.port}
-                                   for n in self.cluster_nodes(cluster)],
+        sites = self.spec.sites
+        nodes = []
+        for n in self.cluster_nodes(cluster):
+            site = self.spec.site_of(n.name)
+            nodes.append({"name": n.name, "role": n.role, "host": n.host, "port": n.port, "site": site,
+                          "rtt_ms": sites[site].rtt_ms if site else (0.0 if sites else None)})
+        return ClusterFacts(system=c.system, topology=c.topology, placement="remote", mode=c.mode, nodes=nodes,
                             durability=self._settings[cluster].get("durability"))
 
     # -- client hosts ------------------------------------------------------------------

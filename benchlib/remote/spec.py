@@ -24,6 +24,10 @@
     key_env = "BENCH_SSH_KEY"             # or agent = true
     share = 0.5                           # share of each run's client threads (default: equal shares)
 
+    [sites.dr]                            # optional: nodes across a WAN, with the round trip the network has
+    nodes = ["gr2"]                       # (benchlib provision emulates it on the hosts)
+    rtt_ms = 35
+
 Validation names every bad field; a literal password or key in the file is refused with the way to pass it.
 """
 
@@ -37,7 +41,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from benchlib import catalogue, systems
 from benchlib.errors import SpecError
 from benchlib.systems.settings import SettingRules
-from benchlib.specs import CLUSTER_NAME, CLUSTER_NAME_RULE, Strict, format_validation, named_keys, read_toml
+from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,
+                            read_toml)
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 #: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
@@ -184,10 +189,13 @@ class RemoteLabSpec(NoSecrets):
     credentials: Credentials
     clusters: dict[str, RemoteCluster] = Field(min_length=1)
     clients: dict[str, ClientHost] = Field(default_factory=dict)  # none: sysbench runs on the benchlib host
+    #: where nodes are far from the rest (a WAN): a provisioned lab emulates these round trips on its hosts, any other
+    #: remote lab declares what its network has; runs record each node's site and round trip
+    sites: dict[str, Site] = Field(default_factory=dict)
     # SHOW GLOBAL STATUS counters sampled every second beyond each system's own set (benchlib.systems)
     counters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] = Field(default_factory=list)
 
-    _names = named_keys("clusters", "clients", pattern=CLUSTER_NAME, rule=CLUSTER_NAME_RULE)
+    _names = named_keys("clusters", "clients", "sites", pattern=CLUSTER_NAME, rule=CLUSTER_NAME_RULE)
 
     @model_validator(mode="after")
     def _unique_and_shares(self):
@@ -197,6 +205,7 @@ class RemoteLabSpec(NoSecrets):
                 if n.name in seen:
                     raise ValueError(f"node name {n.name!r} is in both {seen[n.name]!r} and {cname!r}")
                 seen[n.name] = cname
+        check_sites(self.sites, list(seen))
         shares = [c.share for c in self.clients.values()]
         if any(s is not None for s in shares):
             if any(s is None for s in shares):
@@ -215,6 +224,9 @@ class RemoteLabSpec(NoSecrets):
                     seen.add(n.host)
                     out[n.name] = ClientHost(host=n.host, **n.ssh.model_dump())
         return out
+
+    def site_of(self, node: str) -> str | None:
+        return next((name for name, site in self.sites.items() if node in site.nodes), None)
 
     def system_of(self, cluster: str) -> str:
         return self.clusters[cluster].system

@@ -36,13 +36,20 @@ def _hosts(tmp_path: Path, kit: NamespaceHosts | None, *, ssh_port: int = 22, ad
     return path
 
 
-def test_an_unset_key_variable_and_wan_sites_are_refused_before_any_host_is_touched(tmp_path, monkeypatch):
+def test_an_unset_key_variable_and_a_host_in_two_places_are_refused_before_any_host_is_touched(tmp_path,
+                                                                                                monkeypatch):
     monkeypatch.delenv("BENCHLIB_TEST_SSH_KEY", raising=False)
     hosts = _hosts(tmp_path, None)
     with pytest.raises(SpecError, match="BENCHLIB_TEST_SSH_KEY is not set"):
         provision(tmp_path / "lab.toml", hosts, tmp_path / "state")
-    with pytest.raises(SpecError, match=r"\[sites\] .* not built on provisioned hosts"):
-        provision(EXAMPLES / "wan-galera.toml", hosts, tmp_path / "state")
+    monkeypatch.setenv("BENCHLIB_TEST_SSH_KEY", "not used: refused before")
+    wan = tmp_path / "wan-hosts.toml"
+    wan.write_text('[ssh]\nuser = "root"\nkey_env = "BENCHLIB_TEST_SSH_KEY"\n'
+                   '[hosts.near]\naddress = "198.19.250.11"\nnodes = ["galera-1", "galera-2", "galera-3", "galera-4"]\n'
+                   '[hosts.far]\naddress = "198.19.250.12"\nnodes = ["galera-5", "galera-6"]\n')
+    with pytest.raises(SpecError, match=r"host near holds nodes of different places: .*galera-4 \(west\)"):
+        provision(EXAMPLES / "wan-galera.toml", wan, tmp_path / "state")
+    assert not (tmp_path / "state").exists()
 
 
 @pytest.mark.lab

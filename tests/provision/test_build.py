@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -45,11 +47,18 @@ nodes = 3
 [clusters.gr]
 topology = "group_replication"
 nodes = 3
+
+[sites.far]                     # the third host's nodes: a WAN away (the hosts' kernel has no netem: the relay)
+nodes = ["galera-3", "gr-3"]
+rtt_ms = 20
 """
+RTT_MS = 20
 #: a small campaign, then a failover run per cluster (the write node killed; GR expels at once with expel timeout 0,
 #: Galera suspects after 2 s): benchlib kills the server over SSH and its heal starts it again through Ansible
 CAMPAIGNS = {
-    "provquick": campaign_toml("provquick", "prov/remote.toml", clusters=["galera"], workloads=["oltp_read_write"],
+    # each topology runs a small campaign (sysbench from the client host, across the far site for Galera and GR)
+    "provquick": campaign_toml("provquick", "prov/remote.toml", clusters=["semi", "galera", "gr"],
+                               workloads=["oltp_read_write"],
                                threads=[4], time_s=5, repetitions=1, seed=1, table_size=2000),
     "provfail": campaign_toml("provfail", "prov/remote.toml", clusters=["galera", "gr"], threads=[4], repetitions=1,
                               seed=1, table_size=2000, time_s=12,  # GR (expel timeout 0) elects about 6 s after the kill at 3 s
@@ -59,7 +68,7 @@ CAMPAIGNS = {
 #: three hosts, each with a Galera node and a group member (and the semi-sync pair on the first two): a host with
 #: several servers of two flavours, as a lab machine often has
 PLACES = {"h1": ["semi-1", "galera-1", "gr-1"], "h2": ["semi-2", "galera-2", "gr-2"], "h3": ["galera-3", "gr-3"]}
-CLIENT = "h3"  # sysbench runs there (installed by provisioning), started over SSH
+CLIENT = "h2"  # sysbench runs there (installed by provisioning), started over SSH
 #: the host that boots systemd (the others run tini): its servers run as units benchlib@NODE, and the write nodes the
 #: failover campaign kills there are killed and started again through systemd
 SYSTEMD_HOST = "h1"
@@ -104,8 +113,27 @@ def _host_state(kit: NamespaceHosts, name: str) -> dict:
     return {"packages": sorted(line.split()[0] for line in pkgs.splitlines() if line.endswith(" install ok installed")),
             "passwd": sorted(line.split(":")[0] for line in (root / "etc/passwd").read_text().splitlines()),
             "benchlib": [p for p in ("var/lib/benchlib", "opt/benchlib", "etc/benchlib", "usr/local/sbin/benchlib-node",
-                                     "etc/systemd/system/benchlib@.service") if (root / p).exists()],
-            "processes": [c for c in comms if c not in ("sshd", "sshd-session")]}
+                                     "etc/systemd/system/benchlib@.service", "etc/systemd/system/benchlib-wan.service",
+                                     "usr/local/lib/benchlib", "var/log/benchlib-wan.log") if (root / p).exists()],
+            "processes": [c for c in comms if c not in ("sshd", "sshd-session")],
+            "routing rules": subprocess.run(["ip", "-n", kit.hosts[name].netns, "rule", "show"], capture_output=True,
+                                            text=True, check=True).stdout.splitlines()}
+
+
+def _connect_ms(address: str, port: int, tries: int = 7) -> float:
+    """The median time a TCP connection to ``address`` takes here (one round trip)."""
+    times = []
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        with socket.create_connection((address, port), timeout=5):
+            times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+#: the same, run on a host (its Python)
+CONNECT_MS = ("python3 -c 'import socket, statistics, time\nts = []\nfor _ in range(7):\n    t0 = time.perf_counter()\n"
+              "    socket.create_connection((\"{address}\", {port}), timeout=5).close()\n"
+              "    ts.append((time.perf_counter() - t0) * 1000)\nprint(statistics.median(ts))'")
 
 
 @pytest.mark.heavy
@@ -131,12 +159,23 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         check = check_remote(lab)
         assert check.ok, "\n".join(check.lines())
         assert "ok   semi-1: semi-sync ON, 1 of 1 replicas as clients" in check.lines()  # really semi-sync
+        sites = [line for line in check.lines() if "round trip from here" in line]
+        assert [line.split(":")[0] for line in sites] == ["ok   galera-3", "ok   gr-3"], sites  # really far
         plab = open_lab(load_lab_spec(built.remote_spec))[0]
         units = " ".join(f"benchlib@{n}" for n in PLACES[SYSTEMD_HOST])
         assert plab.run_on_host("galera-1", f"systemctl is-active {units}").split() == ["active"] * 3
         # no systemd on h2: the script started the server itself
         assert plab.run_on_host("galera-2", "test ! -d /run/systemd/system && /usr/local/sbin/benchlib-node status "
                                             "galera-2").strip().isdigit()
+        # the far site is RTT_MS away: from benchlib's machine (h3 delays its answers by the whole round trip) and
+        # from h1 (each end by half; h1's relay runs under systemd); h1 and h2 stay next to each other
+        h2, h3 = kit.hosts["h2"].address, kit.hosts["h3"].address
+        far, near = _connect_ms(h3, 22), _connect_ms(h2, 22)
+        h1_h3, h1_h2 = (float(plab.run_on_host("galera-1", CONNECT_MS.format(address=a, port=22))) for a in (h3, h2))
+        print(f"round trips: here-h3 {far:.1f} ms, h1-h3 {h1_h3:.1f} ms, here-h2 {near:.1f} ms, h1-h2 {h1_h2:.1f} ms")
+        assert RTT_MS * 0.95 <= far < RTT_MS * 2 and RTT_MS * 0.95 <= h1_h3 < RTT_MS * 2
+        assert near < RTT_MS / 4 and h1_h2 < RTT_MS / 4
+        assert plab.run_on_host("galera-1", "systemctl is-active benchlib-wan").strip() == "active"
 
         again = provision(tmp_path / "lab.toml", tmp_path / "hosts.toml", folder, quiet=True)
         print(f"provisioned again in {again.seconds:.0f} s")
@@ -162,12 +201,18 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         for name, text in CAMPAIGNS.items():
             (tmp_path / f"{name}.toml").write_text(text)
             result = run_campaign(tmp_path / f"{name}.toml", runs_dir=tmp_path / "runs", progress="none")
-            assert result.counts == {"ok": 2 if name == "provfail" else 1}, result.table()
+            assert result.counts == {"ok": 2 if name == "provfail" else 3}, result.table()
         for run_dir in sorted((tmp_path / "runs" / "provfail").glob("0*")):
             m = json.loads((run_dir / "manifest.json").read_text())
             assert m["status"] == "ok" and m["fault"]["words"].startswith("killed"), m["fault"]
             assert m["heal"]["restarted"] == m["fault"]["nodes"], m["heal"]  # killed over SSH, started by the heal
             assert m["ledger"]["lost"] == 0, m["ledger"]
+            rtt = {n["name"]: n["rtt_ms"] for n in m["lab"]["facts"]["nodes"]}  # the run says where its nodes were
+            assert rtt == {f"{m['lab']['cluster']}-{i}": RTT_MS if i == 3 else 0.0 for i in (1, 2, 3)}, rtt
+        from benchlib.analysis.campaign import analyze
+
+        cost = analyze(tmp_path / "runs" / "provfail").failover.set_index("run_id")
+        print("failover across the far site:", {r: round(v, 2) for r, v in cost.unavailability_s.items()})
         assert RemoteLab(load_lab_spec(built.remote_spec)).broken() == []
         for node in ("galera-1", "gr-1"):  # killed through systemd, and started again as the unit's main process
             main = plab.run_on_host(node, f"systemctl show -P ExecMainPID benchlib@{node}").strip()

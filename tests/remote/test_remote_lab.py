@@ -98,8 +98,12 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     # an async pair the spec calls semi-sync: said on its primary, with what to do
     text = (d / "remote.toml").read_text()
     (d / "semi.toml").write_text(text.replace('[clusters.async]\nsystem = "mariadb"\n',
-                                              '[clusters.async]\nsystem = "mariadb"\ntopology = "semisync"\n'))
+                                              '[clusters.async]\nsystem = "mariadb"\ntopology = "semisync"\n')
+                                 + '[sites.far]\nnodes = ["galera-3"]\nrtt_ms = 50\n')
     labelled = RemoteLab(load_remote_spec(d / "semi.toml")).check(clients=False)
+    # a declared site of a lab benchlib did not build: its round trip from here is said, not judged
+    assert any(re.fullmatch(r"note galera-3: \d+\.\d ms round trip from here \(site far: rtt_ms = 50\)", line)
+               for line in labelled.lines()), labelled.lines()
     assert [f.message for f in labelled.problems] == [
         "async-1: the spec says semisync, but semi-sync is OFF on the primary with 0 of 1 replicas as semi-sync "
         "clients: switch it on (primary and replicas, then restart the replicas' IO threads), or remove "

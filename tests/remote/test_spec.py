@@ -123,3 +123,14 @@ def test_only_a_provisioned_lab_takes_faults_and_only_kill_freeze_and_isolate():
     assert built.fault_refusal("isolate", ["a"], None) is None
     assert "embedded lab" in built.fault_refusal("cut", ["a"], "far")
     assert "no ssh access" in built.fault_refusal("kill", ["b"], None)
+
+
+def test_sites_name_the_lab_s_nodes_each_once_and_say_each_node_s_place():
+    s = spec(sites={"far": {"nodes": ["b"], "rtt_ms": 35}})
+    assert s.site_of("b") == "far" and s.site_of("a") is None
+    with pytest.raises(ValueError, match=r"sites.far.nodes: no node 'z' in this lab \(nodes are: a, b\)"):
+        spec(sites={"far": {"nodes": ["z"], "rtt_ms": 35}})
+    with pytest.raises(ValueError, match="node 'b' is in both 'far' and 'farther'"):
+        spec(sites={"far": {"nodes": ["b"], "rtt_ms": 35}, "farther": {"nodes": ["b"], "rtt_ms": 90}})
+    with pytest.raises(ValueError, match="jitter_ms .* at most half of rtt_ms"):
+        spec(sites={"far": {"nodes": ["b"], "rtt_ms": 10, "jitter_ms": 6}})
