@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from benchlib import catalogue
 from benchlib.errors import SpecError
 
-__all__ = ["CLUSTER_NAME", "CLUSTER_NAME_RULE", "Site", "Strict", "check_sites", "format_validation", "named_keys", "read_toml"]
+__all__ = ["CLUSTER_NAME", "CLUSTER_NAME_RULE", "Site", "Strict", "check_sites", "format_validation", "named_keys", "read_toml",
+           "site_of"]
 
 #: the name of a cluster, site or client host table in a lab spec (local or remote)
 CLUSTER_NAME = r"[a-z][a-z0-9]{0,11}"
@@ -55,6 +56,11 @@ def check_sites(sites: dict[str, Site], nodes: list[str]) -> None:
             if node in seen:
                 raise ValueError(f"sites: node {node!r} is in both {seen[node]!r} and {site_name!r}")
             seen[node] = site_name
+
+
+def site_of(sites: dict[str, Site], node: str) -> str | None:
+    """The site ``node`` is in (None: the lab's own place)."""
+    return next((name for name, site in sites.items() if node in site.nodes), None)
 
 
 def named_keys(*fields: str, pattern: str, rule: str, what: str = ""):

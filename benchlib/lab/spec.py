@@ -48,7 +48,7 @@ from benchlib import systems
 from benchlib.errors import SpecError
 from benchlib.lab import flavors
 from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,
-                            read_toml)
+                            read_toml, site_of)
 from benchlib.systems.settings import SettingRules
 
 LAB_NAME = r"^[a-z][a-z0-9-]{0,23}$"
@@ -302,10 +302,7 @@ class LabSpec(Strict):
         return replace(rules, fixed=FIXED)
 
     def site_of(self, node: str) -> str | None:
-        for name, site in self.sites.items():
-            if node in site.nodes:
-                return name
-        return None
+        return site_of(self.sites, node)
 
 
 

@@ -321,14 +321,20 @@ def cleanup_orphans(root: Path, live_labs: set[str]) -> list[str]:
 
 
 def measure_rtt(node: NodePlan, samples: int = 15) -> dict[str, float]:
-    """TCP handshake round-trip from the root namespace to ``node`` (min/median/p90/max in ms).
+    """TCP handshake round-trip from the root namespace to ``node`` (min/median/p90/max in ms)."""
+    return handshake_rtt(node.listen_host, node.port, samples)
+
+
+def handshake_rtt(host: str, port: int, samples: int = 15, timeout: float = 10) -> dict[str, float]:
+    """TCP handshake round-trip from here to ``host:port`` (min/median/p90/max in ms); an ``OSError`` when it cannot
+    connect.
 
     A connect() returns after SYN and SYN-ACK: exactly one round trip of the link.
     """
     times = []
     for _ in range(samples):
         t0 = time.perf_counter()
-        with socket.create_connection((node.listen_host, node.port), timeout=10):
+        with socket.create_connection((host, port), timeout=timeout):
             times.append((time.perf_counter() - t0) * 1000)
         time.sleep(0.01)
     p90 = statistics.quantiles(times, n=10)[-1] if len(times) > 1 else times[0]

@@ -313,7 +313,7 @@ def reopen(folder: Path) -> tuple[dict, Plan, str | None]:
     state = json.loads((folder / STATE).read_text())
     lab: LabSpec = parse_spec(state["lab"], f"{folder}/{STATE}")
     hosts = HostsSpec.model_validate(state["hosts"])
-    return state, Plan(lab, hosts, []), _ssh_key(hosts)
+    return state, Plan(lab, hosts, _controller_addresses(hosts)), _ssh_key(hosts)
 
 
 def heal(dir: str | Path, nodes: list[str], *, quiet: bool = False) -> list[str]:

@@ -83,7 +83,7 @@ def netem_commands(peers: list[dict], dev_of: dict[str, str]) -> list[list[str]]
     return cmds
 
 
-def _netem_devices(cfg: dict) -> list[str]:
+def _peer_devices(cfg: dict) -> list[str]:
     return sorted({device_toward(p["address"]) for p in cfg["peers"]})
 
 
@@ -104,7 +104,7 @@ class Egress(relay.Relay):
 
     def setup(self) -> None:
         cfg = self.config
-        mtu = min(int(Path(f"/sys/class/net/{d}/mtu").read_text()) for d in _netem_devices(cfg))
+        mtu = min(int(Path(f"/sys/class/net/{d}/mtu").read_text()) for d in _peer_devices(cfg))
         self.tun = relay.open_tun(TUN)
         self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         self.raw.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, MARK)
@@ -182,7 +182,7 @@ def _rule_present() -> bool:
 
 def running(cfg: dict) -> bool:
     if cfg["shaper"] == "netem":
-        return all(_netem_on(d) for d in _netem_devices(cfg))
+        return all(_netem_on(d) for d in _peer_devices(cfg))
     if _systemd(cfg):
         return _run("systemctl", "is-active", "--quiet", UNIT, check=False).returncode == 0 and _rule_present()
     return _relay_pid() is not None and _rule_present()
@@ -201,9 +201,9 @@ def start(cfg: dict, config_path: str) -> str:
     if _systemd(cfg):
         _run("systemctl", "start", UNIT)
     else:
-        log = open("/var/log/benchlib-wan.log", "ab")
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "relay", config_path],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        with open("/var/log/benchlib-wan.log", "ab") as log:
+            proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "relay", config_path],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         line = proc.stdout.readline().decode().strip() if proc.stdout else ""
         if line != "READY":
             proc.kill()
@@ -219,7 +219,7 @@ def start(cfg: dict, config_path: str) -> str:
 
 def stop(cfg: dict) -> str:
     if cfg["shaper"] == "netem":
-        devs = [d for d in _netem_devices(cfg) if _netem_on(d)]
+        devs = [d for d in _peer_devices(cfg) if _netem_on(d)]
         for dev in devs:
             _run("tc", "qdisc", "del", "dev", dev, "root")
         return "WAN delay stopped" if devs else "WAN delay not on"

@@ -18,9 +18,6 @@ Checked in order, every problem one line naming the node or host and how to fix 
 
 from __future__ import annotations
 
-import socket
-import statistics
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +25,7 @@ import pymysql
 
 from benchlib import catalogue
 from benchlib.errors import BenchlibError
+from benchlib.lab.wan import handshake_rtt
 from benchlib.sampling.clock import server_offset
 from benchlib.systems import get as get_system
 from benchlib.systems import dialect, semisync
@@ -183,19 +181,6 @@ def check_remote(lab: "RemoteLab", *, clients: bool = True) -> RemoteCheck:
     return result
 
 
-def _connect_ms(host: str, port: int, tries: int = 5) -> float | None:
-    """The median time a TCP connection to ``host:port`` takes from here (one round trip); None if it fails."""
-    times = []
-    for _ in range(tries):
-        t0 = time.perf_counter()
-        try:
-            socket.create_connection((host, port), timeout=5).close()
-        except OSError:
-            return None
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
-
-
 def _check_sites(lab: "RemoteLab", result: RemoteCheck) -> None:
     """Each node of a site, its round trip from here against the site's. A provisioned lab emulates it (benchlib's
     machine is as far as the site's rtt_ms), so a round trip well below is an error there; elsewhere benchlib's
@@ -208,8 +193,9 @@ def _check_sites(lab: "RemoteLab", result: RemoteCheck) -> None:
             if site is None:
                 continue
             declared = spec.sites[site].rtt_ms
-            ms = _connect_ms(node.host, node.port)
-            if ms is None:
+            try:
+                ms = handshake_rtt(node.host, node.port, samples=5, timeout=5)["median_ms"]
+            except OSError:
                 continue  # said already: the node does not answer
             words = f"{node.name}: {ms:.1f} ms round trip from here (site {site}: rtt_ms = {declared:g})"
             if emulated and ms < 0.8 * declared:

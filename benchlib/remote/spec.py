@@ -42,7 +42,7 @@ from benchlib import catalogue, systems
 from benchlib.errors import SpecError
 from benchlib.systems.settings import SettingRules
 from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,
-                            read_toml)
+                            read_toml, site_of)
 
 ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,63}$"
 #: why a remote lab takes no fault (campaign specs with [fault] are refused on one when loaded)
@@ -226,7 +226,7 @@ class RemoteLabSpec(NoSecrets):
         return out
 
     def site_of(self, node: str) -> str | None:
-        return next((name for name, site in self.sites.items() if node in site.nodes), None)
+        return site_of(self.sites, node)
 
     def system_of(self, cluster: str) -> str:
         return self.clusters[cluster].system

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -16,6 +14,7 @@ import pymysql
 import pytest
 
 from benchlib.lab.base import Fault
+from benchlib.lab.wan import handshake_rtt
 from benchlib.labs import load_lab_spec, open_lab
 from benchlib.provision import hostroot
 from benchlib.provision.build import provision, unprovision
@@ -120,17 +119,7 @@ def _host_state(kit: NamespaceHosts, name: str) -> dict:
                                             text=True, check=True).stdout.splitlines()}
 
 
-def _connect_ms(address: str, port: int, tries: int = 7) -> float:
-    """The median time a TCP connection to ``address`` takes here (one round trip)."""
-    times = []
-    for _ in range(tries):
-        t0 = time.perf_counter()
-        with socket.create_connection((address, port), timeout=5):
-            times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
-
-
-#: the same, run on a host (its Python)
+#: the median TCP handshake to a host from another host (its own Python: benchlib is not there)
 CONNECT_MS = ("python3 -c 'import socket, statistics, time\nts = []\nfor _ in range(7):\n    t0 = time.perf_counter()\n"
               "    socket.create_connection((\"{address}\", {port}), timeout=5).close()\n"
               "    ts.append((time.perf_counter() - t0) * 1000)\nprint(statistics.median(ts))'")
@@ -170,7 +159,7 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         # the far site is RTT_MS away: from benchlib's machine (h3 delays its answers by the whole round trip) and
         # from h1 (each end by half; h1's relay runs under systemd); h1 and h2 stay next to each other
         h2, h3 = kit.hosts["h2"].address, kit.hosts["h3"].address
-        far, near = _connect_ms(h3, 22), _connect_ms(h2, 22)
+        far, near = (handshake_rtt(a, 22, samples=7)["median_ms"] for a in (h3, h2))
         h1_h3, h1_h2 = (float(plab.run_on_host("galera-1", CONNECT_MS.format(address=a, port=22))) for a in (h3, h2))
         print(f"round trips: here-h3 {far:.1f} ms, h1-h3 {h1_h3:.1f} ms, here-h2 {near:.1f} ms, h1-h2 {h1_h2:.1f} ms")
         assert RTT_MS * 0.95 <= far < RTT_MS * 2 and RTT_MS * 0.95 <= h1_h3 < RTT_MS * 2
