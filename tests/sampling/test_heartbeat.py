@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pandas as pd
+
 from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Sampler
 from benchlib.schema import LAG
@@ -48,9 +50,14 @@ def test_lag_truth_with_a_blocked_applier(async_lab):
     # about 15 durable commits applied right after it (each waits for its fsync: tens of ms on a busy machine)
     applied = blocked.apply_lag_ms - blocked.truth_ms
     assert (applied >= -20).all() and (applied <= 100).all(), applied.describe()
-    # what the readers saw agrees with when the replica applied each heartbeat, to within the poll bracket
+    # what the readers saw agrees with when the replica applied each heartbeat, to within the poll bracket: 20 ms,
+    # or half the bracket where a poll came late (a reader delayed by a busy machine widens its own bracket; a clean
+    # clone once saw 25.8 ms off with the suite's other process running)
     midpoint = (blocked.lag_ms + blocked.lag_low_ms) / 2
-    assert (midpoint - blocked.apply_lag_ms).abs().max() <= 20, (midpoint - blocked.apply_lag_ms).describe()
+    bracket = ((blocked.lag_ms - blocked.lag_low_ms) / 2 + 5).clip(lower=20)
+    off = (midpoint - blocked.apply_lag_ms).abs()
+    assert (off <= bracket).all(), pd.DataFrame({"off": off, "allowed": bracket}).describe()
+    assert (off <= 20).mean() >= 0.8, off.describe()  # most polls on time
     assert (blocked.lag_low_ms <= blocked.truth_ms + 100).all() and (blocked.lag_ms >= blocked.truth_ms - 20).all()
     assert blocked.lag_ms.max() > 1300
 
