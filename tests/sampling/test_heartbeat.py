@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-import pandas as pd
+import pytest
 
 from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Sampler
@@ -15,6 +15,8 @@ from tests.conftest import example_spec, lab_of
 async_lab = lab_of("async-1p2r.toml", "t-hb")
 
 
+@pytest.mark.measures  # 20 ms between what a reader saw and the replica's apply time: a busy machine spoils it (2
+# clean clones in a row had one heartbeat 25.8 and 28.8 ms off in phase 2, beside the other process's lab tests)
 def test_lag_truth_with_a_blocked_applier(async_lab):
     """async-3's SQL thread is stopped for 1.5 s: every heartbeat written meanwhile must show a lag of (restart time
     - its commit time) plus the time the replica then took to apply its backlog (its trigger's own apply time),
@@ -50,14 +52,9 @@ def test_lag_truth_with_a_blocked_applier(async_lab):
     # about 15 durable commits applied right after it (each waits for its fsync: tens of ms on a busy machine)
     applied = blocked.apply_lag_ms - blocked.truth_ms
     assert (applied >= -20).all() and (applied <= 100).all(), applied.describe()
-    # what the readers saw agrees with when the replica applied each heartbeat, to within the poll bracket: 20 ms,
-    # or half the bracket where a poll came late (a reader delayed by a busy machine widens its own bracket; a clean
-    # clone once saw 25.8 ms off with the suite's other process running)
+    # what the readers saw agrees with when the replica applied each heartbeat, to within the poll bracket
     midpoint = (blocked.lag_ms + blocked.lag_low_ms) / 2
-    bracket = ((blocked.lag_ms - blocked.lag_low_ms) / 2 + 5).clip(lower=20)
-    off = (midpoint - blocked.apply_lag_ms).abs()
-    assert (off <= bracket).all(), pd.DataFrame({"off": off, "allowed": bracket}).describe()
-    assert (off <= 20).mean() >= 0.8, off.describe()  # most polls on time
+    assert (midpoint - blocked.apply_lag_ms).abs().max() <= 20, (midpoint - blocked.apply_lag_ms).describe()
     assert (blocked.lag_low_ms <= blocked.truth_ms + 100).all() and (blocked.lag_ms >= blocked.truth_ms - 20).all()
     assert blocked.lag_ms.max() > 1300
 
