@@ -174,11 +174,13 @@ def copy_data(src: NodePlan, dst: NodePlan, owner: str | None) -> None:
 
 
 def restore(topo: "Async", promoted: NodePlan, stop: Callable[[list[NodePlan]], None],
-            start: Callable[[list[NodePlan]], None], owner: str | None, timeout: float) -> str:
-    """Give the original write node its role back after a promotion (see the module docstring); returns how."""
+            start: Callable[[list[NodePlan]], None], copy: Callable[[NodePlan, NodePlan], None], timeout: float) -> str:
+    """Give the original write node its role back after a promotion (see the module docstring): ``stop`` and
+    ``start`` nodes, ``copy`` one stopped node's data over another's (``copy_data`` here; a provisioned lab copies
+    between hosts); returns how."""
     old = topo.primary
     stop([old, promoted])
-    copy_data(promoted, old, owner)
+    copy(promoted, old)
     start([old, promoted])
     with topo.connect(old) as conn:
         sql.execute(conn, "SET SESSION sql_log_bin = 0", "DROP TRIGGER IF EXISTS benchlib.heartbeat_applied",

@@ -93,7 +93,8 @@ def _restore(lab: Any, cluster: str, promoted: NodePlan, timeout: float) -> str:
         lab.start_nodes(nodes)
         lab.wait_connectable(nodes, timeout, "restart")
 
-    how = faults.restore(topo, promoted, stop, start, lab.record.run_as, timeout)
+    how = faults.restore(topo, promoted, stop, start,
+                         lambda src, dst: faults.copy_data(src, dst, lab.record.run_as), timeout)
     lab.reapply_settings(topo, topo.nodes)
     with state.update(lab.dir) as rec:
         rec.promoted.pop(cluster, None)

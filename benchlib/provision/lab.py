@@ -8,17 +8,34 @@ the other nodes of its cluster while its clients still reach it, by firewall rul
 addresses on its cluster's ports, each rule named after the node, removed on release); and a heal that starts the nodes
 that do not answer and waits until each is back in its cluster (Ansible's ``heal.yml``: a Galera node rejoins by
 state transfer, a group member starts Group Replication again and the group gets its intended primary back).
+
+``promote`` on an async or semi-sync cluster is the embedded lab's (``benchlib.lab.faults.promote``: the most advanced
+replica takes the writes, the others follow it), its SQL sent as each server's ``root@localhost`` through a port
+forwarded over the SSH connection to the server's socket (no administrator account opens to the network). The heal
+then gives the original primary its role back as the embedded lab does (``benchlib.lab.faults.restore``): the
+promoted node's data copied over the old primary's, streamed from host to host through this machine (``tar`` over
+the two SSH connections), both started again, every replica following the original primary. Which cluster was
+promoted is kept in the folder (``promoted.json``), so a ``lab heal`` in another process restores it too.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
+import pymysql
+
 from benchlib.errors import LabError
+from benchlib.lab import faults as lab_faults
+from benchlib.lab import secrets as lab_secrets
 from benchlib.lab.base import Fault, Promotion, quiet
+from benchlib.lab.layout import NodePlan
+from benchlib.lab.node import write_private
+from benchlib.lab.topology import Async, ClusterContext, Topology, for_cluster
 from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import RemoteLabSpec
 
@@ -34,6 +51,8 @@ class ProvisionedLab(RemoteLab):
         self._fault_ssh = None
         self._fault_lock = threading.Lock()
         self._plan = None
+        self._forwards: dict[str, int] = {}  # node -> the port here that reaches its server's socket
+        self._creds = None
 
     def describe(self) -> str:
         return super().describe().replace("remote lab", "provisioned lab", 1)
@@ -42,18 +61,23 @@ class ProvisionedLab(RemoteLab):
         return ProvisionedFaults(self)
 
     def heal(self, *, timeout: float = 120.0, progress=quiet) -> list[str]:
-        """Start every node that does not answer and wait until it is back in its cluster (Ansible's heal.yml on
-        those nodes only); returns them."""
+        """Give a promoted cluster its original primary back, then start every node that does not answer and wait
+        until it is back in its cluster (Ansible's heal.yml on those nodes only); returns the nodes started again."""
         from benchlib.provision.build import heal
 
-        down = self.broken()
         self._healed_how = []
-        if not down:
-            return []
-        progress(f"restarting {', '.join(down)} on their hosts ...")
-        self._healed_how = heal(self.folder, down, quiet=True)
+        restarted = []
+        for cluster, promoted in self.promoted().items():
+            old = self.topology(cluster).nodes[0].name
+            progress(f"{cluster}: {old} made primary again from {promoted}'s data ...")
+            self._healed_how.append(self._restore(cluster, promoted, timeout))
+            restarted.append(old)
+        down = self.broken()
+        if down:
+            progress(f"restarting {', '.join(down)} on their hosts ...")
+            self._healed_how += heal(self.folder, down, quiet=True)
         self.refresh()
-        return down
+        return restarted + [n for n in down if n not in restarted]
 
     def heal_report(self) -> list[str]:
         return list(self._healed_how)
@@ -66,9 +90,8 @@ class ProvisionedLab(RemoteLab):
             self._plan = reopen(self.folder)[1]
         return self._plan
 
-    def run_on_host(self, node: str, command: str, timeout: float = 30.0) -> str:
-        """Run ``command`` as root on the host of ``node`` (its spec's SSH access); its output, or an error naming
-        the node and what the host said."""
+    def _host_ssh(self, node: str):
+        """(the SSH connections to server hosts, the key of ``node``'s host there): opened once, kept."""
         from benchlib.remote.ssh import SSHClients
 
         n = self.node(node)
@@ -80,12 +103,99 @@ class ProvisionedLab(RemoteLab):
                 self._fault_ssh = SSHClients(self.spec.server_hosts(), kind="server host")
             if key not in self._fault_ssh.conns:
                 self._fault_ssh.open([key], keep=True)
+        return self._fault_ssh, key
+
+    def _as_root(self, node: str, command: str) -> str:
         # a pipe or a chain of commands runs as root as a whole (sudo before the first would cover only that one)
-        as_root = command if n.ssh.user == "root" else f"sudo -n sh -c {shlex.quote(command)}"
-        rc, out, err = self._fault_ssh.run(key, as_root, timeout=timeout)
+        return command if self.node(node).ssh.user == "root" else f"sudo -n sh -c {shlex.quote(command)}"
+
+    def run_on_host(self, node: str, command: str, timeout: float = 30.0) -> str:
+        """Run ``command`` as root on the host of ``node`` (its spec's SSH access); its output, or an error naming
+        the node and what the host said."""
+        ssh, key = self._host_ssh(node)
+        rc, out, err = ssh.run(key, self._as_root(node, command), timeout=timeout)
         if rc != 0:
-            raise LabError(f"{node}: `{command}` failed on {n.host} (exit {rc}): {(err or out).strip()[:300]}")
+            raise LabError(f"{node}: `{command}` failed on {self.node(node).host} (exit {rc}): "
+                           f"{(err or out).strip()[:300]}")
         return out
+
+    # -- the servers' own administrator, through SSH -------------------------------------------------------------------
+    def admin_connect(self, node: NodePlan | str, *, timeout: float = 5.0, **_):
+        """A connection as ``root@localhost`` of ``node``'s server: through a port here forwarded over the SSH
+        connection to the server's socket on its host (the password from the folder's mode-600 file)."""
+        name = node if isinstance(node, str) else node.name
+        if name not in self._forwards:
+            ssh, key = self._host_ssh(name)
+            self._forwards[name] = ssh.forward_socket(key, str(self.plan().nodes[name].plan.socket))
+        if self._creds is None:
+            self._creds = lab_secrets.load(self.folder)
+        try:
+            return pymysql.connect(host="127.0.0.1", port=self._forwards[name], user="root",
+                                   password=self._creds.password("root"), connect_timeout=timeout, read_timeout=60,
+                                   write_timeout=60, autocommit=True, cursorclass=pymysql.cursors.DictCursor)
+        except pymysql.MySQLError as exc:
+            raise LabError(f"cannot connect to {name} as its root through SSH "
+                           f"({exc.args[-1] if exc.args else exc})") from None
+
+    def topology(self, cluster: str) -> Topology:
+        """The embedded lab's topology of ``cluster`` over the provisioned servers (its SQL as their root)."""
+        planned = self.plan().cluster_nodes(cluster)
+        creds = self._creds or lab_secrets.load(self.folder)
+        return for_cluster(ClusterContext(cluster, self.plan().lab.clusters[cluster], [p.plan for p in planned],
+                                          self.admin_connect, lambda: self.settings(cluster), creds.password,
+                                          self.setting_rules(cluster), planned[0].flavor, planned[0].server.server))
+
+    # -- promotion: which cluster has another primary, and the original one given back -------------------------------
+    def promoted(self) -> dict[str, str]:
+        """{cluster: its promoted node}: the clusters whose primary moved and has not been given back."""
+        path = self.folder / PROMOTED
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def record_promotion(self, cluster: str, node: str | None) -> None:
+        now = self.promoted()
+        if node is None:
+            now.pop(cluster, None)
+        else:
+            now[cluster] = node
+        write_private(self.folder / PROMOTED, json.dumps(now), None)
+
+    def _restore(self, cluster: str, promoted: str, timeout: float) -> str:
+        topo = self.topology(cluster)
+
+        def stop(nodes: list[NodePlan]) -> None:
+            for n in nodes:
+                self.run_on_host(n.name, f"/usr/local/sbin/benchlib-node stop {shlex.quote(n.name)}", timeout)
+
+        def start(nodes: list[NodePlan]) -> None:
+            for n in nodes:
+                self.run_on_host(n.name, f"/usr/local/sbin/benchlib-node start {shlex.quote(n.name)}", timeout)
+            deadline = time.monotonic() + timeout
+            for n in nodes:
+                while True:
+                    try:
+                        self.admin_connect(n, timeout=2).close()
+                        break
+                    except LabError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.2)
+
+        how = lab_faults.restore(topo, next(n for n in topo.nodes if n.name == promoted), stop, start,
+                                 self._copy_data, timeout)
+        self.record_promotion(cluster, None)
+        return how
+
+    def _copy_data(self, src: NodePlan, dst: NodePlan) -> None:
+        """``dst``'s datadir replaced by a copy of ``src``'s (both stopped), without the files that are ``src``'s own
+        (``benchlib.lab.faults.NODE_FILES``), streamed from host to host through this machine."""
+        skip = " ".join(f"--exclude={shlex.quote(p)}" for p in
+                        (*lab_faults.NODE_FILES, *(f"{p}*" for p in lab_faults.NODE_PREFIXES), "*.pid"))
+        d = shlex.quote(str(dst.datadir))
+        ssh, from_key = self._host_ssh(src.name)
+        _, to_key = self._host_ssh(dst.name)
+        ssh.pipe(from_key, self._as_root(src.name, f"tar -C {shlex.quote(str(src.datadir))} {skip} -cf - ."),
+                 to_key, self._as_root(dst.name, f"rm -rf {d} && mkdir -m 750 {d} && tar -C {d} -xf - && "
+                                                 f"chown -R mysql:mysql {d}"))
 
     def close(self) -> None:
         super().close()
@@ -93,6 +203,10 @@ class ProvisionedLab(RemoteLab):
             if self._fault_ssh is not None:
                 self._fault_ssh.close()
                 self._fault_ssh = None
+            self._forwards.clear()  # their listeners closed with the connections
+
+
+PROMOTED = "promoted.json"
 
 
 def _tag(node: str) -> str:
@@ -154,8 +268,13 @@ class ProvisionedFaults:
         return " && ".join(rules)
 
     def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
-        raise LabError(f"{cluster}: benchlib does not promote replicas on provisioned hosts yet",
-                       hint="run failover = \"promote\" campaigns on the embedded lab")
+        topo = self.lab.topology(cluster)
+        if not isinstance(topo, Async):
+            raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
+        done = lab_faults.promote(topo, next(n for n in topo.nodes if n.name == failed),
+                                  lambda n: self.lab.is_up(n.name), timeout)
+        self.lab.record_promotion(cluster, done.primary)
+        return done
 
     def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
                starting: Callable[[], None] | None = None) -> str:

@@ -130,6 +130,7 @@ class NamespaceHosts:
             for i, name in enumerate(self.names, start=1):
                 self._start(name, i, root)
             self._wait_ssh(timeout)
+            self._wait_booted(timeout)
         except BaseException:
             self.down()
             raise
@@ -202,6 +203,22 @@ class NamespaceHosts:
                         raise LabError(f"namespace host {host.name} ({host.address}): sshd did not answer within "
                                        f"{timeout:.0f} s", detail=log) from None
                     time.sleep(0.1)
+
+    def _wait_booted(self, timeout: float) -> None:
+        """Wait until each systemd host has finished starting up (its first-boot units, utmp update and the like done),
+        so that what runs on it next, or a look at its processes, does not meet its boot half-way."""
+        for host in self.hosts.values():
+            if host.init != "systemd":
+                continue
+            init = _first_child(host.pid)
+            res = subprocess.run(["nsenter", "-t", str(init), "-a", "-r", "-w", "timeout", f"{timeout:.0f}",
+                                  "systemctl", "is-system-running", "--wait"], capture_output=True, text=True)
+            state = res.stdout.strip()
+            if state not in ("running", "degraded"):
+                failed = subprocess.run(["nsenter", "-t", str(init), "-a", "-r", "-w", "systemctl", "--failed",
+                                         "--no-legend"], capture_output=True, text=True).stdout.strip()
+                raise LabError(f"namespace host {host.name}: systemd did not finish starting within {timeout:.0f} s "
+                               f"(state {state or res.stderr.strip() or 'unknown'})", detail=failed or None)
 
     # -- down -----------------------------------------------------------------------------------------------------------
     def down(self) -> None:
@@ -278,6 +295,20 @@ def _remove_cgroup(path: Path) -> None:
             if time.monotonic() > deadline:
                 raise LabError(f"cgroup {path} could not be removed (processes left in it?)")
             time.sleep(0.1)
+
+
+def _first_child(pid: int) -> int:
+    """The host's first process (what the unshare process ``pid`` forked), as this machine numbers it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            children = []
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise LabError(f"namespace host process {pid} has no first process")
 
 
 def _kill_tree(pid: int) -> None:

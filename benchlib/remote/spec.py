@@ -50,8 +50,8 @@ NO_FAULTS = ("a remote lab's servers are not benchlib's to kill, freeze or cut o
              "local lab spec)")
 #: what benchlib does to the servers of a provisioned remote lab (over SSH, with its service script on each host)
 PROVISIONED_FAULTS = ("kill", "freeze", "isolate")
-PROVISIONED_ONLY = ("on provisioned hosts benchlib kills, freezes and isolates servers (a site's cut, a promotion and "
-                    "a proxy run on the embedded lab so far)")
+PROVISIONED_ONLY = ("on provisioned hosts benchlib kills, freezes, isolates and promotes servers (a site's cut and a "
+                    "proxy run on the embedded lab so far)")
 SECRET_FIELDS = {"password", "passwd", "key", "private_key", "secret"}
 
 

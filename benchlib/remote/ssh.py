@@ -194,6 +194,41 @@ class SSHClients:
         if rc != 0:
             raise SSHError(f"client host {host}: cannot write {path}: {err.strip()}")
 
+    def forward_socket(self, host: str, path: str) -> int:
+        """A port on this machine's loopback that reaches the Unix socket ``path`` on ``host`` through the SSH
+        connection (a server's socket: its ``root@localhost`` account, without opening one to the network); kept
+        until the connections close. Returns the port."""
+        async def listen():
+            return await self.conns[host].forward_local_port_to_path("127.0.0.1", 0, path)
+
+        try:
+            listener = self._call(listen(), self.connect_timeout)
+        except Exception as exc:  # noqa: BLE001 - asyncssh's own errors: the server refused the forwarding
+            raise SSHError(f"{self.kind} {host}: cannot reach {path} through SSH ({exc})",
+                           hint="the host's sshd must allow AllowStreamLocalForwarding (its default)") from None
+        return listener.get_port()
+
+    def pipe(self, source: str, read: str, target: str, write: str, *, timeout: float = 600.0) -> None:
+        """Run ``read`` on host ``source`` and ``write`` on host ``target`` with the first's output as the second's
+        input, streamed through this machine (the hosts need no way to each other); an SSHError naming the side
+        that failed."""
+        async def go():
+            dst = await self.conns[target].create_process(write, encoding=None)
+            src = await self.conns[source].create_process(read, stdout=dst.stdin, encoding=None)
+            done_src = await src.wait(check=False)
+            done_dst = await dst.wait(check=False)
+            return done_src, done_dst
+
+        try:
+            src, dst = self._call(go(), timeout)
+        except TimeoutError:
+            raise SSHError(f"copying from {source} to {target} did not finish within {timeout:g} s") from None
+        for host, cmd, res in ((source, read, src), (target, write, dst)):
+            if res.exit_status != 0:
+                err = (res.stderr or b"").decode(errors="replace").strip()[-300:]
+                raise SSHError(f"{self.kind} {host}: `{cmd.split()[0]}` failed in a copy from {source} to {target} "
+                               f"(exit {res.exit_status}): {err}")
+
     def clock_offset(self, host: str, samples: int = 9) -> Offset:
         """The host's wall clock minus ours, from the lowest-round-trip of ``samples`` readings taken through
         one open session (no session set-up inside the bracket: the error is half a channel round trip)."""

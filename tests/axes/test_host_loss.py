@@ -95,7 +95,9 @@ def test_semisync_after_commit_acknowledges_nothing_it_loses_but_lets_a_client_r
     assert m.ledger["lost"] == 0 and m.semisync["fell_back_s"] is None
     assert m.ledger["reads_of_lost"] > 0
     seen = reads[reads.lost.astype("boolean").fillna(False)]
-    assert (seen.t_done_s >= m.fault_steps[0]["done_s"]).all() and (seen.node == "semicommit-1").all()
+    # read once the cut was under way: the isolate takes effect before its command returns (done_s), so a read can
+    # see a write committed after the cut a fraction of a millisecond before the step is recorded done
+    assert (seen.t_done_s >= m.fault_steps[0]["planned_s"]).all() and (seen.node == "semicommit-1").all()
 
 
 @needs_root
