@@ -29,6 +29,7 @@ ROOT = enter()
 import pandas as pd  # noqa: E402
 
 from benchlib.analysis import interference, resources  # noqa: E402
+from benchlib.store import list_runs, unpack_run  # noqa: E402
 from benchlib.analysis.campaign import analyze  # noqa: E402
 from benchlib.store import load_campaign  # noqa: E402
 
@@ -41,7 +42,7 @@ def build(folder: Path, runs: int) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     record = json.loads((SOURCE / "campaign.json").read_text())
-    sources = sorted(p for p in SOURCE.iterdir() if p.is_dir() and (p / "manifest.json").exists())
+    sources = list_runs(SOURCE)  # packed or folders
     plan = []
     for i in range(runs):
         src = sources[i % len(sources)]
@@ -49,7 +50,7 @@ def build(folder: Path, runs: int) -> None:
         rep = i // len(sources) + 1
         run_id = f"{i + 1:04d}-{rest.rsplit('-r', 1)[0]}-r{rep}"
         dst = folder / run_id
-        shutil.copytree(src, dst)
+        unpack_run(src, dst)
         m = json.loads((dst / "manifest.json").read_text())
         m["run_id"] = run_id
         m["params"]["repetition"] = rep

@@ -219,6 +219,44 @@ def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. run
     typer.echo(f"report: {r.page}")
 
 
+@app.command()
+def pack(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g. runs/quick data/campaigns/*")) -> None:
+    """Pack each finished campaign's runs into a few compressed files (one per kind of frame, the facts common to
+    every run stored once) and remove the run folders it took in; every reader reads them as before. Runs added
+    later stay folders until the next pack."""
+    from benchlib.campaign.folder import CampaignFolder
+    from benchlib.store import pack_campaign
+
+    for campaign in campaigns:
+        folder = CampaignFolder(campaign).lock()
+        try:
+            typer.echo(f"{campaign}: {pack_campaign(campaign).words()}")
+        finally:
+            folder.release()
+
+
+@app.command()
+def unpack(campaign: Path = typer.Argument(..., help="a campaign folder, e.g. data/campaigns/quick"),
+           to: Path = typer.Option(..., "--to", help="a new folder for the campaign with one folder per run")) -> None:
+    """Write a packed campaign out again with one folder per run (manifest.json, raw/, a parquet file per frame),
+    as benchlib run writes them, e.g. to read sysbench's raw output or hand the runs to other tools."""
+    import shutil
+
+    from benchlib.errors import StoreError
+    from benchlib.store import list_runs, unpack_run
+
+    if to.exists():
+        raise StoreError(f"{to} exists: unpack writes a new folder", hint="give a path that does not exist yet")
+    runs = list_runs(campaign)
+    to.mkdir(parents=True)
+    for name in ("campaign.json", "events.jsonl"):
+        if (campaign / name).exists():
+            shutil.copy2(campaign / name, to / name)
+    for run in runs:
+        unpack_run(run, to / run.name)
+    typer.echo(f"{len(runs)} runs of {campaign} written to {to}")
+
+
 @app.command("check-report")
 def check_report(page: Path = typer.Argument(..., help="a published report.html (or any page of plotly charts)"),
                  width: int = typer.Option(1280, help="browser window width, px")) -> None:

@@ -19,8 +19,8 @@ LAYERS = [
     ["errors", "schema", "specs", "catalogue", "axes"],  # foundations; the system catalogue (pure data); the axes'
     # registry and each axis's record and spec table (their planners, run hooks, analysis and report sections are
     # placed below by pattern)
-    ["sysbench", "store", "manifest", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
-    # store and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
+    ["sysbench", "store", "packed", "manifest", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
+    # store, its packs and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
     ["analysis", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
     # the Lab protocol
     ["charts", "lab", "remote", "axes.*.charts"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
@@ -30,7 +30,7 @@ LAYERS = [
     ["cli", "cli_lab", "__init__"],
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
-ANALYSIS_SIDE = ("analysis", "charts", "report", "page", "studies", "notebooks", "explore", "store", "manifest",
+ANALYSIS_SIDE = ("analysis", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed", "manifest",
                  "schema", "sysbench.output", "catalogue", "axes")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")

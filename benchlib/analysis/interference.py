@@ -176,16 +176,15 @@ def disturbed_runs(campaign: str | Path) -> pd.DataFrame:
     """Every run of a campaign folder that was disturbed: the attempts a redo replaced (``attempts/<run_id>.N``) and
     any not redone yet, with the reason (the evidence) and the figures. Columns: run_id, attempt, redone, reason,
     and the figures of ``COLUMNS``."""
-    from benchlib.store import read_manifest
+    from benchlib.store import has_run, list_runs, read_manifest
 
     root = Path(campaign)
     cols = ["run_id", "attempt", "redone", "reason", *[c for c in COLUMNS if c != "run_id"]]
     rows = []
-    folders = [(p, True) for p in sorted((root / "attempts").glob("*.*"))] if (root / "attempts").is_dir() else []
-    folders += [(p, False) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")
-                and p.name != "attempts"] if root.is_dir() else []
+    folders = [(p, True) for p in list_runs(root / "attempts")] if (root / "attempts").is_dir() else []
+    folders += [(p, False) for p in list_runs(root)] if root.is_dir() else []
     for folder, retired in folders:
-        if not (folder / "manifest.json").exists():
+        if not has_run(folder):
             continue
         m = read_manifest(folder)
         if m.status != "disturbed":

@@ -5,7 +5,9 @@
                              (written once; a folder holding another campaign is refused)
         events.jsonl         what happened, one JSON object per line (runs, heals, interrupts)
         <run_id>/            one folder per run (benchlib.store)
-        attempts/<run_id>.N  failed and disturbed runs that a later attempt replaced, kept as they were
+        packed-N/            the runs of a packed campaign (benchlib.packed; ``benchlib pack``): read as run folders
+        attempts/<run_id>.N  failed and disturbed runs that a later attempt replaced, kept as they were (packed
+                             with the campaign: attempts/packed-N/)
         notebooks/           executed copies of the campaign notebook (benchlib run)
 """
 
@@ -22,7 +24,8 @@ from typing import Any, Callable
 from benchlib.campaign.ids import RunId
 from benchlib.environment import git_revision, host_facts
 from benchlib.errors import BenchlibError
-from benchlib.store import TMP_PREFIX, Manifest, read_campaign_record, read_manifest
+from benchlib.store import (TMP_PREFIX, Manifest, has_run, list_runs, pack_campaign, read_campaign_record,
+                            read_manifest, unpack_run)
 
 __all__ = ["CampaignError", "CampaignFolder"]
 
@@ -51,13 +54,7 @@ class CampaignFolder:
         an earlier benchlib wrote into today's (fields added since, at their defaults) before comparing."""
         path = self.path
         path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise CampaignError(f"campaign folder {path} is in use by another benchlib run",
-                                hint="wait for it to finish, or stop it (Ctrl-C) first") from None
+        fd = self._flock()
         record = path / "campaign.json"
         if record.exists():
             old = read_campaign_record(path).model_dump(mode="json")
@@ -79,6 +76,25 @@ class CampaignFolder:
         self._lock = fd
         return self
 
+    def lock(self) -> "CampaignFolder":
+        """Take the folder's lock without claiming it for a campaign (packing: no campaign may write meanwhile)."""
+        if not (self.path / "campaign.json").exists() and not any(self.path.glob("*/manifest.json")):
+            raise CampaignError(f"{self.path} is not a campaign folder (no campaign.json, no runs)",
+                                hint="give a folder benchlib run wrote, e.g. runs/quick")
+        self._lock = self._flock()
+        return self
+
+    def _flock(self) -> int:
+        """The folder's lock file, locked (one benchlib at a time writes a campaign folder)."""
+        fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise CampaignError(f"campaign folder {self.path} is in use by another benchlib run",
+                                hint="wait for it to finish, or stop it (Ctrl-C) first") from None
+        return fd
+
     def release(self) -> None:
         if self._lock is not None:
             os.close(self._lock)
@@ -90,14 +106,16 @@ class CampaignFolder:
             f.write(json.dumps({"utc": utc(), "event": event, **fields}, default=str) + "\n")
 
     # -- runs --------------------------------------------------------------------------
+    def has(self, run_id: str) -> bool:
+        """Whether ``run_id`` is finished (its run folder, or the campaign's pack)."""
+        return has_run(self.path / run_id)
+
     def manifest(self, run_id: str) -> Manifest | None:
-        folder = self.path / run_id
-        return read_manifest(folder) if (folder / "manifest.json").exists() else None
+        return read_manifest(self.path / run_id) if self.has(run_id) else None
 
     def stored(self) -> list[str]:
-        """The run ids with a finished run folder."""
-        return sorted(p.name for p in self.path.iterdir() if p.is_dir() and (p / "manifest.json").exists()
-                      and RunId.is_run_id(p.name))
+        """The run ids of the finished runs (folders and packed)."""
+        return [p.name for p in list_runs(self.path) if RunId.is_run_id(p.name)]
 
     def manifests(self) -> dict[str, Manifest]:
         return {r: read_manifest(self.path / r) for r in self.stored()}
@@ -109,10 +127,14 @@ class CampaignFolder:
         attempts = self.path / "attempts"
         attempts.mkdir(exist_ok=True)
         n = 1
-        while (attempts / f"{run_id}.{n}").exists():
+        while has_run(attempts / f"{run_id}.{n}") or (attempts / f"{run_id}.{n}").exists():
             n += 1
         target = attempts / f"{run_id}.{n}"
-        os.rename(folder, target)
+        if folder.exists():
+            os.rename(folder, target)
+        else:  # a packed run: its folder written out, and the pack written again without it
+            unpack_run(folder, target)
+            pack_campaign(self.path, drop=[run_id], attempts=False)
         return target
 
     def attempts_of(self, run_id: str, status: str | None = None) -> int:
@@ -120,12 +142,13 @@ class CampaignFolder:
         folder = self.path / "attempts"
         if not folder.is_dir():
             return 0
-        found = [p for p in folder.glob(f"{run_id}.*") if p.is_dir() and p.name.rsplit(".", 1)[-1].isdigit()]
+        found = [p for p in list_runs(folder) if p.name.startswith(f"{run_id}.") and p.name.rsplit(".", 1)[-1].isdigit()]
         if status is None:
             return len(found)
-        return sum(1 for p in found if (p / "manifest.json").exists() and read_manifest(p).status == status)
+        return sum(1 for p in found if read_manifest(p).status == status)
 
     def next_index(self, planned: list[int]) -> int:
-        """The index of a new run: after every planned one and every folder there is."""
+        """The index of a new run: after every planned one and every run there is."""
         used = [RunId.parse(p.name).index for p in self.path.iterdir() if p.is_dir() and RunId.is_run_id(p.name)]
+        used += [RunId.parse(r).index for r in self.stored()]
         return max(planned + used + [0]) + 1

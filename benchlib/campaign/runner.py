@@ -36,7 +36,7 @@ from benchlib.environment import git_revision
 from benchlib.errors import BenchlibError, DiskFullError, LabSpecMismatch, SpecError, disk_full
 from benchlib.labs import AnyLabSpec, open_lab
 from benchlib.specs import format_validation
-from benchlib.store import RunWriter, SecretRefusedError, read_manifest
+from benchlib.store import RunWriter, SecretRefusedError, has_run, read_manifest
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
@@ -82,7 +82,7 @@ class CampaignResult:
                                    "threads": run.options.threads, "rate": run.options.rate, **run.settings,
                                    "status": "missing"}
             folder = self.path / run.run_id
-            if (folder / "manifest.json").exists():
+            if has_run(folder):
                 m = read_manifest(folder)
                 row.update(status=m.status, reason=m.reason, tps=m.summary.get("tps"),
                            lat_pctl_ms=m.summary.get("lat_pctl_ms"), catch_up_s=m.catch_up_s)
@@ -171,7 +171,7 @@ class CampaignSession:
 
     def one_run(self, run: PlannedRun, k: int, n: int) -> None:
         lab = self.need_lab()
-        if (self.folder.path / run.run_id).exists():
+        if self.folder.has(run.run_id) or (self.folder.path / run.run_id).exists():
             kept = self.folder.retire(run.run_id)
             self.folder.event("retry", run_id=run.run_id, previous=str(kept.relative_to(self.folder.path)))
         self.progress.start(k, n, run)

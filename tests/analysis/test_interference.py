@@ -8,7 +8,6 @@ tested live, with a CPU hog, in tests/sampling/test_foreign.py and tests/campaig
 
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -17,8 +16,9 @@ import pytest
 from benchlib.analysis import interference
 from benchlib.analysis.campaign import analyze
 from benchlib.analysis.resources import window_rates
-from benchlib.store import read_run
+from benchlib.store import list_runs, read_run
 from tests.conftest import ROOT
+from tests.recorded import as_folders
 
 RECORDED = ROOT / "data" / "campaigns" / "resources"
 
@@ -36,7 +36,7 @@ def with_steal(cluster: pd.DataFrame, window: tuple[float, float], share: float)
 
 @pytest.fixture(scope="module")
 def run():
-    return read_run(sorted(RECORDED.glob("0*"))[0])
+    return read_run(list_runs(RECORDED)[0])
 
 
 def test_figures_of_a_recorded_run(run):
@@ -67,9 +67,8 @@ def test_foreign_cpu_is_named_with_its_top_command():
 def test_a_campaign_with_a_stolen_run_is_warned_and_said(tmp_path):
     """The recorded campaign with one run's series showing 15% steal: the analysis finds it per run, validate warns
     (the run was kept: recorded without a redo), and the report's interference findings name it."""
-    folder = tmp_path / "resources"
-    shutil.copytree(RECORDED, folder)
-    victim = sorted(folder.glob("0*"))[2]
+    folder = as_folders("resources", tmp_path / "resources")
+    victim = list_runs(folder)[2]
     r = read_run(victim)
     stolen = with_steal(r.frames["cluster"], tuple(r.manifest.load_window_s), 0.15)
     stolen.to_parquet(victim / "cluster.parquet", index=False)

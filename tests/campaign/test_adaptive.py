@@ -4,6 +4,7 @@ open, a stop when every comparison is settled or at the cap, an incomplete round
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from benchlib.campaign.folder import CampaignFolder
 from benchlib.campaign.plan import plan
 from benchlib.campaign.spec import CampaignSpec
 from benchlib.labs import load_lab_spec
+from benchlib.store import unpack_run
 from tests.conftest import ROOT
 
 RECORDED = ROOT / "data" / "campaigns" / "topologies"
@@ -28,7 +30,7 @@ def campaign_with(tmp_path: Path, rounds: int, **changes) -> tuple[CampaignSpec,
     # the folder's campaign.json holds the spec as changed (a campaign's folder always holds its own spec)
     (folder / "campaign.json").write_text(json.dumps({**recorded, "campaign": spec.model_dump(mode="json")}))
     for r in runs:
-        (folder / r.run_id).symlink_to(RECORDED / r.run_id)
+        unpack_run(RECORDED / r.run_id, folder / r.run_id)
     return spec, CampaignFolder(folder), runs
 
 
@@ -60,7 +62,7 @@ def test_a_round_an_earlier_start_left_incomplete_is_completed_first(tmp_path):
     spec, folder, runs = campaign_with(tmp_path, 3, max_repetitions=5)
     gone = [r for r in runs if r.repetition == 3][-2:]
     for r in gone:
-        (folder.path / r.run_id).unlink()
+        shutil.rmtree(folder.path / r.run_id)
     planned = [r for r in runs if r not in gone]
     step = next_round(spec, folder, planned)
     assert step.reason == "completing round(s) [3]"
