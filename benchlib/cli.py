@@ -257,6 +257,39 @@ def unpack(campaign: Path = typer.Argument(..., help="a campaign folder, e.g. da
     typer.echo(f"{len(runs)} runs of {campaign} written to {to}")
 
 
+@app.command("runs")
+def runs_cmd(roots: list[Path] = typer.Argument(None, help="campaign folders or folders of them (default: runs "
+                                                            "data/campaigns)"),
+             match: list[str] = typer.Option([], "--match", "-m", help="column=value, e.g. -m system=galera "
+                                                                      "-m threads=16 (value as JSON, else text)"),
+             where: Optional[str] = typer.Option(None, help="an SQL condition on the runs, e.g. \"summary_tps > 500\""),
+             columns: str = typer.Option("campaign,run_id,status,system,cluster,workload,threads,summary_tps",
+                                         help="the columns to print, comma-separated (all: *)")) -> None:
+    """Every run of every campaign under ROOTS that matches, from the run index (benchlib.run_index): one table
+    across campaigns, built incrementally and cached."""
+    from benchlib.errors import SpecError
+    from benchlib.run_index import RunIndex
+
+    equals: dict[str, Any] = {}
+    for m in match:
+        key, eq, value = m.partition("=")
+        if not eq:
+            raise SpecError(f"--match {m!r} is not column=value", hint="e.g. -m system=galera -m threads=16")
+        try:
+            equals[key] = json.loads(value)
+        except json.JSONDecodeError:
+            equals[key] = value
+    idx = RunIndex([p for p in (roots or [Path("runs"), Path("data/campaigns")]) if roots or p.is_dir()])
+    found = idx.runs(where, **equals)
+    keep = list(found.columns) if columns.strip() == "*" else [c.strip() for c in columns.split(",") if c.strip()]
+    missing = [c for c in keep if c not in found.columns]
+    if missing:
+        raise SpecError(f"no column {', '.join(missing)} in the run index", hint=f"columns: {', '.join(idx.columns)}")
+    typer.echo(found[keep].to_string(index=False) if len(found) else "no run matches")
+    typer.echo(f"{len(found)} runs in {found.campaign.nunique() if len(found) else 0} campaigns "
+               f"(of {len(idx.files)} indexed)")
+
+
 @app.command("check-report")
 def check_report(page: Path = typer.Argument(..., help="a published report.html (or any page of plotly charts)"),
                  width: int = typer.Option(1280, help="browser window width, px")) -> None:

@@ -45,7 +45,7 @@ from benchlib.schema import FRAMES
 
 __all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "Packing", "RUN_FACTS", "Run",
            "RunWriter", "SecretRefusedError", "StoreError", "has_run", "list_runs", "load_campaign", "pack_campaign",
-           "raw_texts", "read_campaign_record", "read_manifest", "read_run", "unpack_run"]
+           "raw_texts", "read_campaign_record", "read_manifest", "read_run", "runs_table", "unpack_run"]
 
 TMP_PREFIX = ".tmp-"
 
@@ -355,6 +355,16 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             **_audit_facts(m.audit), **registry.run_facts(m.model_dump()), **summary}
 
 
+def _run_row(m: Manifest) -> dict[str, Any]:
+    """A run's row of the ``runs`` table: its id, facts and parameters."""
+    return {"run_id": m.run_id, **_run_facts(m), **_flat(m.params)}
+
+
+def runs_table(campaign_dir: str | Path) -> pd.DataFrame:
+    """The ``runs`` table of ``load_campaign`` alone (manifests only, no frame read): one row per run."""
+    return pd.DataFrame([_run_row(read_manifest(p)) for p in list_runs(campaign_dir)])
+
+
 def _audit_facts(audit: dict[str, Any]) -> dict[str, Any]:
     """The consistency audit of a run in the ``runs`` table: how many nodes it compared, whether they held the same
     data, what it cost (None: not audited)."""
@@ -397,9 +407,8 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
     rows = []
     params_of = []
     for m in manifests:
-        params = _flat(m.params)
-        params_of.append(params)
-        rows.append({"run_id": m.run_id, **_run_facts(m), **params})
+        params_of.append(_flat(m.params))
+        rows.append(_run_row(m))
     runs_table = pd.DataFrame(rows)
     result: dict[str, pd.DataFrame] = {}
     keep = [i for i, m in enumerate(manifests) if m.ok or failed]

@@ -21,7 +21,7 @@ LAYERS = [
     # placed below by pattern)
     ["sysbench", "store", "packed", "manifest", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
     # store, its packs and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
-    ["analysis", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
+    ["analysis", "run_index", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
     # the Lab protocol
     ["charts", "lab", "remote", "axes.*.charts"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
     ["report", "page", "studies", "notebooks", "explore", "labs", "axes.*.report", "provision"],  # publishing;
@@ -30,7 +30,8 @@ LAYERS = [
     ["cli", "cli_lab", "__init__"],
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
-ANALYSIS_SIDE = ("analysis", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed", "manifest",
+ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed",
+                 "manifest",
                  "schema", "sysbench.output", "catalogue", "axes")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")
