@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.notebooks import NOTEBOOK_DIR, NotebookError, notebook_path, output_path
+from benchlib.store import list_runs
 
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
@@ -83,7 +84,7 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     import subprocess
     import sys
 
-    run = sorted(p.name for p in (recorded / "topologies").glob("0001-*"))[0]
+    run = list_runs(recorded / "topologies")[0].name
     cmd = [sys.executable, "-m", "benchlib.cli", "rerun", str(recorded / "topologies"), "-n", "stability",
            "-p", f'runs=["{run}"]']
     for _ in range(2):
