@@ -23,6 +23,8 @@ from _common import enter  # noqa: E402
 ROOT = enter()
 
 from benchlib.analysis.campaign import analyze  # noqa: E402
+from benchlib import packed as packed_mod  # noqa: E402
+from benchlib import store  # noqa: E402
 from benchlib.packed import find_pack  # noqa: E402
 from benchlib.store import list_runs, load_campaign, pack_campaign, unpack_run  # noqa: E402
 
@@ -69,6 +71,8 @@ def main() -> None:
                                                           "analyze packed")}
         for _ in range(args.rounds):  # interleaved: a noisy neighbour slows both alike
             for label, folder in (("folders", folders), ("packed", packed)):
+                packed_mod._OPEN.clear()  # every round reads from disk, as a new process does
+                store._PACKS.clear()
                 t0 = time.perf_counter()
                 load_campaign(folder)
                 times[f"load {label}"].append(time.perf_counter() - t0)

@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,8 @@ def find_pack(campaign: Path) -> "Pack | None":
     return Pack.open(max(found)[1]) if found else None
 
 
-_OPEN: dict[tuple[str, int, int], "Pack"] = {}
+_OPEN: "OrderedDict[tuple[str, int, int], Pack]" = OrderedDict()
+OPEN_MAX = 8  # packs kept read in a process (their frames with them): the most recently used
 
 
 class Pack:
@@ -213,12 +215,15 @@ class Pack:
 
     @classmethod
     def open(cls, path: Path) -> "Pack":
-        """The pack at ``path``, read once per process (packs never change once written; a new one is a new
-        generation, so a folder's identity and time name one)."""
+        """The pack at ``path``, read once while it is among the last ``OPEN_MAX`` used (packs never change once
+        written; a new one is a new generation, so a folder's identity and time name one)."""
         st = (path / "pack.json").stat()
         key = (str(path), st.st_ino, st.st_mtime_ns)
         if key not in _OPEN:
             _OPEN[key] = cls(path)
+            while len(_OPEN) > OPEN_MAX:
+                _OPEN.popitem(last=False)
+        _OPEN.move_to_end(key)
         return _OPEN[key]
 
     @property
