@@ -390,10 +390,13 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
         parts.append(f"<h2>Study {study.id} against the published figures</h2><p>{html.escape(study.title)}. "
                      f"Needs a remote lab: {html.escape(study.remote)}.</p>"
                      + table(ref.claims, ["claim", "published", "measured", "holds", "how"]))
+    shared = (report.folder / "charts" / "plotly.min.js").exists()  # the charts' own copy, beside their pages
     for i, (name, fig) in enumerate(figs.items()):
         title = CATALOGUE[name][0]
-        div = pio.to_html(fig, full_html=False, include_plotlyjs=i == 0,  # plotly.js inlined once: works offline
-                          div_id=f"chart-{name}")
+        # plotly.js once: the charts folder's copy (relative: the folder opens offline, wherever it is moved), or
+        # inlined where no chart page was written
+        js: bool | str = (i == 0) if not shared else ("charts/plotly.min.js" if i == 0 else False)
+        div = pio.to_html(fig, full_html=False, include_plotlyjs=js, div_id=f"chart-{name}")
         links = " · ".join(f'<a href="charts/{name}.{ext}">{ext.upper()}</a>'
                            for ext in ("png", "svg", "html") if (report.folder / "charts" / f"{name}.{ext}").exists())
         parts.append(f'<div class="chart"><h2>{html.escape(title)}</h2>{div}<p class="files">{links}</p></div>')

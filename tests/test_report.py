@@ -44,7 +44,7 @@ def report(tmp_path_factory):
 @needs_browser
 def test_every_chart_in_three_formats(report):
     charts = report.folder / "charts"
-    names = {p.stem for p in charts.iterdir()}
+    names = {p.stem for p in charts.iterdir() if p.name != "plotly.min.js"}  # the charts' one copy of plotly.js
     assert {"ratio_vs_baseline", "throughput_vs_threads", "wan_latency", "lag"} <= names
     assert "stability" not in names and "stability" in report.left_out  # 10 s runs: left out, with a note
     for name in names:
@@ -55,7 +55,7 @@ def test_every_chart_in_three_formats(report):
     svg = (charts / "wan_latency.svg").read_text()
     assert svg.startswith("<svg") and svg.count("@font-face") == 1 and "data:font/woff;base64," in svg
     assert 'font-family:"Liberation Sans"' in svg and len(svg) < 150_000  # the font embedded, subset to the text
-    assert 'src="http' not in (charts / "wan_latency.html").read_text()  # self-contained
+    assert 'src="http' not in (charts / "wan_latency.html").read_text()  # no CDN: opens offline, plotly.js beside it
     assert report.image_seconds and max(report.image_seconds) < 30
 
 
@@ -71,7 +71,12 @@ def test_report_page_headline_then_warnings_then_verdicts_and_notebooks(report):
     assert "2 runs against 2" in lead and "the difference is real" in lead
     warnings = page[page.index("<h2>Warnings</h2>"):page.index('class="chart"')]
     assert warnings.count("<summary>") < 5  # grouped by kind with a count, not a row per configuration
-    assert page.count("<script") >= 1 and 'src="http' not in page  # plotly.js inlined: opens offline
+    assert page.count("<script") >= 1 and 'src="http' not in page  # no CDN: opens offline
+    # one copy of plotly.js, beside the charts, shared by the page and every chart's own page
+    assert 'src="charts/plotly.min.js"' in page and len(list(report.folder.rglob("plotly.min.js"))) == 1
+    assert all('src="plotly.min.js"' in f.read_text() for f in report.files if f.suffix == ".html")
+    weight = sum(f.stat().st_size for f in report.folder.rglob("*") if f.is_file())
+    assert weight < 10e6, weight  # charts, notebooks, page and one plotly.js (each chart page embedding it: ~40 MB)
     assert {p.stem.split("-")[0] for p in report.notebooks} >= {"wan", "stability", "lag", "compare"}
     for nb in report.notebooks:
         assert f'href="notebooks/{nb.name}"' in page and nb.exists()

@@ -225,7 +225,9 @@ class Exporter:
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
             if fmt == "html":
-                fig.write_html(str(path), include_plotlyjs=True, full_html=True)  # self-contained: opens offline
+                # plotly.js once per folder of charts (plotly writes plotly.min.js beside the page): each page
+                # still opens offline, and a report's dozen charts carry one 4.8 MB copy instead of a dozen
+                fig.write_html(str(path), include_plotlyjs="directory", full_html=True)
                 out.append(path)
             elif fmt in ("png", "svg"):
                 if not self.ready:
