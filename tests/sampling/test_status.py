@@ -62,8 +62,9 @@ def test_replication_backlog_and_galera_flow_control(lab):
     assert not sampling.sampler.errors
     df = CLUSTER.validate(sampling.cluster_frame())
     behind = metric(df, "async-3", "trx_behind").value
-    assert behind.max() >= 40 and behind.iloc[-1] == 0  # the backlog built up, then drained
-    assert metric(df, "async-2", "trx_behind").value.iloc[-1] == 0
+    # the backlog built up, then drained (the sampler's heartbeat writes on: one may be on its way at the last poll)
+    assert behind.max() >= 40 and behind.iloc[-1] <= 1 and behind.iloc[-5:].min() == 0
+    assert metric(df, "async-2", "trx_behind").value.iloc[-5:].min() == 0
     assert metric(df, "async-2", "sql_running").value.iloc[-1] == 1
     for node in ("galera-1", "galera-2", "galera-3"):
         names = set(df[df.node == node].metric)
