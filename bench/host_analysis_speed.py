@@ -29,7 +29,8 @@ ROOT = enter()
 import pandas as pd  # noqa: E402
 
 from benchlib.analysis import interference, resources  # noqa: E402
-from benchlib.store import list_runs, unpack_run  # noqa: E402
+from benchlib.packing import unpack_run  # noqa: E402
+from benchlib.store import list_runs  # noqa: E402
 from benchlib.analysis.campaign import analyze  # noqa: E402
 from benchlib.store import load_campaign  # noqa: E402
 

@@ -26,7 +26,8 @@ from benchlib.analysis.campaign import analyze  # noqa: E402
 from benchlib import packed as packed_mod  # noqa: E402
 from benchlib import store  # noqa: E402
 from benchlib.packed import find_pack  # noqa: E402
-from benchlib.store import list_runs, load_campaign, pack_campaign, unpack_run  # noqa: E402
+from benchlib.packing import pack_campaign, unpack_campaign  # noqa: E402
+from benchlib.store import list_runs, load_campaign  # noqa: E402
 
 WORK = Path("/tmp/benchlib-pack-load")
 DATA = ROOT / "data" / "campaigns"
@@ -42,10 +43,7 @@ def _folders(name: str) -> Path:
     if not dest.exists():
         tmp = WORK / "folders" / f".{name}"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        shutil.copy2(DATA / name / "campaign.json", tmp / "campaign.json")
-        for run in list_runs(DATA / name):
-            unpack_run(run, tmp / run.name)
+        unpack_campaign(DATA / name, tmp)
         tmp.rename(dest)
     return dest
 

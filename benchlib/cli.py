@@ -225,7 +225,7 @@ def pack(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g
     every run stored once) and remove the run folders it took in; every reader reads them as before. Runs added
     later stay folders until the next pack."""
     from benchlib.campaign.folder import CampaignFolder
-    from benchlib.store import pack_campaign
+    from benchlib.packing import pack_campaign
 
     for campaign in campaigns:
         folder = CampaignFolder(campaign).lock()
@@ -240,20 +240,9 @@ def unpack(campaign: Path = typer.Argument(..., help="a campaign folder, e.g. da
            to: Path = typer.Option(..., "--to", help="a new folder for the campaign with one folder per run")) -> None:
     """Write a packed campaign out again with one folder per run (manifest.json, raw/, a parquet file per frame),
     as benchlib run writes them, e.g. to read sysbench's raw output or hand the runs to other tools."""
-    import shutil
+    from benchlib.packing import unpack_campaign
 
-    from benchlib.errors import StoreError
-    from benchlib.store import list_runs, unpack_run
-
-    if to.exists():
-        raise StoreError(f"{to} exists: unpack writes a new folder", hint="give a path that does not exist yet")
-    runs = list_runs(campaign)
-    to.mkdir(parents=True)
-    for name in ("campaign.json", "events.jsonl"):
-        if (campaign / name).exists():
-            shutil.copy2(campaign / name, to / name)
-    for run in runs:
-        unpack_run(run, to / run.name)
+    runs = unpack_campaign(campaign, to)
     typer.echo(f"{len(runs)} runs of {campaign} written to {to}")
 
 

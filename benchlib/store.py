@@ -13,10 +13,10 @@ overwritten. A failed run is kept, marked, with the frames it had. Frames are
 validated against their schema when written and when read. Secrets given to the
 writer are refused wherever they would be saved.
 
-A finished campaign can be packed (``pack_campaign``; ``benchlib pack``): its runs go into a few compressed
+A finished campaign can be packed (``benchlib.packing``; ``benchlib pack``): its runs go into a few compressed
 files (``benchlib.packed``) and their folders away. Every reader here reads a packed run as it reads a run folder:
 ``list_runs`` lists both, ``read_manifest`` and ``read_run`` take the same ``<campaign>/<run_id>`` path whether
-the folder exists or the pack holds it, ``raw_texts`` gives its raw text, ``unpack_run`` writes its folder again.
+the folder exists or the pack holds it, ``raw_texts`` gives its raw text.
 
 ``load_campaign(path)`` returns the frames of every run of a campaign, concatenated,
 each row tagged with its ``run_id`` and the run's parameters (a parameter named like
@@ -40,12 +40,12 @@ import pandas as pd
 from benchlib.axes import registry
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, CampaignRecord, Manifest, upgrade
-from benchlib.packed import PACK_PREFIX, Pack, PackedRun, find_pack, write_pack
+from benchlib.packed import Pack, find_pack
 from benchlib.schema import FRAMES
 
-__all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "Packing", "RUN_FACTS", "Run",
-           "RunWriter", "SecretRefusedError", "StoreError", "has_run", "list_runs", "load_campaign", "pack_campaign",
-           "raw_texts", "read_campaign_record", "read_manifest", "read_run", "runs_table", "unpack_run"]
+__all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter",
+           "SecretRefusedError", "StoreError", "has_run", "list_runs", "load_campaign", "raw_texts",
+           "pack_holding", "pack_of", "read_campaign_record", "read_manifest", "read_run", "read_table", "runs_table"]
 
 TMP_PREFIX = ".tmp-"
 
@@ -150,36 +150,37 @@ class Run:
         return self.manifest.ok
 
 
-_PACKS: dict[tuple[str, int], Pack | None] = {}
+_PACKS: dict[str, tuple[int, Pack | None]] = {}  # campaign folder -> (its mtime when looked at, its pack)
 
 
-def _pack_of(campaign: Path) -> Pack | None:
+def pack_of(campaign: Path) -> Pack | None:
     """The campaign folder's newest pack, looked up again only when the folder's entries changed."""
     try:
-        key = (str(campaign), campaign.stat().st_mtime_ns)
+        mtime = campaign.stat().st_mtime_ns
     except OSError:
         return None
-    if key not in _PACKS:
-        _PACKS[key] = find_pack(campaign)
-    return _PACKS[key]
+    seen = _PACKS.get(str(campaign))
+    if seen is None or seen[0] != mtime:
+        seen = _PACKS[str(campaign)] = (mtime, find_pack(campaign))
+    return seen[1]
 
 
-def _packed(run_dir: Path) -> Pack | None:
+def pack_holding(run_dir: Path) -> Pack | None:
     """The pack holding the run ``run_dir`` names (None: it is not packed)."""
-    pack = _pack_of(run_dir.parent)
+    pack = pack_of(run_dir.parent)
     return pack if pack is not None and run_dir.name in pack.status else None
 
 
 def has_run(run_dir: str | Path) -> bool:
     """Whether the run ``<campaign>/<run_id>`` is finished: its folder written whole, or in the campaign's pack."""
     run_dir = Path(run_dir)
-    return (run_dir / "manifest.json").exists() or _packed(run_dir) is not None
+    return (run_dir / "manifest.json").exists() or pack_holding(run_dir) is not None
 
 
 def read_manifest(run_dir: Path) -> Manifest:
     """The typed manifest of a run (its folder, or the campaign's pack; upgraded when an older benchlib wrote it)."""
     run_dir = Path(run_dir)
-    pack = _packed(run_dir)
+    pack = pack_holding(run_dir)
     if pack is not None:
         return Manifest.model_validate(upgrade(pack.manifest(run_dir.name), f"{pack.path}: {run_dir.name}"))
     path = run_dir / "manifest.json"
@@ -206,7 +207,7 @@ def read_campaign_record(folder: str | Path) -> CampaignRecord | None:
 def read_run(run_dir: str | Path) -> Run:
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
-    pack = _packed(run_dir)
+    pack = pack_holding(run_dir)
     frames = {}
     for kind in manifest.frames:
         if pack is not None:
@@ -221,7 +222,7 @@ def read_run(run_dir: str | Path) -> Run:
 def raw_texts(run_dir: str | Path) -> dict[str, str]:
     """A run's raw text files (sysbench's output ...), by name."""
     run_dir = Path(run_dir)
-    pack = _packed(run_dir)
+    pack = pack_holding(run_dir)
     if pack is not None:
         return pack.raw(run_dir.name)
     raw = run_dir / "raw"
@@ -234,90 +235,10 @@ def list_runs(campaign_dir: str | Path) -> list[Path]:
     root = Path(campaign_dir)
     if not root.is_dir():
         raise StoreError(f"no campaign folder at {root}")
-    pack = _pack_of(root)
+    pack = pack_of(root)
     found = {root / r for r in pack.run_ids} if pack is not None else set()
     found |= {p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "manifest.json").exists()}
     return sorted(found)
-
-
-# -- packing -----------------------------------------------------------------------------------------------------------
-@dataclass
-class Packing:
-    """What ``pack_campaign`` did."""
-
-    path: Path | None  # the new pack (None: nothing to pack)
-    runs: int  # runs in it
-    taken: int  # run folders it took in (now removed)
-    bytes_before: int
-    bytes_after: int
-
-    def words(self) -> str:
-        if self.path is None:
-            return "nothing to pack"
-        return (f"{self.runs} runs in {self.path.name} ({self.taken} run folders taken in): "
-                f"{self.bytes_before / 1e6:.2f} MB -> {self.bytes_after / 1e6:.2f} MB")
-
-
-def _size(paths: Iterable[Path]) -> int:
-    return sum(f.stat().st_size for p in paths for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
-
-
-def _folder_run(run_dir: Path) -> PackedRun:
-    """A run folder as it is written: its manifest, frames and raw text."""
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    frames = {k: _read_table(run_dir / f"{k}.parquet") for k in manifest.get("frames", [])}
-    return PackedRun(run_dir.name, manifest, frames, raw_texts(run_dir))
-
-
-def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempts: bool = True) -> Packing:
-    """Pack the campaign's finished runs (its pack's and its run folders) into a new pack generation, then remove
-    the folders it took in and the old generation (``attempts``: ``attempts/`` too, packed apart); ``drop``: run ids
-    to leave out (a retired run). Each run is read
-    and checked first (a damaged one stops the packing, naming it); the caller makes sure no campaign writes there."""
-    root = Path(campaign_dir)
-    dropped = set(drop)
-    old = _pack_of(root) if root.is_dir() else None
-    runs = list_runs(root)
-    folders = [p for p in runs if (p / "manifest.json").exists() and (old is None or p.name not in old.status)]
-    if attempts and (root / "attempts").is_dir():
-        pack_campaign(root / "attempts", attempts=False)
-    if not folders and not dropped:
-        return Packing(None, len(old.run_ids) if old else 0, 0, 0, 0)
-    keep = [p for p in runs if p.name not in dropped]
-    for p in keep:  # the typed manifest and the frames' schemas: a run benchlib cannot read is not packed
-        read_run(p)
-    records = [old.run(p.name) if old is not None and p.name in old.status else _folder_run(p) for p in keep]
-    before = _size(folders + ([old.path] if old is not None else []))
-    path = write_pack(root, records, (old.generation if old else 0) + 1, TMP_PREFIX)
-    for p in root.iterdir():  # the folders it took in, and any an interrupted clean-up left
-        if p.is_dir() and (p / "manifest.json").exists() and p.name in {r.run_id for r in records}:
-            shutil.rmtree(p)
-    for stale in root.glob(f"{PACK_PREFIX}*"):
-        if stale != path:
-            shutil.rmtree(stale, ignore_errors=True)
-    return Packing(path, len(records), len(folders), before, _size([path]))
-
-
-def unpack_run(run_dir: str | Path, dest: str | Path) -> Path:
-    """Write the run ``run_dir`` names (packed or not) as a run folder at ``dest``: its manifest, frames and raw
-    text, as the run store writes them (under a temporary name, renamed whole into place)."""
-    run_dir, dest = Path(run_dir), Path(dest)
-    if dest.exists():
-        raise StoreError(f"{dest} exists: runs are never overwritten")
-    pack = _packed(run_dir)
-    record = pack.run(run_dir.name) if pack is not None else _folder_run(run_dir)
-    tmp = dest.parent / f"{TMP_PREFIX}{dest.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "raw").mkdir(parents=True)
-    import pyarrow.parquet as pq
-
-    for kind, table in record.frames.items():
-        pq.write_table(table, tmp / f"{kind}.parquet", compression="zstd")
-    for name, text in record.raw.items():
-        (tmp / "raw" / name).write_text(text)
-    (tmp / "manifest.json").write_text(json.dumps(record.manifest, indent=2, sort_keys=True, default=str))
-    os.rename(tmp, dest)
-    return dest
 
 
 def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -374,7 +295,8 @@ def _audit_facts(audit: dict[str, Any]) -> dict[str, Any]:
             "audit_s": float(audit.get("wait_s") or 0) + float(audit.get("check_s") or 0)}
 
 
-def _read_table(file: Path):
+def read_table(file: Path):
+    """A parquet file of the run store as a pyarrow table (a damaged one: one message naming it)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -402,7 +324,7 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
         wanted = set(only)
         folders = [p for p in folders if p.name in wanted]
     manifests = [read_manifest(p) for p in folders]
-    pack = _pack_of(Path(path))
+    pack = pack_of(Path(path))
     packed = {p.name for p in folders if pack is not None and p.name in pack.status}
     rows = []
     params_of = []
@@ -420,7 +342,7 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
             if file.parent.name in packed:  # a slice of the pack's file
                 t = pack.frame(kind, file.parent.name)  # type: ignore[union-attr]
                 return t if t is not None else pa.Table.from_pandas(schema.empty(), preserve_index=False)
-            return _read_table(file)
+            return read_table(file)
 
         with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) + 1)) as pool:  # pyarrow frees the GIL
             tables = list(pool.map(table_of, files))

@@ -16,8 +16,8 @@ import pytest
 from benchlib.campaign.folder import CampaignFolder
 from benchlib.errors import StoreError
 from benchlib.packed import find_pack, hoist, merge
-from benchlib.store import (has_run, list_runs, load_campaign, pack_campaign, raw_texts, read_manifest, read_run,
-                            unpack_run)
+from benchlib.packing import pack_campaign, unpack_run
+from benchlib.store import has_run, list_runs, load_campaign, raw_texts, read_manifest, read_run
 from tests.recorded import ROOT, as_folders
 
 

@@ -24,8 +24,8 @@ from typing import Any, Callable
 from benchlib.campaign.ids import RunId
 from benchlib.environment import git_revision, host_facts
 from benchlib.errors import BenchlibError
-from benchlib.store import (TMP_PREFIX, Manifest, has_run, list_runs, pack_campaign, read_campaign_record,
-                            read_manifest, unpack_run)
+from benchlib.packing import pack_campaign, unpack_run
+from benchlib.store import TMP_PREFIX, Manifest, has_run, list_runs, read_campaign_record, read_manifest
 
 __all__ = ["CampaignError", "CampaignFolder"]
 

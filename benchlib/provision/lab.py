@@ -127,23 +127,28 @@ class ProvisionedLab(RemoteLab):
         if name not in self._forwards:
             ssh, key = self._host_ssh(name)
             self._forwards[name] = ssh.forward_socket(key, str(self.plan().nodes[name].plan.socket))
-        if self._creds is None:
-            self._creds = lab_secrets.load(self.folder)
         try:
             return pymysql.connect(host="127.0.0.1", port=self._forwards[name], user="root",
-                                   password=self._creds.password("root"), connect_timeout=timeout, read_timeout=60,
-                                   write_timeout=60, autocommit=True, cursorclass=pymysql.cursors.DictCursor)
+                                   password=self._credentials().password("root"), connect_timeout=timeout,
+                                   read_timeout=60, write_timeout=60, autocommit=True,
+                                   cursorclass=pymysql.cursors.DictCursor)
         except pymysql.MySQLError as exc:
             raise LabError(f"cannot connect to {name} as its root through SSH "
                            f"({exc.args[-1] if exc.args else exc})") from None
 
+    def _credentials(self):
+        """The lab's generated passwords (the folder's mode-600 file), read once."""
+        if self._creds is None:
+            self._creds = lab_secrets.load(self.folder)
+        return self._creds
+
     def topology(self, cluster: str) -> Topology:
         """The embedded lab's topology of ``cluster`` over the provisioned servers (its SQL as their root)."""
         planned = self.plan().cluster_nodes(cluster)
-        creds = self._creds or lab_secrets.load(self.folder)
         return for_cluster(ClusterContext(cluster, self.plan().lab.clusters[cluster], [p.plan for p in planned],
-                                          self.admin_connect, lambda: self.settings(cluster), creds.password,
-                                          self.setting_rules(cluster), planned[0].flavor, planned[0].server.server))
+                                          self.admin_connect, lambda: self.settings(cluster),
+                                          self._credentials().password, self.setting_rules(cluster),
+                                          planned[0].flavor, planned[0].server.server))
 
     # -- promotion: which cluster has another primary, and the original one given back -------------------------------
     def promoted(self) -> dict[str, str]:

@@ -14,7 +14,7 @@ from benchlib.campaign.folder import CampaignFolder
 from benchlib.campaign.plan import plan
 from benchlib.campaign.spec import CampaignSpec
 from benchlib.labs import load_lab_spec
-from benchlib.store import unpack_run
+from benchlib.packing import unpack_run
 from tests.conftest import ROOT
 
 RECORDED = ROOT / "data" / "campaigns" / "topologies"
