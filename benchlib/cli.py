@@ -220,7 +220,9 @@ def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. run
 
 
 @app.command()
-def pack(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g. runs/quick data/campaigns/*")) -> None:
+def pack(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g. runs/quick data/campaigns/*"),
+         again: bool = typer.Option(False, "--again", help="rewrite a pack even with no new runs (a pack written "
+                                    "by an earlier benchlib, in today's encoding)")) -> None:
     """Pack each finished campaign's runs into a few compressed files (one per kind of frame, the facts common to
     every run stored once) and remove the run folders it took in; every reader reads them as before. Runs added
     later stay folders until the next pack."""
@@ -230,7 +232,7 @@ def pack(campaigns: list[Path] = typer.Argument(..., help="campaign folders, e.g
     for campaign in campaigns:
         folder = CampaignFolder(campaign).lock()
         try:
-            typer.echo(f"{campaign}: {pack_campaign(campaign).words()}")
+            typer.echo(f"{campaign}: {pack_campaign(campaign, again=again).words()}")
         finally:
             folder.release()
 

@@ -61,10 +61,12 @@ def _check(record: PackedRun, where: Path) -> None:
         FRAMES[kind].validate(table.to_pandas(), f"{where}/{kind}.parquet")
 
 
-def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempts: bool = True) -> Packing:
+def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempts: bool = True,
+                  again: bool = False) -> Packing:
     """Pack the campaign's finished runs (its pack's and its run folders) into a new pack generation, then remove
     the folders it took in and the old generation (``attempts``: ``attempts/`` too, packed apart); ``drop``: run ids
-    to leave out (a retired run). Each run is checked first (a damaged one stops the packing, naming it); the caller
+    to leave out (a retired run); ``again``: write a new generation even with nothing new (a pack written by an
+    earlier benchlib, in the encoding of today's). Each run is checked first (a damaged one stops the packing, naming it); the caller
     makes sure no campaign writes there."""
     root = Path(campaign_dir)
     dropped = set(drop)
@@ -72,8 +74,8 @@ def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempt
     runs = list_runs(root)
     folders = [p for p in runs if (p / "manifest.json").exists() and (old is None or p.name not in old.status)]
     if attempts and (root / "attempts").is_dir():
-        pack_campaign(root / "attempts", attempts=False)
-    if not folders and not dropped:
+        pack_campaign(root / "attempts", attempts=False, again=again)
+    if not folders and not dropped and not (again and old is not None):
         return Packing(None, len(old.run_ids) if old else 0, 0, 0, 0)
     keep = [p for p in runs if p.name not in dropped]
     records = [old.run(p.name) if old is not None and p.name in old.status else _folder_run(p) for p in keep]

@@ -85,6 +85,15 @@ def test_packing_again_takes_in_new_runs_and_an_interrupted_clean_up_counts_once
     assert not (folders / "packed-1").exists() and not (folders / names[0]).exists()
     assert [p.name for p in list_runs(folders)] == names
     assert pack_campaign(folders).words() == "nothing to pack"
+    third = pack_campaign(folders, again=True)  # a pack rewritten in today's encoding, nothing new
+    assert third.path.name == "packed-3" and third.runs == len(names) and third.taken == 0
+    assert [p.name for p in list_runs(folders)] == names and not (folders / "packed-2").exists()
+
+
+def test_the_recorded_data_stays_small():
+    """data/ (recorded campaigns, reference figures) is at most 10 MB: campaigns are kept packed."""
+    weight = sum(f.stat().st_size for f in (ROOT / "data").rglob("*") if f.is_file())
+    assert weight <= 10_000_000, f"data/ holds {weight / 1e6:.2f} MB: pack new campaigns (benchlib pack)"
 
 
 def test_a_packed_run_is_retired_into_attempts_and_leaves_the_pack(tmp_path):
