@@ -152,6 +152,25 @@ def compare_reference(campaign: Path = typer.Argument(..., help="campaign folder
         typer.echo(f"written: {out / 'claims.csv'}, {out / 'figures.csv'}")
 
 
+@app.command("compare")
+def compare_cmd(a: Path = typer.Argument(..., metavar="A", help="campaign folder A, the reference, e.g. data/campaigns/quick"),
+                b: Path = typer.Argument(..., metavar="B", help="campaign folder B, compared with A, e.g. runs/quick"),
+                metric: str = typer.Option("tps", help="tps | latency | lag"),
+                day_cov: Optional[float] = typer.Option(None, help="day-to-day variation of a campaign's mean, "
+                                                        "relative (0.03 = 3%); default: estimated from the history"),
+                history: Optional[list[Path]] = typer.Option(None, help="folders of earlier campaigns to estimate "
+                                                             "it from (default: the folders A and B are in)"),
+                margin: float = typer.Option(0.02, help="ratios within 1 +- margin are EQUIVALENT")) -> None:
+    """Campaign B against campaign A: each configuration both measured, its ratio B/A with a 95% interval that
+    counts the day-to-day variation two campaigns add, a verdict, and what differs between the campaigns."""
+    from benchlib.analysis.across import compare_campaigns
+
+    for side, folder in (("A", a), ("B", b)):
+        if not (folder / "campaign.json").exists():
+            raise typer.BadParameter(f"{folder} is not a campaign folder (no campaign.json)", param_hint=side)
+    typer.echo(compare_campaigns(a, b, metric=metric, day_cov=day_cov, history=history, margin=margin).words())
+
+
 @app.command()
 def study(study_id: str = typer.Argument(..., metavar="STUDY", help="000 | 001 | 002 | 003 | 004"),
           full: bool = typer.Option(False, help="the full campaign (hours, for a real lab) instead of the quick one"),

@@ -46,3 +46,17 @@ def show_lag(a: CampaignAnalysis, run_id: str = "") -> None:
     lag, load_end, catch = views.lag_of_run(a, run_id)
     dress(charts.lag_over_time(lag, load_end=load_end, catch_up_s=catch, title=f"Replica lag: {run_id}"), a,
           "lag").show()
+
+
+def compare_campaigns(a: str | Path, b: str | Path, **options):
+    """Campaign ``b`` against campaign ``a`` (``benchlib.analysis.across.compare_campaigns``, same options): prints
+    the comparison as ``benchlib compare`` does, draws its ratios, and returns it."""
+    from benchlib.analysis.across import compare_campaigns as compare
+    from benchlib.charts.across import campaigns_ratio
+
+    charts.use_renderer()
+    c = compare(a, b, **options)
+    print(c.words())
+    if not c.matched.empty:
+        campaigns_ratio(c).show()
+    return c

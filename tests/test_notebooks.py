@@ -100,3 +100,17 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     assert bad.returncode == 1 or bad.returncode == 2
     assert "not a campaign folder" in bad.stderr and "Traceback" not in bad.stderr
 
+
+
+@pytest.mark.kernel
+def test_the_campaigns_notebook_compares_two_recorded_campaigns(tmp_path):
+    from benchlib.notebooks import execute
+
+    out = execute("compare_campaigns", tmp_path / "compare_campaigns.ipynb",
+                  {"a": str(DATA / "quick"), "b": str(DATA / "quick-busy")}, stream=False)
+    nb = json.loads(out.read_text())
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
+    assert "B/A" in printed and "what differs" in printed and "day-to-day variation" in printed
+    assert [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})], "no chart"
