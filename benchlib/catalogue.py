@@ -6,7 +6,7 @@ lives in ``benchlib.systems`` and ``benchlib.sampling``, keyed by the same names
 
 - A **system** (``SYSTEMS``) is a replication technology as a campaign's runs record it (``system`` column): its
   title, the server it runs on, whether every node takes writes, how it fails over and what it promises then (the
-  report quotes the promise, and the README quotes the report's), its read-consistency settings (the first is what a
+  report quotes the promise, and docs/campaigns/faults.md quotes the report's), its read-consistency settings (the first is what a
   session gets by default), its remote lab's node roles, the topology label its clusters get by default, and which
   status probe samples it.
 - A **topology** (``TOPOLOGIES``) is how a cluster is laid out, as analysis groups runs (``topology`` column): async
@@ -40,7 +40,7 @@ class SystemFacts:
     #: how it fails over when the node taking writes fails: elect (the group elects), any (every survivor takes
     #: writes), promote (nothing by itself: a lab or an operator promotes a replica), "" (benchlib knows none)
     failover: str = ""
-    promise: str = ""  # what it promises then, in words (the report and README quote it)
+    promise: str = ""  # what it promises then, in words (the report and docs/campaigns/faults.md quote it)
     #: read-consistency settings a session can read under, the default first (``benchlib.systems.consistency``
     #: has what each does to a session)
     read_settings: tuple[str, ...] = ("eventual",)

@@ -94,14 +94,15 @@ def read_toml(path: str | Path, what: str, example: str = "") -> dict[str, Any]:
         raise SpecError(f"{p}: not valid TOML: {exc}", hint="fix the syntax at the line and column given") from None
 
 
-def format_validation(err: ValidationError, source: str) -> str:
-    """One line per problem: where (file and field) and what is wrong."""
+def format_validation(err: ValidationError, source: str, page: str) -> str:
+    """One line per problem: where (file and field) and what is wrong; an unknown field names ``page``, the docs page
+    of what the file describes."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p in _TOPOLOGY_TAGS))
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; see examples/labs/)"
+            msg = f"unknown field (check the spelling; the fields are in {page})"
         elif e["type"] == "union_tag_invalid":
             msg = f"topology must be one of: {', '.join(_TOPOLOGY_TAGS)}"
         elif e["type"] == "string_pattern_mismatch" and loc == "name":

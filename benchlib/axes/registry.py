@@ -61,6 +61,7 @@ class Axis:
     report_first: bool = False  # its section comes before the throughput findings (it says what the runs were)
     charts: str = ""  # module with CHARTS (name -> title, builder) and CAPTIONS, added to benchlib.charts.catalogue
     notebook: str = ""  # its analysis notebook (notebooks/NAME.ipynb), executed for a campaign that has the axis
+    docs: str = "docs/campaigns/spec.md"  # the page that documents its table: a bad field in it points there
 
     def is_in(self, spec: Any) -> bool:
         """Whether the campaign ``spec`` has this axis."""

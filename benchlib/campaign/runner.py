@@ -61,7 +61,7 @@ class CampaignParameters(BaseModel):
             return cls(**values)
         except ValidationError as exc:
             raise SpecError(f"invalid campaign notebook parameters ({exc.error_count()} problems)",
-                            detail=format_validation(exc, "parameters")) from None
+                            detail=format_validation(exc, "parameters", "docs/campaigns/spec.md")) from None
 
 
 @dataclass

@@ -200,8 +200,11 @@ class CampaignSpec(_Strict):
             try:
                 validated[name] = raw if isinstance(raw, model) else model.model_validate(raw)
             except ValidationError as exc:
+                page = registry.AXES[name].docs
                 raise ValueError(f"[{name}] " + "; ".join(
-                    f"{'.'.join(map(str, e['loc'])) or '(table)'}: {e['msg'].removeprefix('Value error, ')}"
+                    f"{'.'.join(map(str, e['loc'])) or '(table)'}: "
+                    + (f"unknown field (check the spelling; the fields are in {page})" if e["type"] == "extra_forbidden"
+                       else e["msg"].removeprefix("Value error, "))
                     for e in exc.errors())) from None
         data["axes"] = validated
         return data
@@ -224,7 +227,7 @@ def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, AnyLabSpec]:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{p}: invalid campaign spec ({exc.error_count()} problems)",
-                        detail=format_validation(exc, str(p))) from None
+                        detail=format_validation(exc, str(p), "docs/campaigns/spec.md")) from None
     lab_path = (p.parent / spec.lab) if not Path(spec.lab).is_absolute() else Path(spec.lab)
     return spec, load_lab_spec(lab_path)
 

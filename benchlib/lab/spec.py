@@ -315,7 +315,7 @@ def lab_spec_from(data: dict, source: str) -> LabSpec:
         n = exc.error_count()
         raise SpecError(
             f"{source}: invalid lab spec ({n} problem{'s' if n > 1 else ''})",
-            detail=format_validation(exc, source),
+            detail=format_validation(exc, source, "docs/labs/local.md"),
             hint="correct the fields listed below; examples/labs/ has a valid spec for every topology",
         ) from None
 

@@ -125,4 +125,4 @@ def load_hosts(path: str | Path) -> HostsSpec:
         return HostsSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{path}: invalid hosts file ({exc.error_count()} problems)",
-                        detail=format_validation(exc, str(path))) from None
+                        detail=format_validation(exc, str(path), "docs/labs/real-machines.md")) from None

@@ -304,7 +304,7 @@ def remote_spec_from(data: dict, source: str) -> RemoteLabSpec:
         return RemoteLabSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{source}: invalid remote lab spec ({exc.error_count()} problems)",
-                        detail=format_validation(exc, source)) from None
+                        detail=format_validation(exc, source, "docs/labs/remote.md")) from None
 
 
 def load_remote_spec(path: str | Path) -> RemoteLabSpec:

@@ -179,4 +179,4 @@ AXIS = register(Axis(
                                  "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
                                  "reads_of_lost", "fell_back_s", "no_ack_commits"),
     analysis="benchlib.axes.fault.analysis", section="failover", report="benchlib.axes.fault.report:section",
-    report_first=True, charts="benchlib.axes.fault.charts", notebook="failover"))
+    report_first=True, charts="benchlib.axes.fault.charts", notebook="failover", docs="docs/campaigns/faults.md"))

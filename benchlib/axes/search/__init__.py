@@ -9,4 +9,5 @@ from benchlib.axes.registry import Axis, register
 
 __all__ = ["AXIS"]
 
-AXIS = register(Axis("search", "the sustained-throughput search", active=lambda spec: spec.sustained))
+AXIS = register(Axis("search", "the sustained-throughput search", active=lambda spec: spec.sustained,
+                     docs="docs/campaigns/sustained.md"))

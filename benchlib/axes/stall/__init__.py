@@ -51,7 +51,7 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
             "stalled_to_s": s.get("ended_s")}
 
 
-AXIS = register(Axis("stall", "a replica's applier stalled under the load", spec=StallSpec,
+AXIS = register(Axis("stall", "a replica's applier stalled under the load", spec=StallSpec, docs="docs/campaigns/faults.md",
                      plan="benchlib.axes.stall.plan:variants", run="benchlib.axes.stall.run:hook",
                      excludes={"fault": "[fault]"}, apart="a stall is measured beside the load, a fault run drives its own",
                      facts=_facts, facts_columns=("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s"),
