@@ -3,7 +3,8 @@
 User errors print one message (what, where, how to fix) and exit with code 2,
 never a traceback.
 
-One typer app, a function per command; the ``lab`` commands are in ``benchlib.cli_lab``.
+One typer app, a function per command; the ``lab`` commands are in ``benchlib.cli_lab``, those across campaigns
+(``runs``, ``compare``, ``history``) in ``benchlib.cli_across``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from typing import Any, Optional
 
 import typer
 
+from benchlib import cli_across
 from benchlib.cli_lab import _err, _print_status, _progress, lab_app
 from benchlib.errors import BenchlibError, DiskFullError, disk_full
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="benchlib: benchmark MySQL-family replication on real lab clusters.")
 app.add_typer(lab_app, name="lab")
+app.command("runs")(cli_across.runs_cmd)
+app.command("compare")(cli_across.compare_cmd)
+app.command("history")(cli_across.history_cmd)
 
 DEMO_CAMPAIGN = Path("examples/campaigns/quick.toml")
 
@@ -152,25 +157,6 @@ def compare_reference(campaign: Path = typer.Argument(..., help="campaign folder
         typer.echo(f"written: {out / 'claims.csv'}, {out / 'figures.csv'}")
 
 
-@app.command("compare")
-def compare_cmd(a: Path = typer.Argument(..., metavar="A", help="campaign folder A, the reference, e.g. data/campaigns/quick"),
-                b: Path = typer.Argument(..., metavar="B", help="campaign folder B, compared with A, e.g. runs/quick"),
-                metric: str = typer.Option("tps", help="tps | latency | lag"),
-                day_cov: Optional[float] = typer.Option(None, help="day-to-day variation of a campaign's mean, "
-                                                        "relative (0.03 = 3%); default: estimated from the history"),
-                history: Optional[list[Path]] = typer.Option(None, help="folders of earlier campaigns to estimate "
-                                                             "it from (default: the folders A and B are in)"),
-                margin: float = typer.Option(0.02, help="ratios within 1 +- margin are EQUIVALENT")) -> None:
-    """Campaign B against campaign A: each configuration both measured, its ratio B/A with a 95% interval that
-    counts the day-to-day variation two campaigns add, a verdict, and what differs between the campaigns."""
-    from benchlib.analysis.across import compare_campaigns
-
-    for side, folder in (("A", a), ("B", b)):
-        if not (folder / "campaign.json").exists():
-            raise typer.BadParameter(f"{folder} is not a campaign folder (no campaign.json)", param_hint=side)
-    typer.echo(compare_campaigns(a, b, metric=metric, day_cov=day_cov, history=history, margin=margin).words())
-
-
 @app.command()
 def study(study_id: str = typer.Argument(..., metavar="STUDY", help="000 | 001 | 002 | 003 | 004"),
           full: bool = typer.Option(False, help="the full campaign (hours, for a real lab) instead of the quick one"),
@@ -265,39 +251,6 @@ def unpack(campaign: Path = typer.Argument(..., help="a campaign folder, e.g. da
 
     runs = unpack_campaign(campaign, to)
     typer.echo(f"{len(runs)} runs of {campaign} written to {to}")
-
-
-@app.command("runs")
-def runs_cmd(roots: list[Path] = typer.Argument(None, help="campaign folders or folders of them (default: runs "
-                                                            "data/campaigns)"),
-             match: list[str] = typer.Option([], "--match", "-m", help="column=value, e.g. -m system=galera "
-                                                                      "-m threads=16 (value as JSON, else text)"),
-             where: Optional[str] = typer.Option(None, help="an SQL condition on the runs, e.g. \"summary_tps > 500\""),
-             columns: str = typer.Option("campaign,run_id,status,system,cluster,workload,threads,summary_tps",
-                                         help="the columns to print, comma-separated (all: *)")) -> None:
-    """Every run of every campaign under ROOTS that matches, from the run index (benchlib.run_index): one table
-    across campaigns, built incrementally and cached."""
-    from benchlib.errors import SpecError
-    from benchlib.run_index import RunIndex
-
-    equals: dict[str, Any] = {}
-    for m in match:
-        key, eq, value = m.partition("=")
-        if not eq:
-            raise SpecError(f"--match {m!r} is not column=value", hint="e.g. -m system=galera -m threads=16")
-        try:
-            equals[key] = json.loads(value)
-        except json.JSONDecodeError:
-            equals[key] = value
-    idx = RunIndex([p for p in (roots or [Path("runs"), Path("data/campaigns")]) if roots or p.is_dir()])
-    found = idx.runs(where, **equals)
-    keep = list(found.columns) if columns.strip() == "*" else [c.strip() for c in columns.split(",") if c.strip()]
-    missing = [c for c in keep if c not in found.columns]
-    if missing:
-        raise SpecError(f"no column {', '.join(missing)} in the run index", hint=f"columns: {', '.join(idx.columns)}")
-    typer.echo(found[keep].to_string(index=False) if len(found) else "no run matches")
-    typer.echo(f"{len(found)} runs in {found.campaign.nunique() if len(found) else 0} campaigns "
-               f"(of {len(idx.files)} indexed)")
 
 
 @app.command("check-report")

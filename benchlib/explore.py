@@ -60,3 +60,17 @@ def compare_campaigns(a: str | Path, b: str | Path, **options):
     if not c.matched.empty:
         campaigns_ratio(c).show()
     return c
+
+
+def show_history(runs, measure: str = "summary_tps"):
+    """The history of the runs ``runs`` (rows of the run index, one configuration): printed campaign by campaign
+    with its change points, drawn, and returned (``benchlib.analysis.history``)."""
+    from benchlib.analysis.history import history
+    from benchlib.charts.across import history_chart
+
+    charts.use_renderer()
+    h = history(runs, measure=measure)
+    print(h.words())
+    if not h.points.empty:
+        history_chart(h).show()
+    return h

@@ -27,7 +27,7 @@ LAYERS = [
     ["report", "page", "studies", "notebooks", "explore", "labs", "axes.*.report", "provision"],  # publishing;
     # notebooks; opening any lab from its spec; building a lab spec on real hosts
     ["campaign", "doctor", "axes.*.plan*", "axes.*.run*"],  # running campaigns on any lab
-    ["cli", "cli_lab", "__init__"],
+    ["cli", "cli_lab", "cli_across", "__init__"],
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed", "packing",

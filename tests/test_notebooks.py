@@ -114,3 +114,18 @@ def test_the_campaigns_notebook_compares_two_recorded_campaigns(tmp_path):
     printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
     assert "B/A" in printed and "what differs" in printed and "day-to-day variation" in printed
     assert [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})], "no chart"
+
+
+@pytest.mark.kernel
+def test_the_history_notebook_queries_the_run_index_and_draws_the_history(tmp_path):
+    from benchlib.notebooks import execute
+
+    out = execute("history", tmp_path / "history.ipynb", {"roots": [str(DATA)]}, stream=False)
+    nb = json.loads(out.read_text())
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
+    assert "campaign(s), oldest first" in printed and "quick-busy" in printed  # the campaigns' folders
+    table = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
+    assert "busy1" in table and "summary_tps" in table  # the run index's rows
+    assert [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})], "no chart"
