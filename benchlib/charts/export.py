@@ -14,15 +14,17 @@ import os
 import shutil
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Iterable
 
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.io._base_renderers import PngRenderer
+from plotly.io._base_renderers import PlotlyRenderer, PngRenderer
 
 from benchlib.charts.errors import ChartError
+from benchlib.charts.theme import HEIGHT
 
 FORMATS = ("png", "svg", "html")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
@@ -253,13 +255,54 @@ class _PngCopy(PngRenderer):
         return {self.mime_type: base64.b64encode(data).decode("utf8")}
 
 
+class _CellSized(PlotlyRenderer):
+    """plotly's own mime type without the chart's fixed width: JupyterLab sizes it to the output area and resizes it
+    with the window (a 1,200 px chart in a 1,400 px window sat behind a scroll, its legend and last bar hidden).
+    The figure itself is left as it is: exported PNG and SVG keep their fixed size for blogs."""
+
+    def __init__(self):
+        super().__init__(config={"responsive": True})
+
+    #: a line of a caption under the plot is wrapped at this many characters: a cell in a 1,400 px JupyterLab window
+    #: is about 880 px wide, 12 px text about 6.5 px a character, with room for a narrower window
+    CAPTION_CHARS = 115
+
+    def to_mimebundle(self, fig_dict):
+        layout = {k: v for k, v in (fig_dict.get("layout") or {}).items() if k != "width"}
+        template = dict(layout.get("template") or {})
+        fixed = dict(template.get("layout") or {})
+        # the height stays the chart's own (JupyterLab would give an autosized chart without one 360 px), the
+        # template's width goes too
+        height = layout.get("height") or fixed.pop("height", None) or HEIGHT
+        fixed.pop("width", None)
+        layout.update(autosize=True, template={**template, "layout": fixed}, height=height)
+        grown = 0
+        notes = []
+        for note in layout.get("annotations") or []:
+            text = note.get("text") or ""
+            below = note.get("yref") == "paper" and note.get("y") == 0 and note.get("yanchor") == "top"
+            if below and "<" not in text.replace("<br>", ""):
+                lines = [w for line in text.split("<br>")
+                         for w in (textwrap.wrap(line, self.CAPTION_CHARS) or [""])]
+                grown = max(grown, 16 * (len(lines) - 1 - text.count("<br>")))
+                note = {**note, "text": "<br>".join(lines)}
+            notes.append(note)
+        if grown:  # the caption's new lines take room under the plot, not from it
+            margin = dict(layout.get("margin") or {})
+            margin["b"] = (margin.get("b") or 80) + grown
+            layout.update(annotations=notes, margin=margin, height=height + grown)
+        return super().to_mimebundle({**fig_dict, "layout": layout})
+
+
 def use_renderer() -> str:
-    """Notebook renderer: plotly's own mime type (interactive in JupyterLab), plus a PNG copy where
-    static export works (kaleido with a Chromium), so charts stay visible where plotly cannot run."""
-    renderer = "plotly_mimetype"
+    """Notebook renderer: plotly's own mime type sized to the cell (interactive in JupyterLab), plus a PNG copy at
+    the export size where static export works (kaleido with a Chromium), so charts stay visible where plotly cannot
+    run."""
+    pio.renderers["benchlib_cell"] = _CellSized()
+    renderer = "benchlib_cell"
     if static_export_available():
         keep_browser()  # one browser for every image of this process, stopped when it exits
         pio.renderers["benchlib_png"] = _PngCopy()
-        renderer = "plotly_mimetype+benchlib_png"
+        renderer = "benchlib_cell+benchlib_png"
     pio.renderers.default = renderer
     return renderer
