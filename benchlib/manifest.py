@@ -9,22 +9,29 @@ upgraders so that a run written by an older benchlib reads like a new one:
   with their round-trip times, durability, binary log) were not recorded; they are derived here, once,
   from the lab spec the format-1 manifest carries (``campaign.lab_spec``), so analysis never reads lab
   spec shapes or node names itself.
+- format 2 -> 3: what an axis adds to a run is a typed sub-record (``AuditRecord``, ``ProbeRecord``,
+  ``ReadSplitRecord``, ``FaultRecord``, ``LedgerRecord``), absent (None) where the run had none; format 2
+  wrote an empty table ({}) there.
+
+A sub-record reads by attribute (``m.ledger.lost``) and, as the plain tables older code and notebooks read, by key
+(``m.ledger["lost"]``, ``m.ledger.get("lost")``); fields benchlib does not know are kept.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchlib import catalogue
 from benchlib.errors import StoreError
 
-__all__ = ["FORMAT_VERSION", "CampaignRecord", "ClusterFacts", "LabFacts", "Manifest", "UPGRADERS", "upgrade"]
+__all__ = ["FORMAT_VERSION", "AuditRecord", "CampaignRecord", "ClusterFacts", "FaultRecord", "LabFacts", "LedgerRecord",
+           "Manifest", "ProbeRecord", "ReadSplitRecord", "SUB_RECORDS", "UPGRADERS", "upgrade"]
 
 MARGIN = 0.02  # the equivalence margin delta when a campaign sets none
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class _Open(BaseModel):
@@ -70,6 +77,105 @@ class LabFacts(_Open):
     facts: ClusterFacts = Field(default_factory=ClusterFacts)
 
 
+class _Record(_Open):
+    """A sub-record: typed fields, read by attribute or, like the plain table it was in format 2, by key."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key in type(self).model_fields or key in (self.model_extra or {}):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in type(self).model_fields or key in (self.model_extra or {}))
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class AuditRecord(_Record):
+    """The consistency audit after the run (``campaign.setup.Audit``): does every node hold the write node's data?"""
+
+    nodes: list[str] = Field(default_factory=list)
+    tables: list[str] = Field(default_factory=list)
+    checksums: dict[str, dict[str, int | None]] = Field(default_factory=dict)  # node -> table -> checksum
+    positions: dict[str, Any] = Field(default_factory=dict)  # node -> its replication position when checked
+    mismatches: list[str] = Field(default_factory=list)  # what differs, in words (empty: identical)
+    wait_s: float | None = None
+    check_s: float | None = None
+    skipped: str | None = None  # why nothing was compared (a system with one storage ...)
+
+    @property
+    def identical(self) -> bool | None:
+        return None if self.skipped else not self.mismatches
+
+
+class ProbeRecord(_Record):
+    """The stale-read probe's options and the read consistency its readers ran under."""
+
+    consistency: str | None = None
+    default: str | None = None  # the system's default read consistency
+    read_rate: float | None = None
+    write_rate: float | None = None
+    wait_timeout_s: float | None = None
+
+
+class ReadSplitRecord(_Record):
+    """The read side of a read-split load: its nodes, the read consistency of its sessions and their statements,
+    sysbench's summary per node."""
+
+    threads: int | None = None
+    consistency: str | None = None
+    nodes: list[str] = Field(default_factory=list)
+    statements: list[str] = Field(default_factory=list)
+    summary: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class FaultRecord(_Record):
+    """A fault run's fault, as planned and resolved (``benchlib.axes.fault``)."""
+
+    kind: str | None = None  # kill | freeze | cut | host_loss | isolation ...
+    target: str | None = None
+    nodes: list[str] = Field(default_factory=list)
+    site: str | None = None
+    at_s: float | None = None
+    duration_s: float | None = None
+    detect_s: float | None = None
+    timeout_s: float | None = None
+    heal_timeout_s: float | None = None
+    promote: bool | None = None
+    write_rate: float | None = None
+    steps: list[dict[str, Any]] | None = None
+    words: str | None = None
+
+
+class LedgerRecord(_Record):
+    """What the fault run's ledger writer counted: writes, acknowledged, failed, unknown, and what was lost."""
+
+    writes: int | None = None
+    acked: int | None = None
+    failed: int | None = None
+    unknown: int | None = None
+    lost: int | None = None
+    lost_seqs: list[int] = Field(default_factory=list)
+    phantoms: int | None = None
+    missing_on: dict[str, int] = Field(default_factory=dict)
+    audited_on: str | None = None
+    reads: int | None = None
+    reads_of_lost: int | None = None
+
+
+#: manifest field -> its sub-record: absent (None) where a run had none
+SUB_RECORDS: dict[str, type[_Record]] = {"audit": AuditRecord, "probe": ProbeRecord, "read_split": ReadSplitRecord,
+                                         "fault": FaultRecord, "ledger": LedgerRecord}
+
+
 class Manifest(_Open):
     format_version: int
     run_id: str
@@ -96,14 +202,12 @@ class Manifest(_Open):
     client_hosts: dict[str, Any] | None = None
     clock_offsets: dict[str, Any] | None = None
     breaches: list[dict[str, Any]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
-    audit: dict[str, Any] = Field(default_factory=dict)  # the consistency audit after the run (campaign.setup.Audit)
-    probe: dict[str, Any] = Field(default_factory=dict)  # the stale-read probe's options and read consistency
-    #: the read side of a read-split load: threads, nodes, the read consistency its sessions ran under and its
-    #: statements, sysbench's summary per node
-    read_split: dict[str, Any] = Field(default_factory=dict)
+    audit: AuditRecord | None = None  # the consistency audit after the run
+    probe: ProbeRecord | None = None  # the stale-read probe's options and read consistency
+    read_split: ReadSplitRecord | None = None  # the read side of a read-split load
     #: a fault run (benchlib.axes.fault.run): the fault as planned and resolved, how the system fails over, when
     #: the fault came (sampler clock), the lab's promotion and heal, the node the writes ended on, the ledger's counts
-    fault: dict[str, Any] = Field(default_factory=dict)
+    fault: FaultRecord | None = None
     failover: dict[str, Any] = Field(default_factory=dict)
     fault_at_s: float | None = None
     #: each step of the fault as done: do, target, nodes, site, planned_s and done_s (sampler clock)
@@ -113,10 +217,15 @@ class Manifest(_Open):
     promotion: dict[str, Any] | None = None
     heal: dict[str, Any] = Field(default_factory=dict)
     survivor: str | None = None
-    ledger: dict[str, Any] = Field(default_factory=dict)
+    ledger: LedgerRecord | None = None
     #: what took the host from the lab over the load window (benchlib.analysis.interference.of_run): steal, foreign
     #: CPU, their sum lost_cpu, pressure, frequency, the top foreign command
     interference: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator(*SUB_RECORDS, mode="before")
+    @classmethod
+    def _absent(cls, value: Any) -> Any:
+        return value or None  # an empty table: the run had none
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Manifest":
@@ -221,8 +330,13 @@ def _v1_to_v2(m: dict[str, Any]) -> dict[str, Any]:
     return {**m, "lab": lab, "format_version": 2}
 
 
+def _v2_to_v3(m: dict[str, Any]) -> dict[str, Any]:
+    """Sub-records a run did not have (format 2 wrote an empty table) become absent."""
+    return {**m, **{k: (m.get(k) or None) for k in SUB_RECORDS if k in m}, "format_version": 3}
+
+
 #: format version -> function upgrading a manifest dict of that version to the next one
-UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade(data: dict[str, Any], source: str = "manifest") -> dict[str, Any]:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from benchlib.axes import registry
 from benchlib.errors import SecretRefusedError, StoreError
-from benchlib.manifest import FORMAT_VERSION, UPGRADERS, CampaignRecord, Manifest, upgrade
+from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
 from benchlib.packed import Pack, find_pack
 from benchlib.schema import FRAMES
 
@@ -286,13 +286,13 @@ def runs_table(campaign_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame([_run_row(read_manifest(p)) for p in list_runs(campaign_dir)])
 
 
-def _audit_facts(audit: dict[str, Any]) -> dict[str, Any]:
+def _audit_facts(audit: AuditRecord | None) -> dict[str, Any]:
     """The consistency audit of a run in the ``runs`` table: how many nodes it compared, whether they held the same
     data, what it cost (None: not audited)."""
-    if not audit or audit.get("skipped"):
+    if audit is None or audit.skipped:
         return {"audit_nodes": None, "audit_identical": None, "audit_s": None}
-    return {"audit_nodes": len(audit.get("nodes") or []), "audit_identical": not audit.get("mismatches"),
-            "audit_s": float(audit.get("wait_s") or 0) + float(audit.get("check_s") or 0)}
+    return {"audit_nodes": len(audit.nodes), "audit_identical": audit.identical,
+            "audit_s": float(audit.wait_s or 0) + float(audit.check_s or 0)}
 
 
 def read_table(file: Path):

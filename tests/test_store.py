@@ -119,3 +119,21 @@ def test_load_campaign_tags_rows_with_run_and_parameters(tmp_path):
 def test_missing_campaign_folder(tmp_path):
     with pytest.raises(StoreError, match="no campaign folder"):
         load_campaign(tmp_path / "nope")
+
+
+def test_a_format_2_manifest_reads_with_typed_sub_records_absent_where_it_had_none():
+    from benchlib.manifest import FORMAT_VERSION, Manifest
+
+    v2 = {"format_version": 2, "run_id": "r1", "status": "ok", "started_utc": "x", "ended_utc": "y",
+          "audit": {"nodes": ["a-1", "a-2"], "mismatches": [], "check_s": 0.01, "positions": {"a-1": "0-1-5"}},
+          "probe": {}, "read_split": {}, "fault": {"kind": "kill", "nodes": ["a-1"], "at_s": 5.0, "new_field": 1},
+          "ledger": {"acked": 10, "lost": 0, "lost_seqs": []}}
+    m = Manifest.of(v2)
+    assert m.format_version == FORMAT_VERSION == 3
+    assert m.probe is None and m.read_split is None  # format 2's empty tables: the run had none
+    assert m.audit.identical and m.audit.nodes == ["a-1", "a-2"] and m.audit["check_s"] == 0.01
+    assert m.fault.kind == "kill" and m.fault["nodes"] == ["a-1"] and m.fault.get("new_field") == 1  # unknown: kept
+    assert m.ledger.lost == 0 and m.ledger.get("reads_of_lost") is None and "acked" in m.ledger
+    with pytest.raises(KeyError):
+        m.ledger["nope"]
+    assert Manifest.of(m.as_dict()) == m  # written as it reads
