@@ -12,12 +12,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchlib.analysis.across import DAY_COV, _measured, day_to_day, match_keys
+from benchlib.analysis.across import DAY_COV, day_to_day, match_keys
+from benchlib.analysis.runs import throughput_runs
 from benchlib.run_index import RunIndex
 
 
 def main(folders: list[str]) -> None:
-    runs = _measured(RunIndex(folders).sql("SELECT * FROM runs WHERE status = 'ok'"))
+    runs = throughput_runs(RunIndex(folders).sql("SELECT * FROM runs WHERE status = 'ok'"))
     keys = [k for k in match_keys(runs) if not k.startswith(("campaign", "host_"))]
     tau, configs, campaigns = day_to_day(runs, keys)
     print(f"campaigns: {runs.campaign_path.nunique()}, ok runs without a fault or a rate search: {len(runs)}")
@@ -29,7 +30,8 @@ def main(folders: list[str]) -> None:
           f"({configs} configurations measured again, across {campaigns} campaigns); benchlib's DAY_COV: {DAY_COV:.1%}")
     for left in sorted(runs.campaign_path.unique()):
         t, c, k = day_to_day(runs[runs.campaign_path != left], keys)
-        print(f"  without {Path(left).name:<20} {'-' if t is None else f'{t:.2%}':>7}  ({c} configurations, {k} campaigns)")
+        shown = "-" if t is None else f"{t:.2%}"
+        print(f"  without {Path(left).name:<20} {shown:>7}  ({c} configurations, {k} campaigns)")
 
 
 if __name__ == "__main__":

@@ -34,10 +34,8 @@ def _matching(roots: list[Path] | None, match: list[str], where: str | None):
     return idx, idx.runs(where, **equals)
 
 
-def runs_cmd(roots: list[Path] = typer.Argument(None, help="campaign folders or folders of them (default: runs "
-                                                            "data/campaigns)"),
-             match: list[str] = typer.Option([], "--match", "-m", help="column=value, e.g. -m system=galera "
-                                                                      "-m threads=16 (value as JSON, else text)"),
+def runs_cmd(roots: list[Path] = typer.Argument(None, help=ROOTS_HELP),
+             match: list[str] = typer.Option([], "--match", "-m", help=MATCH_HELP),
              where: Optional[str] = typer.Option(None, help="an SQL condition on the runs, e.g. \"summary_tps > 500\""),
              columns: str = typer.Option("campaign,run_id,status,system,cluster,workload,threads,summary_tps",
                                          help="the columns to print, comma-separated (all: *)")) -> None:
@@ -53,7 +51,8 @@ def runs_cmd(roots: list[Path] = typer.Argument(None, help="campaign folders or 
                f"(of {len(idx.files)} indexed)")
 
 
-def compare_cmd(a: Path = typer.Argument(..., metavar="A", help="campaign folder A, the reference, e.g. data/campaigns/quick"),
+def compare_cmd(a: Path = typer.Argument(..., metavar="A", help="campaign folder A, the reference, e.g. "
+                                         "data/campaigns/quick"),
                 b: Path = typer.Argument(..., metavar="B", help="campaign folder B, compared with A, e.g. runs/quick"),
                 metric: str = typer.Option("tps", help="tps | latency | lag"),
                 day_cov: Optional[float] = typer.Option(None, help="day-to-day variation of a campaign's mean, "

@@ -66,8 +66,8 @@ def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempt
     """Pack the campaign's finished runs (its pack's and its run folders) into a new pack generation, then remove
     the folders it took in and the old generation (``attempts``: ``attempts/`` too, packed apart); ``drop``: run ids
     to leave out (a retired run); ``again``: write a new generation even with nothing new (a pack written by an
-    earlier benchlib, in the encoding of today's). Each run is checked first (a damaged one stops the packing, naming it); the caller
-    makes sure no campaign writes there."""
+    earlier benchlib, in the encoding of today's). Each run is checked first (a damaged one stops the packing,
+    naming it); the caller makes sure no campaign writes there."""
     root = Path(campaign_dir)
     dropped = set(drop)
     old = pack_of(root) if root.is_dir() else None

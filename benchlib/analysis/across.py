@@ -35,8 +35,7 @@ from scipy import stats
 
 from benchlib.analysis.campaign import analyze
 from benchlib.analysis.compare import verdict_of
-from benchlib.analysis.runs import NOT_CONFIG, AnalysisError, param_columns
-
+from benchlib.analysis.runs import NOT_CONFIG, AnalysisError, param_columns, throughput_runs
 from benchlib.manifest import MARGIN, Manifest
 from benchlib.run_index import RunIndex
 from benchlib.store import list_runs, read_manifest
@@ -85,7 +84,7 @@ class CampaignComparison:
 
     def words(self) -> str:
         """The comparison as a terminal shows it."""
-        col, higher, what = METRICS[self.metric]
+        _, higher, what = METRICS[self.metric]
         lines = [f"B = {self.b}  against  A = {self.a}", f"measure: {what}; ratio = B / A"
                  f" ({'above' if higher else 'below'} 1 is better for B)",
                  f"day-to-day variation: {self.day_cov:.1%} per campaign ({self.day_cov_source}); the interval "
@@ -134,15 +133,6 @@ def match_keys(*tables: pd.DataFrame) -> list[str]:
         keys += [c for c in param_columns(t) if c not in NOT_CONFIG and c != "cluster"]
         keys += [c for c in FACT_KEYS if c in t]
     return list(dict.fromkeys(keys))
-
-
-def _measured(table: pd.DataFrame) -> pd.DataFrame:
-    """The ok runs judged on throughput: no fault, no rate search."""
-    ok = table[table.status == "ok"]
-    for col in ("fault_at_s", "search"):
-        if col in ok:
-            ok = ok[ok[col].isna()]
-    return ok
 
 
 def _keyed(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -226,7 +216,7 @@ def _history_tau(history: Iterable[str | Path], leave_out: set[Path], keys: list
     index = RunIndex(history)
     runs = index.sql("SELECT * FROM runs WHERE status = 'ok'")
     runs = runs[~runs.campaign_path.map(lambda p: Path(p).resolve()).isin(leave_out)]
-    runs = _measured(runs)
+    runs = throughput_runs(runs)
     tau, configs, campaigns = day_to_day(runs, [k for k in keys if k in runs] or ["system"])
     if tau is None:
         return None, "no configuration measured in two other campaigns of the history"
@@ -327,7 +317,7 @@ def compare_campaigns(a: str | Path, b: str | Path, *, metric: str = "tps", day_
     if pa_.resolve() == pb_.resolve():
         raise AnalysisError(f"{a} is compared with itself", hint="give two different campaign folders")
     ana, anb = analyze(pa_), analyze(pb_)
-    ta, tb = _measured(ana.runs), _measured(anb.runs)
+    ta, tb = throughput_runs(ana.runs), throughput_runs(anb.runs)
     keys = match_keys(ana.frames["runs"], anb.frames["runs"])
     ta, tb = _keyed(ta, keys), _keyed(tb, keys)
     notes: list[str] = []

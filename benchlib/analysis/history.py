@@ -8,8 +8,8 @@ the change points where its level moved (what asv, conbench and Apache Otava do 
 
 Each campaign is one point, its runs' mean with a t interval: runs are the unit, as inside a campaign. Change points
 are found by ruptures' PELT on the log of the campaign means (an L2 cost, one campaign at least per segment, so a
-single campaign can mark a step), with a penalty of 5 ln(n) x sigma^2 (BIC's for a known noise is 2 ln(n) x sigma^2; ``PENALTY`` says why
-more), where sigma is what a campaign mean
+single campaign can mark a step), with a penalty of 5 ln(n) x sigma^2 (BIC's for a known noise is
+2 ln(n) x sigma^2; ``PENALTY`` says why more), where sigma is what a campaign mean
 varies by without a change: from eight campaigns on, the series' own (the median absolute first difference, which
 a step moves once, not its spread, which a step inflates), never below what the campaigns' runs say; before that,
 the campaigns' standard errors and the day-to-day variation of ``benchlib.analysis.across``. A level shift smaller
@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from benchlib.analysis.across import DAY_COV
+from benchlib.analysis.runs import throughput_runs
 
 __all__ = ["History", "MIN_CAMPAIGNS", "PENALTY", "change_points", "history"]
 
@@ -82,20 +83,19 @@ def change_points(y: np.ndarray, sigma: float, min_size: int = 1) -> list[int]:
 def history(runs: pd.DataFrame, *, measure: str = "summary_tps", day_cov: float = DAY_COV) -> History:
     """The history of the ok runs in ``runs`` (rows of the run index: one configuration, many campaigns), one point
     per campaign by when it was made, and its change points."""
-    ok = runs[(runs.get("status") == "ok") & runs[measure].notna()] if measure in runs else runs.iloc[0:0]
-    for col in ("fault_at_s", "search"):
-        if col in ok:
-            ok = ok[ok[col].isna()]
+    ok = throughput_runs(runs) if measure in runs else runs.iloc[0:0]
+    ok = ok[ok[measure].notna()]
     rows = []
     for (path, name), g in ok.groupby(["campaign_path", "campaign"], sort=False):
         v = g[measure].to_numpy(float)
         n, m = len(v), float(v.mean())
-        half = stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
-        rows.append({"campaign": name, "campaign_path": path, "folder": Path(path).name, "when": pd.to_datetime(g.campaign_created_utc.iloc[0]),
-                     "runs": n, "mean": m, "ci_low": m - half, "ci_high": m + half,
-                     "se_rel": (v.std(ddof=1) / math.sqrt(n) / m) if n > 1 and m > 0 else math.nan})
-    points = pd.DataFrame(rows, columns=["campaign", "campaign_path", "folder", "when", "runs", "mean", "ci_low", "ci_high",
-                                         "se_rel"])
+        se = v.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
+        half = stats.t.ppf(0.975, n - 1) * se if n > 1 else math.nan
+        rows.append({"campaign": name, "campaign_path": path, "folder": Path(path).name,
+                     "when": pd.to_datetime(g.campaign_created_utc.iloc[0]), "runs": n, "mean": m,
+                     "ci_low": m - half, "ci_high": m + half, "se_rel": se / m if m > 0 else math.nan})
+    points = pd.DataFrame(rows, columns=["campaign", "campaign_path", "folder", "when", "runs", "mean", "ci_low",
+                                         "ci_high", "se_rel"])
     points = points.sort_values("when", na_position="first", kind="stable").reset_index(drop=True)
     notes: list[str] = []
     se = points.se_rel.dropna()

@@ -36,6 +36,16 @@ def config_columns(params: list[str]) -> list[str]:
     return [c for c in params if c not in NOT_CONFIG]
 
 
+def throughput_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """The ok runs judged on throughput: no fault, no rate search (of a ``runs`` table: a campaign's, the run
+    index's)."""
+    ok = table[table.status == "ok"]
+    for col in ("fault_at_s", "search"):
+        if col in ok:
+            ok = ok[ok[col].isna()]
+    return ok
+
+
 @dataclass
 class RunInput:
     """What one run's assessment needs, as plain arrays (cheap to send to a worker process)."""

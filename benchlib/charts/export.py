@@ -260,12 +260,12 @@ class _CellSized(PlotlyRenderer):
     with the window (a 1,200 px chart in a 1,400 px window sat behind a scroll, its legend and last bar hidden).
     The figure itself is left as it is: exported PNG and SVG keep their fixed size for blogs."""
 
-    def __init__(self):
-        super().__init__(config={"responsive": True})
-
     #: a line of a caption under the plot is wrapped at this many characters: a cell in a 1,400 px JupyterLab window
     #: is about 880 px wide, 12 px text about 6.5 px a character, with room for a narrower window
     CAPTION_CHARS = 115
+
+    def __init__(self):
+        super().__init__(config={"responsive": True})
 
     def to_mimebundle(self, fig_dict):
         layout = {k: v for k, v in (fig_dict.get("layout") or {}).items() if k != "width"}
