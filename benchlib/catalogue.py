@@ -49,6 +49,9 @@ class SystemFacts:
     status_probe: str = ""  # the sampler's status probe (benchlib.sampling.session.STATUS_PROBES); "": none
     modes: tuple[str, ...] = ()  # the modes a remote cluster must name one of (Group Replication's primaries)
     local: bool = True  # the embedded lab can run it
+    #: the server variables that say how many threads apply replicated transactions on a node (the first one a node
+    #: reports counts; 0 means the one SQL thread applies by itself)
+    applier_variables: tuple[str, ...] = ()
 
     @property
     def automatic_failover(self) -> bool:
@@ -72,6 +75,11 @@ class TopologyFacts:
     local: bool = True  # the embedded lab builds it
     binlog: bool = True  # its nodes write a binary log unless the spec says otherwise
     semisync_acks: bool = False  # a commit waits for a replica's semi-sync acknowledgement (a remote check asks)
+    #: the binary log is how it replicates: it cannot run without one (Galera certifies write sets and needs none)
+    needs_binlog: bool = True
+    #: a commit returns only once other nodes have the transaction (semi-sync's acknowledgement, Galera's and the
+    #: group's ordering): where those nodes sit, and their round trip, is part of its commit
+    commit_waits: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,10 @@ class ServerFacts:
 
 SYSTEMS: dict[str, SystemFacts] = {}
 TOPOLOGIES: dict[str, TopologyFacts] = {t.name: t for t in (
-    TopologyFacts("single", replicas=False), TopologyFacts("async", baseline=True), TopologyFacts("semisync", semisync_acks=True),
-    TopologyFacts("galera", multi_writer=True, binlog=False), TopologyFacts("group_replication", multi_writer=True),
-    TopologyFacts("aurora", local=False))}
+    TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False),
+    TopologyFacts("async", baseline=True, commit_waits=False), TopologyFacts("semisync", semisync_acks=True),
+    TopologyFacts("galera", multi_writer=True, binlog=False, needs_binlog=False), TopologyFacts("group_replication", multi_writer=True),
+    TopologyFacts("aurora", local=False, needs_binlog=False))}
 SERVERS: dict[str, ServerFacts] = {s.name: s for s in (
     ServerFacts("mariadb", "MariaDB", ("mariadbd", "mysqld")),
     ServerFacts("mysql", "MySQL", ("mysqld",), plugins=True,
@@ -155,6 +164,8 @@ _GALERA_ROLES = ("writer", "node")
 _GALERA_SETTINGS = tuple(f"wsrep_sync_wait={bits}" for bits in range(16))
 _GALERA_DESCRIBED = ("wsrep_sync_wait=0 to wsrep_sync_wait=15 (a bitmask: 1 reads, 2 UPDATE and DELETE, 4 INSERT and "
                      "REPLACE, 8 SHOW)")
+_GALERA_APPLIERS = ("wsrep_applier_threads", "wsrep_slave_threads")
+_MYSQL_APPLIERS = ("replica_parallel_workers", "slave_parallel_workers")
 _GR_SETTINGS = ("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER", "BEFORE", "AFTER", "BEFORE_AND_AFTER")
 _GALERA_PROMISE = ("every node of the primary component takes writes; a commit returns once the cluster has ordered it, "
                    "so the survivors hold every acknowledged write; they go on once the view has dropped the failed "
@@ -167,20 +178,22 @@ register(SystemFacts(
             "semi-sync acknowledges once a replica received it (AFTER_SYNC before the commit is visible, AFTER_COMMIT "
             "after), so a promotion that first applies the relay logs loses none, unless the primary had fallen back "
             "to async.",
-    read_settings=("eventual", "causal"), roles=_REPLICATION_ROLES, status_probe="mariadb"))
+    read_settings=("eventual", "causal"), roles=_REPLICATION_ROLES, status_probe="mariadb",
+    applier_variables=("slave_parallel_threads", "replica_parallel_threads")))
 register(SystemFacts(
     "galera", "MariaDB Galera Cluster", "MariaDB", "MariaDB", "galera", multi_writer=True, failover="any",
     promise=_GALERA_PROMISE, read_settings=_GALERA_SETTINGS, read_settings_described=_GALERA_DESCRIBED,
-    roles=_GALERA_ROLES, status_probe="galera"))
+    roles=_GALERA_ROLES, status_probe="galera", applier_variables=_GALERA_APPLIERS))
 register(SystemFacts(
     "pxc", "Percona XtraDB Cluster", "Percona XtraDB Cluster", "MySQL", "galera", multi_writer=True, failover="any",
     promise=_GALERA_PROMISE, read_settings=_GALERA_SETTINGS, read_settings_described=_GALERA_DESCRIBED,
-    roles=_GALERA_ROLES, status_probe="pxc", local=False))
+    roles=_GALERA_ROLES, status_probe="pxc", local=False, applier_variables=_GALERA_APPLIERS))
 register(SystemFacts(
     "mysql", "MySQL replication", "MySQL", "MySQL", "async", failover="promote",
     promise="as MariaDB: nothing fails over by itself (here the lab promotes); async can lose what the replicas had "
             "not received.",
-    read_settings=("eventual", "causal"), roles=_REPLICATION_ROLES, status_probe="mysql"))
+    read_settings=("eventual", "causal"), roles=_REPLICATION_ROLES, status_probe="mysql",
+    applier_variables=_MYSQL_APPLIERS))
 register(SystemFacts(
     "group_replication", "MySQL Group Replication", "MySQL", "MySQL", "group_replication", multi_writer=True,
     failover="elect",
@@ -188,7 +201,7 @@ register(SystemFacts(
             "group_replication_member_expel_timeout); an acknowledged transaction was certified by a majority, so "
             "none is lost.",
     read_settings=_GR_SETTINGS, roles=("primary", "secondary"), status_probe="group_replication",
-    modes=("single-primary", "multi-primary")))
+    modes=("single-primary", "multi-primary"), applier_variables=_MYSQL_APPLIERS))
 register(SystemFacts(
     "aurora", "Amazon Aurora MySQL", "Aurora MySQL", "Aurora", "aurora", roles=("writer", "reader"), status_probe="aurora",
     local=False))

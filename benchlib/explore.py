@@ -16,7 +16,7 @@ from benchlib.analysis import views
 from benchlib.analysis.campaign import CampaignAnalysis, analyze
 from benchlib.charts.catalogue import CATALOGUE, dress, show
 
-__all__ = ["CATALOGUE", "dress", "open_campaign", "show", "show_lag", "show_runs"]
+__all__ = ["CATALOGUE", "dress", "open_campaign", "show", "show_lag", "show_runs", "why"]
 
 
 def open_campaign(campaign: str | Path, *, baseline: str = "async", problems: bool = True) -> CampaignAnalysis:
@@ -29,6 +29,21 @@ def open_campaign(campaign: str | Path, *, baseline: str = "async", problems: bo
 
         display(views.problems_first(a))
     return a
+
+
+def why(a: CampaignAnalysis):
+    """Each throughput ratio with why it is what it is: the report's sentences, then the numbers beside the
+    baseline's (``views.why``: what confounds it, fsyncs a commit, the commit wait, CPU a transaction, what bound the
+    host), returned as a frame."""
+    from IPython.display import display
+
+    from benchlib.analysis.headline import ratio_findings
+
+    for f in ratio_findings(a):
+        print(f.sentence(), end="\n\n")
+    table = views.why(a)
+    display(table)
+    return table
 
 
 def show_runs(a: CampaignAnalysis, run_ids: list[str]) -> None:

@@ -59,6 +59,7 @@ class ClusterFacts(_Open):
     binlog: bool | None = None
     server: str | None = None  # the server binaries a local cluster ran ("MySQL 9.7.4")
     mode: str | None = None  # a remote group's mode (single-primary, multi-primary)
+    cpus: str | None = None  # the CPU list its servers and load ran on (None: not pinned; a local lab's share the host)
 
     @property
     def rtt_ms(self) -> float | None:

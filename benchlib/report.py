@@ -26,8 +26,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from benchlib.axes import registry
-from benchlib.analysis import views
+from benchlib.analysis import likeness, views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
+from benchlib.analysis.headline import headline, ratio_findings as _ratio_findings
 from benchlib.analysis.problems import problems_html
 from benchlib.analysis.interference_findings import events as _events
 from benchlib.analysis.interference_findings import interference_findings, noise_line
@@ -50,13 +51,15 @@ class Report:
     axes: dict[str, list[str]] = field(default_factory=dict)
     interference: list[str] = field(default_factory=list)  # what took the host from the lab, in words
     settled: str = ""  # how many headline ratios are settled, and what ended the campaign
+    placement: str = ""  # whether the clusters shared the host's CPUs and disk
 
     def lines(self) -> list[str]:
         """Every finding in words, in the page's order: the sections that say what the runs were (a fault's), the
         throughput ratios, the other axes' (stale reads), the audit, the interference, the settlement."""
         first = [x for a in registry.AXES.values() if a.report_first for x in self.axes.get(a.section or a.name, [])]
         later = [x for a in registry.AXES.values() if not a.report_first for x in self.axes.get(a.section or a.name, [])]
-        return [*first, *self.headline, *later, *([self.audit] if self.audit else []), *self.interference,
+        return [*first, *self.headline, *([self.placement] if self.placement else []), *later,
+                *([self.audit] if self.audit else []), *self.interference,
                 *([self.settled] if self.settled else [])]
 
 
@@ -131,52 +134,11 @@ def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, 
     said = findings(a, campaign)
     report.headline, report.interference = said["headline"], said["interference"]
     report.audit, report.settled = "".join(said["audit"]), "".join(said["settled"])
-    report.axes = {k: v for k, v in said.items() if k not in ("headline", "interference", "audit", "settled")}
+    report.placement = "".join(said["placement"])
+    report.axes = {k: v for k, v in said.items()
+                   if k not in ("headline", "interference", "audit", "settled", "placement")}
     report.page.write_text(_page(campaign, a, figs, report))
     return report
-
-
-def _verdict_words(r: pd.Series, within: float | None = None) -> str:
-    """The verdict of one ratio in plain words, with why an INCONCLUSIVE one is not settled (or, settled at the
-    campaign's precision ``within``, what that precision says), and what an adjustment for interference did."""
-    words = _verdict_only(r, within)
-    if isinstance(r.get("adjusted_for"), str) and r.adjusted_for and pd.notna(r.get("unadjusted")):
-        moved = r.ratio / r.unadjusted - 1
-        words += (f" (adjusted for the CPU lost to others, which moved it {moved:+.1%}; unadjusted "
-                  f"{r.unadjusted:.2f}, {r.unadjusted_low:.2f}–{r.unadjusted_high:.2f})")
-    return words
-
-
-def _verdict_only(r: pd.Series, within: float | None) -> str:
-    margin = f"{r.margin:.0%}" if pd.notna(r.get("margin")) else "the"
-    precise = within is not None and bool(r.get("settled", False))
-    if precise and r.verdict == "INCONCLUSIVE":
-        need = r.get("runs_needed_per_side")
-        more = (f"; about {int(need)} rounds in all would settle that" if pd.notna(need) and need and need < 100
-                else "")
-        return (f"measured to ±{r.half_width_rel:.0%}, within the campaign's ±{within:.0%} target; whether it "
-                f"differs by more than the {margin} margin is not settled{more}")
-    if r.verdict == "FASTER":
-        return f"faster by more than the {margin} margin: the difference is real"
-    if r.verdict == "SLOWER":
-        return f"slower by more than the {margin} margin: the difference is real"
-    if r.verdict == "EQUIVALENT":
-        return f"equivalent within ±{margin}"
-    if r.verdict == "SIGNIFICANT_BUT_SMALL":
-        side = "faster" if r.ratio > 1 else "slower"
-        return (f"{side}: the interval excludes 1, but not yet the {margin} margin, so the difference may be "
-                "smaller than that")
-    noise = (f"run-to-run noise {r.sigma_log:.1%} (round effects removed)" if pd.notna(r.get("sigma_log"))
-             else "the noise")
-    need = r.get("runs_needed_per_side")
-    if pd.notna(need) and need and need < 100:
-        return f"not settled yet: at {noise}, about {int(need)} rounds in all would settle it"
-    if pd.notna(need) and need:
-        return f"not settled: at {noise}, not even 100 rounds would settle it (the ratio sits close to the margin)"
-    if pd.notna(r.get("sigma_log")):
-        return f"not settled: the ratio sits on the margin, no number of rounds settles it at {noise}"
-    return (f"not settled: {int(r.n)} run{'s are' if r.n != 1 else ' is'} too few to measure the noise "
-            "(repeat the campaign in rounds)")
 
 
 def _stopped_on(campaign: Path) -> str:
@@ -208,47 +170,23 @@ def _interference(report: Report, campaign: Path) -> str:
 def findings(a: CampaignAnalysis, campaign: Path) -> dict[str, list[str]]:
     """Every sentence the report says of the campaign, by section (what ``publish`` writes, without the charts): the
     throughput ratios, the audit, stale reads, failover, interference and the settlement."""
-    said = {"headline": headline(a), "audit": [x for x in [_audited(a)] if x]}
+    said = {"headline": headline(a), "placement": [x for x in [_placement(a)] if x] if said_ratios(a) else [],
+            "audit": [x for x in [_audited(a)] if x]}
     for axis in registry.AXES.values():  # each axis's own findings (the probe's stale reads, a fault's failover)
         said[axis.section or axis.name] = a.findings_of(axis.name)
     return {**said, "interference": list(interference_findings(a, campaign)),
             "settled": [x for x in [settlement(a, campaign)] if x]}
 
 
-def headline(a: CampaignAnalysis) -> list[str]:
-    """Every throughput ratio against the baseline as one plain sentence: how much, its interval, how many runs,
-    and whether the difference is real (the report's findings and the main job's last lines)."""
-    return [f"{what}: {verdict}." for what, verdict in _ratio_findings(a)]
+def _placement(a: CampaignAnalysis) -> str:
+    """Whether the clusters compared shared the host's CPUs and disk (said beside the throughput ratios)."""
+    cpus = (a.record.host or {}).get("cpus")
+    return likeness.placement_words(a.runs, cpus if isinstance(cpus, int) else None)
 
 
-def _ratio_findings(a: CampaignAnalysis) -> list[tuple[str, str]]:
-    """Per throughput ratio: what was measured, and the verdict in words."""
+def said_ratios(a: CampaignAnalysis) -> bool:
     c = a.comparisons
-    if c.empty:
-        return []
-    t = c[c.metric.isin(["tps", "read_tps"])]  # the writers', and a read-split load's readers
-    keys = [k for k in a.param_columns if k in t.columns and k not in ("topology", "config", "cluster")]
-    varying = [k for k in keys if t[k].nunique(dropna=True) > 1 or k in ("threads", "workload")]
-    varying = [k for k in varying if k == "consistency" or k not in a.set_by_consistency]  # a setting: said once
-    sizes = views.cluster_sizes(a)
-    lines = []
-    for _, r in t.iterrows():
-        at = [f"{r[k]:g} client thread{'s' if r[k] != 1 else ''}" for k in varying if k == "threads" and pd.notna(r[k])]
-        on = [str(r[k]) for k in varying if k == "workload" and pd.notna(r[k])]
-        other = [str(r[k]) if k == "durability" else f"{k} {r[k]:g}" if isinstance(r[k], (int, float)) else
-                 f"{k} {r[k]}" for k in varying if k not in ("threads", "workload") and pd.notna(r[k])]
-        where = " ".join(filter(None, [f"at {at[0]}" if at else "", f"on {on[0]}" if on else ""]))
-        where += "".join(f", {o}" for o in other)
-        kind = "" if r.cluster == r.topology else f"{r.topology}, "
-        bounded = np.isfinite(float(r.ci_low)) and np.isfinite(float(r.ci_high))
-        interval = f"95% interval {r.ci_low:.2f}–{r.ci_high:.2f}" if bounded else "no interval"
-        runs = f"{int(r.n)} run{'s' if r.n != 1 else ''}" + (f" against {int(r.n_baseline)}"
-                                                            if pd.notna(r.get("n_baseline")) else "")
-        what = ("serves {:.2f}× {}'s reads on the nodes besides the write node (read split)" if r.metric == "read_tps"
-                else "delivers {:.2f}× {}'s throughput").format(r.ratio, r.baseline)
-        lines.append((f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) {what} {where} ({interval}; {runs})",
-                      _verdict_words(r, a.record.settle_within)))
-    return lines
+    return not c.empty and bool(c.metric.isin(["tps", "read_tps"]).any())
 
 
 #: a verdict shared by this many ratios or more is said once, over the list of them
@@ -256,19 +194,20 @@ SAME_VERDICT = 6
 
 
 def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
-    pairs = _ratio_findings(a)
-    if not pairs:
+    found = _ratio_findings(a)
+    if not found:
         return []
-    groups: dict[str, list[str]] = {}
-    for what, verdict in pairs:
-        groups.setdefault(verdict, []).append(what)
+    groups: dict[str, list] = {}
+    for f in found:
+        groups.setdefault(f.verdict, []).append(f)
     items = ""
-    for verdict, whats in groups.items():  # in the order the ratios come
-        if len(whats) < SAME_VERDICT:
-            items += "".join(f"<li>{html.escape(w)}: {html.escape(verdict)}.</li>" for w in whats)
+    for verdict, same in groups.items():  # in the order the ratios come
+        if len(same) < SAME_VERDICT:
+            items += "".join(f"<li>{html.escape(f.sentence())}</li>" for f in same)
         else:
-            inner = "".join(f"<li>{html.escape(w)}.</li>" for w in whats)
-            items += (f"<li>{html.escape(verdict[:1].upper() + verdict[1:])}, for these {len(whats)} ratios:"
+            inner = "".join(f"<li>{html.escape(f.what)}." + (f" Why: {html.escape(f.why)}." if f.why else "")
+                            + "</li>" for f in same)
+            items += (f"<li>{html.escape(verdict[:1].upper() + verdict[1:])}, for these {len(same)} ratios:"
                       f"<ul>{inner}</ul></li>")
     whose = ("the writers', and the read split's readers' on the other nodes"
              if (a.comparisons.metric == "read_tps").any() else "")
@@ -279,6 +218,9 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
             f"(ratio of mean TPS; margin δ = {a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is "
             f"not called real).{faulted}</p>"
             f"<ul>{items}</ul>"]
+    placed = _placement(a)
+    if placed:
+        lead.append(f"<p>{html.escape(placed)}</p>")
     lead.append(f"<p>{html.escape(settlement(a, campaign))}</p>")
     return lead
 

@@ -68,7 +68,12 @@ def _signature(folder: Path) -> str:
     entries = sorted(p.name for p in folder.iterdir()
                      if p.is_dir() and (p.name.startswith(PACK_PREFIX) or (p / "manifest.json").exists()))
     record = folder / "campaign.json"
-    return json.dumps([entries, record.stat().st_mtime_ns if record.exists() else None])
+    return json.dumps([ROWS_VERSION, entries, record.stat().st_mtime_ns if record.exists() else None])
+
+
+#: the shape of a campaign's cached rows: a benchlib that adds columns to the runs table raises it, and every cache
+#: made before is read again
+ROWS_VERSION = 2
 
 
 def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:

@@ -42,6 +42,8 @@ from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
 from benchlib.packed import Pack, find_pack
 from benchlib.schema import FRAMES
+from benchlib.traits import COLUMNS as TRAIT_COLUMNS
+from benchlib.traits import traits
 
 __all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter",
            "SecretRefusedError", "StoreError", "has_run", "list_runs", "load_campaign", "raw_texts",
@@ -255,7 +257,7 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
              "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s",
-             *registry.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
+             *TRAIT_COLUMNS, *registry.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
 
 
 def _run_facts(m: Manifest) -> dict[str, Any]:
@@ -273,7 +275,7 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
-            **_audit_facts(m.audit), **registry.run_facts(m.model_dump()), **summary}
+            **_audit_facts(m.audit), **traits(m), **registry.run_facts(m.model_dump()), **summary}
 
 
 def _run_row(m: Manifest) -> dict[str, Any]:

@@ -19,7 +19,7 @@ LAYERS = [
     ["errors", "schema", "specs", "catalogue", "axes"],  # foundations; the system catalogue (pure data); the axes'
     # registry and each axis's record and spec table (their planners, run hooks, analysis and report sections are
     # placed below by pattern)
-    ["sysbench", "store", "packed", "packing", "manifest", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
+    ["sysbench", "store", "packed", "packing", "manifest", "traits", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
     # store, its packs and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
     ["analysis", "run_index", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
     # the Lab protocol
@@ -31,7 +31,7 @@ LAYERS = [
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed", "packing",
-                 "manifest",
+                 "manifest", "traits",
                  "schema", "sysbench.output", "catalogue", "axes")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from benchlib import catalogue
-from benchlib.analysis import interference
+from benchlib.analysis import interference, likeness
 from benchlib.analysis.blocks import block_ratio
 from benchlib.analysis.compare import adjust, agreement, ratio
 from benchlib.analysis.runs import LOAD_KEYS, READ_AND_WRITE_METRICS, column_is, config_columns
@@ -103,11 +103,20 @@ def baseline_comparisons(table: pd.DataFrame, params: list[str], baseline: str, 
         if base is None:
             continue
         base = _same_reads(base, first)
-        head = {**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
-                "baseline_clusters": ",".join(sorted(map(str, base.cluster.unique()))) if "cluster" in base else ""}
-        for row, result in _ratios(g, base, blocks, margin, adjust):
-            rows.append({**head, **row})
-            results.append(result)
+        # with several baseline clusters (async 1+1 beside async 1+2), each is a comparison of its own: pooling them
+        # would price a mix of clusters, and only one of them may be like the compared one
+        parts = [b for _, b in base.groupby("cluster", sort=True)] if "cluster" in base else [base]
+        for part in parts:
+            differences = likeness.unlike(g, part)
+            head = {**dict(zip(cols, key if isinstance(key, tuple) else (key,))), "baseline": baseline,
+                    "baseline_clusters": ",".join(sorted(map(str, part.cluster.unique()))) if "cluster" in part
+                    else "",
+                    "unlike": tuple(differences),
+                    "confounded_by": ", ".join(d.trait for d in likeness.confounds(differences)),
+                    "like_for_like": not likeness.confounds(differences)}
+            for row, result in _ratios(g, part, blocks, margin, adjust):
+                rows.append({**head, **row})
+                results.append(result)
     return _adjusted(rows, results)
 
 

@@ -100,9 +100,30 @@ def ratios(a: CampaignAnalysis, metric: str = "tps") -> pd.DataFrame:
     sizes = cluster_sizes(a)
     c["size"] = c["cluster"].map(sizes)
     c["label"] = c["topology"] + " (" + c["size"].astype(str) + " nodes)"
+    if "baseline_clusters" in c and c.baseline_clusters.nunique() > 1:  # several baseline clusters: name each
+        c["label"] = (c["cluster"] + " (" + c["size"].astype(str) + ") / " + c.baseline_clusters.astype(str) + " ("
+                      + c.baseline_clusters.map(sizes).astype(str) + ")")
     # one bar per configuration: what else varies (workload, threads, settings) follows " · " (durability: the shade)
     c["label"] += [f" · {x}" if x else "" for x in _settings(a, c, skip=("durability",))]
     return _with_durability(a, c)
+
+
+def why(a: CampaignAnalysis) -> pd.DataFrame:
+    """Per throughput ratio against the baseline: the ratio and its interval, whether the two clusters differ only
+    in their replication mode (``confounded_by``: what else could move it; ``design``: what belongs to a system),
+    and the mechanism beside the baseline's (``benchlib.analysis.mechanism``: fsyncs and bytes a commit, the time a
+    commit waited for replication, CPU a transaction, what bound the host)."""
+    from benchlib.analysis import mechanism
+
+    c = ratios(a, "tps")
+    e = mechanism.explain(a, c)
+    keep = ["label", "threads", "ratio", "ci_low", "ci_high", "verdict", "confounded_by"]
+    out = c[[k for k in keep if k in c]].copy()
+    out["design"] = [", ".join(d.trait for d in u if d.kind == "design") if isinstance(u, tuple) else ""
+                     for u in c.get("unlike", pd.Series([()] * len(c), index=c.index))]
+    cols = ["fsyncs", "base_fsyncs", "commit_wait_ms", "lat_ms", "base_lat_ms", "lat_diff_ms", "cpu_ms",
+            "base_cpu_ms", "paused", "limit", "base_limit"]
+    return out.join(e[[x for x in cols if x in e]]) if not e.empty else out
 
 
 def cluster_facts(a: CampaignAnalysis, column: str) -> dict[str, Any]:

@@ -91,13 +91,16 @@ def _figure(title: str, **layout) -> go.Figure:
 
 def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color: str | None = None,
                error_low: str | None = "ci_low", error_high: str | None = "ci_high", shade: str | None = "durability",
-               light: str = "relaxed", baseline: str = "async", title: str | None = None) -> go.Figure:
+               light: str = "relaxed", baseline: str = "async", title: str | None = None,
+               confounded: str | None = "confounded_by") -> go.Figure:
     """Ratio against the baseline per topology (and cluster size: put it in ``x``). With ``shade``, both levels
     on one bar: the ``light`` level (relaxed durability) as the wide bar in a lighter shade of the colour, the
     other (durable) in front of it over its left half; each has one interval, drawn in its own half of the bar
-    (durable left, relaxed right), so two whiskers never sit on each other."""
+    (durable left, relaxed right), so two whiskers never sit on each other. A bar whose ``confounded`` column names
+    something (what else differs between its two clusters) is hatched, and its hover says what."""
     color = color or x
     _need(df, [x, y, color, error_low, error_high, shade], "ratio_bars")
+    confounded = confounded if confounded in df else None
     colors = _colors(df[color])
     fig = _figure(title or f"Throughput relative to {baseline}", barmode="overlay", hovermode="closest",
                   yaxis_title=f"throughput, × {baseline}", xaxis_title="", bargap=0.25)
@@ -109,11 +112,18 @@ def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color
             base = colors[c]
             xs, name = dc[x].astype(str), f"{c}" + (f" {level}" if level is not None else "")
             hover = f"{name}: %{{y:.3f}}<extra></extra>"
+            marks = dc[confounded].fillna("").astype(str) if confounded else None
+            pattern = None
+            if marks is not None and (marks != "").any():
+                pattern = dict(shape=["/" if m else "" for m in marks], fillmode="overlay", solidity=0.3)
+                hover = f"{name}: %{{y:.3f}}%{{customdata}}<extra></extra>"
             # bar, and where its interval is: the wide light bar has its whisker over its right half
             width, offset, fill = ((0.6, None, base) if not both else (0.8, -0.4, lighter(base)) if is_light
                                    else (0.4, -0.4, base))
             fig.add_bar(x=xs, y=dc[y], name=name, marker_color=fill, width=width, offset=offset,
-                        legendgroup=str(c), hovertemplate=hover)
+                        legendgroup=str(c), hovertemplate=hover, marker_pattern=pattern,
+                        customdata=[f" (hatched: confounded by {m})" if m else "" for m in marks]
+                        if pattern else None)
             w_width, w_offset = (0.4, 0.0) if both and is_light else (width, offset)
             _whisker_bars(fig, dc, x, y, error_low, error_high, width=w_width, offset=w_offset, legendgroup=str(c))
     fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text=baseline, annotation_position="top left",

@@ -169,7 +169,7 @@ class LocalLab:
             n = self.node(name)
             return Endpoint(n.listen_host, n.port, "bench", self.creds.password("bench"))
 
-        return LocalDriver(endpoint, self.dir / "loads")
+        return LocalDriver(endpoint, self.dir / "loads", cpus=lambda node: self.node(node).cpus)
 
     def extra_probes(self, nodes: list[str], log, clock) -> list:
         """Every local server process (CPU, context switches, storage I/O, threads, memory), this host (CPU per
@@ -193,7 +193,8 @@ class LocalLab:
                           "rtt_ms": site.rtt_ms if site else 0.0})
         return ClusterFacts(system=self.system(cluster), topology=c.topology, placement="local", nodes=nodes,
                             durability=self.spec.settings_for(cluster).durability,
-                            binlog=bool(getattr(c, "binlog", True)), server=self.server(cluster).label)
+                            binlog=bool(getattr(c, "binlog", True)), server=self.server(cluster).label,
+                            cpus=self.layout.cluster_nodes(cluster)[0].cpus)
 
     def close(self) -> None:
         """Nothing to release: the servers keep running until ``down``."""

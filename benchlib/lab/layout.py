@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import LabError
+from benchlib.lab import placement
 from benchlib.lab.spec import LabSpec
 
 DEFAULT_ROOT = "/tmp/benchlib"
@@ -51,6 +52,7 @@ class NodePlan:
     bind_hosts: tuple[str, ...]
     netns: str | None
     flavor: str = "mariadb"  # the cluster's server flavour (benchlib.lab.flavors): its spec's ``system``
+    cpus: str | None = None  # the CPU list its server runs on (benchlib.lab.placement; None: every CPU, shared)
 
     @property
     def role(self) -> str:
@@ -191,6 +193,7 @@ def build_layout(spec: LabSpec, root: Path, base_port: int, net_index: int | Non
             tun=f"bl{net_index}s{number}",
         )
     hub = f"{NET_PREFIX}.{net_index}.1" if net_index else None
+    cpus = placement.plan(list(spec.clusters), spec.placement)
     nodes: dict[str, NodePlan] = {}
     k = 0
     for cname, cluster in spec.clusters.items():
@@ -216,6 +219,7 @@ def build_layout(spec: LabSpec, root: Path, base_port: int, net_index: int | Non
                 bind_hosts=bind,
                 netns=sites[site].netns if site else None,
                 flavor=cluster.system,
+                cpus=cpus[cname],
             )
             k += 1
     layout = Layout(spec=spec, dir=lab_dir, base_port=base_port, net_index=net_index, nodes=nodes, sites=sites)

@@ -70,6 +70,8 @@ def prepare_dir(node: NodePlan, cnf_text: str, run_as: str | None) -> None:
 
 def argv(node: NodePlan, server: Server, run_as: str | None, *extra: str) -> list[str]:
     cmd = server.argv(node.marker, *([f"--user={run_as}"] if run_as else []), *extra)
+    if node.cpus:  # its cluster's own CPU set (benchlib.lab.placement)
+        cmd = ["taskset", "-c", node.cpus, *cmd]
     if node.netns:
         cmd = ["ip", "netns", "exec", node.netns, *cmd]
     return cmd

@@ -236,6 +236,9 @@ class LabSpec(Strict):
     name: str = Field(pattern=LAB_NAME)
     base_port: int | None = Field(default=None, ge=1024, le=65000)
     shaper: Literal["auto", "netem", "tun-relay"] = "auto"
+    # where the clusters run on the host's CPUs (benchlib.lab.placement): pinned, each to a CPU set of its own with its
+    # load, where the host has 2 CPUs a cluster ("auto"); always ("pinned"); or every CPU shared ("shared")
+    placement: Literal["auto", "pinned", "shared"] = "auto"
     defaults: ServerSettings = Field(default_factory=ServerSettings)
     clusters: dict[str, Cluster] = Field(min_length=1)
     sites: dict[str, Site] = Field(default_factory=dict)

@@ -10,8 +10,9 @@ local files here; one command over SSH for a remote host) and logs, as node ``ho
   exposes it: most VMs do not);
 - ``psi.<cpu|io|memory>.<some|full>_us``: pressure stall time, counters in microseconds (/proc/pressure/*;
   left out where the kernel has no PSI: a warning, not an error);
-- ``disk.<dev>.<reads|writes|read_bytes|write_bytes|busy_ms>``: counters per whole disk (/proc/diskstats; loop,
-  ram and zram devices and partitions left out);
+- ``disk.<dev>.<reads|writes|read_bytes|write_bytes|write_ms|busy_ms|flushes|flush_ms>``: counters per whole disk
+  (/proc/diskstats; flush requests, what an fsync sends a disk with a write cache, where the kernel counts them;
+  loop, ram and zram devices and partitions left out);
 - ``net.<iface>.<rx_bytes|tx_bytes|rx_packets|tx_packets>``: counters per interface (/proc/net/dev).
 
 ``process_metrics`` reads one server process: CPU user and system seconds, voluntary and involuntary context
@@ -88,7 +89,9 @@ def parse_diskstats(text: str) -> list[Metric]:
         dev = f[2]
         out += [(f"disk.{dev}.reads", float(f[3]), True), (f"disk.{dev}.read_bytes", float(f[5]) * SECTOR, True),
                 (f"disk.{dev}.writes", float(f[7]), True), (f"disk.{dev}.write_bytes", float(f[9]) * SECTOR, True),
-                (f"disk.{dev}.busy_ms", float(f[12]), True)]
+                (f"disk.{dev}.write_ms", float(f[10]), True), (f"disk.{dev}.busy_ms", float(f[12]), True)]
+        if len(f) >= 20:  # kernels from 5.5 count flush requests (what an fsync sends a disk with a write cache)
+            out += [(f"disk.{dev}.flushes", float(f[18]), True), (f"disk.{dev}.flush_ms", float(f[19]), True)]
     return out
 
 

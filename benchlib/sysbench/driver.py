@@ -51,11 +51,17 @@ class LoadDriver(Protocol):
 class LocalDriver:
     """sysbench on this host; ``endpoint(node)`` says where and as whom it connects."""
 
-    def __init__(self, endpoint: Callable[[str], Endpoint], pid_dir: Path, sysbench: str = "sysbench"):
+    def __init__(self, endpoint: Callable[[str], Endpoint], pid_dir: Path, sysbench: str = "sysbench",
+                 cpus: Callable[[str], str | None] | None = None):
         self.endpoint, self.pid_dir, self.sysbench = endpoint, pid_dir, sysbench
+        self.cpus = cpus or (lambda node: None)  # the CPU set of a node's cluster: its load runs there too
+
+    def _pinned(self, node: str, argv: list[str]) -> list[str]:
+        cpus = self.cpus(node)
+        return ["taskset", "-c", cpus, *argv] if cpus else argv
 
     def prepare(self, node: str, opts: SysbenchOptions) -> None:
-        argv = opts.argv("prepare", *opts.prepare_args(), sysbench=self.sysbench)
+        argv = self._pinned(node, opts.argv("prepare", *opts.prepare_args(), sysbench=self.sysbench))
         res = subprocess.run(argv, input=self.endpoint(node).config(), capture_output=True, text=True)
         if res.returncode != 0:
             raise RunError(f"sysbench prepare of {opts.dataset_key} failed on {node} (exit {res.returncode})",
@@ -64,7 +70,8 @@ class LocalDriver:
     def run(self, node: str, opts: SysbenchOptions, *, on_interval: Callable[[Interval], None] | None = None,
             stall_s: float = 10.0, source: str = "sysbench",
             abort_if: Callable[[], str | None] | None = None) -> LoadResult:
-        return run_sysbench(opts.argv("run", *opts.run_args(), sysbench=self.sysbench), self.endpoint(node).config(),
+        return run_sysbench(self._pinned(node, opts.argv("run", *opts.run_args(), sysbench=self.sysbench)),
+                            self.endpoint(node).config(),
                             on_interval=on_interval, stall_s=stall_s, source=source, abort_if=abort_if,
                             pid_dir=self.pid_dir)
 

@@ -245,6 +245,6 @@ def test_a_read_split_load_costs_the_readers_per_setting_and_against_async(read_
     assert {"read_tps", "read_lat_ms"} <= set(a.comparisons.metric)
     words = " ".join(a.consistency_findings)
     assert "the read split's readers' throughput" in words and "the writer's throughput" in words
-    said = [h for h in headline(a) if "reads on the nodes besides the write node (read split)" in h]
+    said = [h for h in headline(a) if "on the nodes besides the write node (read split)" in h]
     assert len(said) == len(a.comparisons[a.comparisons.metric == "read_tps"]) >= 2 and all("95% interval" in h
                                                                                                 for h in said)
