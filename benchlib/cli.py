@@ -219,7 +219,7 @@ def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. run
     timing = (f"; static images {statistics.median(r.image_seconds):.2f} s median each"
               if r.image_seconds else "")
     typer.echo(f"{len(r.files)} chart files, {len(r.notebooks)} notebooks{timing}")
-    for line in r.lines():
+    for line in r.terminal():
         typer.echo(line)
     typer.echo(f"report: {r.page}")
 
@@ -327,7 +327,7 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     (campaign_folder,) = [p.parent for p in folder.glob("*/campaign.json")]
     typer.echo(f"publishing {campaign_folder} ...")
     r = publish_report(campaign_folder)
-    for line in r.lines():
+    for line in r.terminal():
         typer.echo(line)
     typer.echo(f"campaign {_minutes(campaign_s)}, the main job {_minutes(time.monotonic() - started)} "
                "(lab, check, campaign, report)")

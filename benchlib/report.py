@@ -52,6 +52,19 @@ class Report:
     interference: list[str] = field(default_factory=list)  # what took the host from the lab, in words
     settled: str = ""  # how many headline ratios are settled, and what ended the campaign
     placement: str = ""  # whether the clusters shared the host's CPUs and disk
+    ratios: list = field(default_factory=list)  # the throughput ratios (benchlib.analysis.headline.RatioFinding)
+
+    def terminal(self) -> list[str]:
+        """``lines()`` as a terminal shows them: each ratio's mechanism under it, a clause a line."""
+        by_sentence = {f.sentence(): f for f in self.ratios}
+        out = []
+        for line in self.lines():
+            f = by_sentence.get(line)
+            if f is None or not f.because:
+                out.append(line)
+                continue
+            out += [f"{f.what}: {f.verdict}.", "  why:", *(f"    - {c}" for c in f.because)]
+        return out
 
     def lines(self) -> list[str]:
         """Every finding in words, in the page's order: the sections that say what the runs were (a fault's), the
@@ -68,7 +81,7 @@ table.t{border-collapse:collapse;font-size:12px;margin:1em 0;display:block;max-w
 table.t td,table.t th{padding:3px 6px;border-bottom:1px solid #ddd}
 details{margin:.4em 0}summary{cursor:pointer}summary h2{display:inline}
 div.invalid{background:#fde0dc;padding:4px 12px;margin:8px 0}
-.how{font-size:14px;color:#444}.chart{margin:2em 0;max-width:100%;overflow-x:auto}.files{font-size:13px;color:#555}"""
+.how{font-size:14px;color:#444}div.why{font-size:14px;color:#333;margin:.2em 0 .6em}div.why ul{margin:.1em 0}.chart{margin:2em 0;max-width:100%;overflow-x:auto}.files{font-size:13px;color:#555}"""
 
 
 def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "async", notebooks: bool = True,
@@ -135,6 +148,7 @@ def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, 
     report.headline, report.interference = said["headline"], said["interference"]
     report.audit, report.settled = "".join(said["audit"]), "".join(said["settled"])
     report.placement = "".join(said["placement"])
+    report.ratios = _ratio_findings(a)
     report.axes = {k: v for k, v in said.items()
                    if k not in ("headline", "interference", "audit", "settled", "placement")}
     report.page.write_text(_page(campaign, a, figs, report))
@@ -178,6 +192,13 @@ def findings(a: CampaignAnalysis, campaign: Path) -> dict[str, list[str]]:
             "settled": [x for x in [settlement(a, campaign)] if x]}
 
 
+def _why(f) -> str:
+    """A ratio's mechanism under it, clause by clause."""
+    if not f.because:
+        return ""
+    return "<div class='why'>Why:<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in f.because) + "</ul></div>"
+
+
 def _placement(a: CampaignAnalysis) -> str:
     """Whether the clusters compared shared the host's CPUs and disk (said beside the throughput ratios)."""
     cpus = (a.record.host or {}).get("cpus")
@@ -203,10 +224,9 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
     items = ""
     for verdict, same in groups.items():  # in the order the ratios come
         if len(same) < SAME_VERDICT:
-            items += "".join(f"<li>{html.escape(f.sentence())}</li>" for f in same)
+            items += "".join(f"<li>{html.escape(f.what)}: {html.escape(f.verdict)}.{_why(f)}</li>" for f in same)
         else:
-            inner = "".join(f"<li>{html.escape(f.what)}." + (f" Why: {html.escape(f.why)}." if f.why else "")
-                            + "</li>" for f in same)
+            inner = "".join(f"<li>{html.escape(f.what)}.{_why(f)}</li>" for f in same)
             items += (f"<li>{html.escape(verdict[:1].upper() + verdict[1:])}, for these {len(same)} ratios:"
                       f"<ul>{inner}</ul></li>")
     whose = ("the writers', and the read split's readers' on the other nodes"

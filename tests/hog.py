@@ -60,3 +60,48 @@ class CpuHog:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class CpuCap:
+    """A process held to ``share`` of one CPU (a node starved by a noisy neighbour): the cgroup v1 ``cpu`` controller's
+    CFS quota, every thread of ``pid`` moved into a cgroup of its own for the ``with`` block and back out after it,
+    whatever happens. ``available()`` says whether this machine has the controller (it needs root)."""
+
+    ROOT = "/sys/fs/cgroup/cpu"
+
+    def __init__(self, pid: int, share: float, name: str = "benchlib-test-cap"):
+        self.pid, self.share = pid, share
+        self.path = os.path.join(self.ROOT, f"{name}-{os.getpid()}")
+
+    @classmethod
+    def available(cls) -> bool:
+        return os.geteuid() == 0 and os.path.exists(os.path.join(cls.ROOT, "cpu.cfs_quota_us"))
+
+    def __enter__(self) -> "CpuCap":
+        os.makedirs(self.path, exist_ok=True)
+        self._write("cpu.cfs_period_us", "100000")
+        self._write("cpu.cfs_quota_us", str(max(1000, int(100000 * self.share))))
+        self._write("cgroup.procs", str(self.pid))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for _ in range(3):  # threads started meanwhile land in the cgroup too: move them all out
+            try:
+                tasks = open(os.path.join(self.path, "tasks")).read().split()
+            except OSError:
+                break
+            for t in tasks:
+                try:
+                    with open(os.path.join(self.ROOT, "tasks"), "w") as f:
+                        f.write(t)
+                except OSError:
+                    pass  # gone
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            time.sleep(0.2)
+            os.rmdir(self.path)
+
+    def _write(self, name: str, value: str) -> None:
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)

@@ -49,8 +49,14 @@ def test_the_report_page_says_every_finding(name, tmp_path):
     report = publish(CAMPAIGNS / name, out=tmp_path / "report", notebooks=False, static=False)
     page = report.page.read_text()
     expected = json.loads((GOLDEN / f"{name}.json").read_text())
+    ratios = {f.sentence(): f for f in report.ratios}
     for section, sentences in expected.items():
         for sentence in sentences:
+            if sentence in ratios:  # a ratio: its sentence, then its mechanism under it, a clause an item
+                f = ratios[sentence]
+                assert html.escape(f"{f.what}: {f.verdict}.") in page, sentence
+                assert all(f"<li>{html.escape(c)}</li>" in page for c in f.because), sentence
+                continue
             assert html.escape(sentence) in page or html.escape(sentence.rstrip(".")) in page, (section, sentence)
     said = report.lines()  # what `benchlib publish` and the main job print, in the page's order
     assert sorted(said) == sorted(x for sentences in expected.values() for x in sentences)

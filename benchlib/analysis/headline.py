@@ -21,10 +21,14 @@ class RatioFinding(NamedTuple):
 
     what: str
     verdict: str
-    why: str = ""
+    because: tuple[str, ...] = ()  # the mechanism, clause by clause
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.because)
 
     def sentence(self) -> str:
-        return f"{self.what}: {self.verdict}." + (f" Why: {self.why}." if self.why else "")
+        return f"{self.what}: {self.verdict}." + (f" Why: {self.why}." if self.because else "")
 
 
 def headline(a: CampaignAnalysis) -> list[str]:
@@ -75,12 +79,12 @@ def ratio_findings(a: CampaignAnalysis) -> list[RatioFinding]:
         e = explained.loc[idx].to_dict() if idx in explained.index else {}
         if e:
             e.update(ratio=r.ratio, ci_low=r.ci_low, ci_high=r.ci_high)
-        because = why.mechanism_words(e, str(r.cluster), base, differences) if e else ""
+        because = why.mechanism_words(e, str(r.cluster), base, differences) if e else []
         noted = why.noted_words(differences)
         if noted:
-            because = "; ".join(filter(None, [because, f"also different: {noted}"]))
+            because.append(f"also different: {noted}")
         lines.append(RatioFinding(f"{r.cluster} ({kind}{sizes.get(r.cluster, '?')} nodes) {what} {where} "
-                                  f"({interval}; {runs})", verdict, because))
+                                  f"({interval}; {runs})", verdict, tuple(because)))
     return lines
 
 

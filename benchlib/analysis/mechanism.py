@@ -14,7 +14,8 @@ Per run (``per_run``), per transaction of sysbench's (its summary TPS):
   (``wsrep_evs_repl_latency``, where the provider reports it);
 - ``paused``: the share of the window Galera's flow control paused the write node; ``cert_failures``: certification
   failures a commit;
-- ``cpu_ms``: CPU of the cluster's servers a transaction (``writer_cpu_ms``: the write node's);
+- ``cpu_ms``: CPU of the cluster's servers a transaction (``writer_cpu_ms``: the write node's; ``host_cpu_ms``: the
+  whole host's, sysbench and benchlib included: what a CPU-bound host divides its CPUs by);
 - ``busy``, ``iowait``, ``disk_busy``: the host's CPUs busy, waiting for I/O, and its busiest disk's utilisation;
   ``flush_ms``: the mean time that disk took over a flush request (what an fsync sends a disk with a write cache;
   where the kernel counts them);
@@ -44,7 +45,8 @@ WAITED = 0.40  # a commit wait at least this share of a transaction's mean laten
 PAUSED = 0.10  # flow control paused the writer at least this share of the load window
 
 MEASURES = ["fsyncs", "innodb_fsyncs", "binlog_fsyncs", "redo_kb", "binlog_kb", "commit_wait_ms", "paused",
-            "cert_failures", "cpu_ms", "writer_cpu_ms", "busy", "iowait", "disk_busy", "flush_ms", "lat_ms", "tps"]
+            "cert_failures", "cpu_ms", "writer_cpu_ms", "host_cpu_ms", "busy", "iowait", "disk_busy", "flush_ms",
+            "lat_ms", "tps"]
 
 _SEMI = {"mariadb": ("Rpl_semi_sync_master_tx_wait_time", "Rpl_semi_sync_master_tx_waits"),
          "mysql": ("Rpl_semi_sync_source_tx_wait_time", "Rpl_semi_sync_source_tx_waits")}
@@ -90,7 +92,7 @@ def per_run(a) -> pd.DataFrame:
     bound = cpu_bound(a)
     bound = bound.sort_values("busy").drop_duplicates("run_id", keep="last").set_index("run_id") if len(bound) else bound
     costs = cost_per_trx(a)
-    cpu = costs[(costs.cost == "cpu_ms") & (costs.role != "host")] if len(costs) else costs
+    cpu = costs[costs.cost == "cpu_ms"] if len(costs) else costs
     cluster = a.frames.get("cluster", pd.DataFrame())
     rows = []
     for r in runs.itertuples(index=False):
@@ -119,7 +121,9 @@ def per_run(a) -> pd.DataFrame:
                "commit_wait_ms": wait, "wait_kind": kind,
                "paused": _rate(rates, run, w, "wsrep_flow_control_paused_ns") / 1e9,
                "cert_failures": _rate(rates, run, w, "wsrep_local_cert_failures") / tps,
-               "cpu_ms": float(mine.per_trx.sum()) if len(mine) else np.nan,
+               "cpu_ms": float(mine[mine.role != "host"].per_trx.sum()) if len(mine) else np.nan,
+               "host_cpu_ms": float(mine[mine.role == "host"].per_trx.max()) if len(mine) and
+               (mine.role == "host").any() else np.nan,
                "writer_cpu_ms": float(mine[mine.role == "writer"].per_trx.sum()) if len(mine) else np.nan,
                "busy": float(bound.at[run, "busy"]) if run in getattr(bound, "index", []) else np.nan,
                "iowait": float(bound.at[run, "iowait"]) if run in getattr(bound, "index", []) else np.nan,
@@ -203,12 +207,29 @@ def by_config(a, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def fsync_ms(a) -> float:
+    """The median time of an fsync on the lab's disk when the campaign started (a 4 KiB write and fdatasync on an idle
+    disk: ``benchlib.sampling.noise``, the campaign's ``host_noise`` event): a lower bound of what an fsync costs a
+    commit under load. nan when the campaign did not measure it."""
+    import json
+
+    path = getattr(a, "path", None)
+    events = path / "events.jsonl" if path is not None else None
+    if events is None or not events.exists():
+        return np.nan
+    found = [e for e in map(json.loads, events.read_text().splitlines()) if e.get("event") == "host_noise"
+             and e.get("fsync_p50_ms") is not None]
+    return float(found[-1]["fsync_p50_ms"]) if found else np.nan
+
+
 def explain(a, comparisons: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per comparison (a row of ``a.comparisons`` for throughput, by its index): each measure of the configuration
     and of its baseline (``<measure>`` and ``base_<measure>``: medians over their runs), the commonest ``limit`` of
-    each, and ``lat_diff_ms``, the configuration's mean latency minus the baseline's."""
+    each, ``lat_diff_ms``, the configuration's mean latency minus the baseline's, and ``fsync_probe_ms``
+    (``fsync_ms``)."""
     c = a.comparisons if comparisons is None else comparisons
     runs = per_run(a)
+    probe = fsync_ms(a)
     if c.empty or runs.empty:
         return pd.DataFrame()
     c = c[c.metric.isin(["tps", "read_tps"])]
@@ -229,6 +250,7 @@ def explain(a, comparisons: pd.DataFrame | None = None) -> pd.DataFrame:
             continue
         row = {"index": idx, **_medians(m), **{f"base_{k}": v for k, v in _medians(b).items()}}
         row["lat_diff_ms"] = row["lat_ms"] - row["base_lat_ms"]
+        row["fsync_probe_ms"] = probe
         rows.append(row)
     return pd.DataFrame(rows).set_index("index") if rows else pd.DataFrame()
 

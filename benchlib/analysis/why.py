@@ -84,6 +84,9 @@ def _wait_words(e: dict, this: str, base: str) -> str:
     if low > 0 and extra < low:
         return (f"{said}: that accounts for {extra / diff:.0%} of its higher mean latency ({diff:+.2f} ms); the rest "
                 "comes with what follows")
+    if high < 0:
+        return (f"{said}, yet its mean latency was lower ({span} as the ratio's interval puts it): what follows "
+                "saves more than the wait costs")
     if extra > high:
         return (f"{said}, more than its mean latency rose ({span} as the ratio's interval puts it): the wait does "
                 "not all add to a transaction's time here")
@@ -99,21 +102,24 @@ def _fsync_words(e: dict, this: str, base: str, design: list[Unlike]) -> str:
     binlog = next((d for d in design if d.trait == "binlog"), None)
     if binlog is not None:
         said += f" ({this if binlog.this == 'off' else base} keeps no binary log, by design: {binlog.why})"
-    saved, diff, flush = fb - f, _f(e, "lat_diff_ms"), _f(e, "flush_ms")
+    saved, diff = fb - f, _f(e, "lat_diff_ms")
+    probe, flush = _f(e, "fsync_probe_ms"), _f(e, "flush_ms")
     if abs(saved) < 0.3:
         return said
-    if _ok(diff) and diff * saved < 0 and _ok(flush) and flush > 0:
-        time = abs(saved) * flush
+    each, source = (probe, "an fsync took on the idle disk when the campaign started") if _ok(probe) and probe > 0 \
+        else (flush, "the disk took over a flush request")
+    if _ok(diff) and diff * saved < 0 and _ok(each) and each > 0:
+        time = abs(saved) * each
         share = time / abs(diff)
-        said += (f"; at the {flush:.2f} ms the disk took over a flush that is {time:.2f} ms a commit, "
-                 f"{min(share, 1):.0%} of the {abs(diff):.2f} ms difference in mean latency")
+        said += (f"; at the {each:.2f} ms {source}, that is at least {time:.2f} ms a commit, "
+                 f"{min(share, 1):.0%} or more of the {abs(diff):.2f} ms difference in mean latency")
     else:
         said += ", which comes with the difference (no fsync time was measured to say how much of it)"
     return said
 
 
-def mechanism_words(e: dict, this: str, base: str, differences: list[Unlike] | tuple[Unlike, ...] = ()) -> str:
-    """``this`` beside ``base`` in numbers, in clauses joined by semicolons (no full stop): ``e`` is a row of
+def mechanism_words(e: dict, this: str, base: str, differences: list[Unlike] | tuple[Unlike, ...] = ()) -> list[str]:
+    """``this`` beside ``base`` in numbers, one clause each (no full stop): ``e`` is a row of
     ``mechanism.explain`` (as a dict); ``differences`` the two clusters' (``likeness.unlike``). Bytes and CPU a
     transaction are said where they differ by 10% or more."""
     design = [d for d in differences if d.kind == "design"]
@@ -130,7 +136,7 @@ def mechanism_words(e: dict, this: str, base: str, differences: list[Unlike] | t
         parts.append(f"flow control paused its write node {paused:.0%} of the time")
     parts.append(_limits(e, this, base))
     parts += [f"{d.what} {d.this} against {d.baseline}: {d.why}" for d in design if d.trait != "binlog"]
-    return "; ".join(p for p in parts if p)
+    return [p for p in parts if p]
 
 
 def _differ(a: float, b: float, by: float = 0.10) -> bool:
@@ -139,6 +145,14 @@ def _differ(a: float, b: float, by: float = 0.10) -> bool:
 
 def _limits(e: dict, this: str, base: str) -> str:
     lim, blim = e.get("limit", ""), e.get("base_limit", "")
+    host, bhost, lo, hi = _f(e, "host_cpu_ms"), _f(e, "base_host_cpu_ms"), _f(e, "ci_low"), _f(e, "ci_high")
+    if lim == blim == "CPU" and _ok(host) and _ok(bhost) and host > 0:
+        predicted = bhost / host  # a saturated host completes its CPUs' time over a transaction's CPU time
+        how = ("which accounts for the ratio" if _ok(lo) and _ok(hi) and lo <= predicted <= hi
+               else "which comes with the ratio without accounting for it")
+        return (f"both CPU-bound at this load (CPUs {_pct(_f(e, 'busy'))} and {_pct(_f(e, 'base_busy'))} busy): a "
+                f"transaction took {host:.2f} ms of the host's CPU against {bhost:.2f}, so the host could complete "
+                f"{predicted:.2f}× as many, {how}")
     if lim == blim and lim in ("CPU", "fsync"):
         return f"both {lim}-bound at this load (CPUs {_pct(_f(e, 'busy'))} and {_pct(_f(e, 'base_busy'))} busy)"
     said_this, said_base = limit_words(lim, e), limit_words(blim, e, "base_")

@@ -63,7 +63,8 @@ def _stability(a):
     longest = iv.groupby("run_id", observed=True).t_s.max().max() if len(iv) else 0
     if longest < MIN_STABILITY_S:
         raise LeftOut(f"runs of {longest:.0f} s are too short to show stability over time (it takes "
-                      f"{MIN_STABILITY_S} s or more: a warm-up, then a steady window)",
+                      f"{MIN_STABILITY_S} s or more: a warm-up, then a steady window; examples/campaigns/"
+                      "stability.toml runs them on the demo lab)",
                       hint="run longer loads (campaign duration) to see it")
     return charts.stability_over_time(iv, average_by="config", trim=s["trim"], labels=s["labels"], host=s["host"],
                                       color_by=s["topology"])

@@ -66,6 +66,9 @@ def galera_provider_options(layout: Layout, node: NodePlan) -> dict[str, Any]:
         "evs.join_retrans_period": f"PT{join_retrans_ms / 1000:g}S",
         "evs.inactive_check_period": "PT0.1S",
         "evs.keepalive_period": "PT0.25S",
+        # the replication latency (wsrep_evs_repl_latency) over each second, not the default minute: what a commit
+        # waited for its write set to be ordered, as the sampler reads it (benchlib.analysis.mechanism)
+        "evs.stats_report_period": "PT1S",
     }
     opts.update(cluster.provider_options)
     return opts

@@ -25,7 +25,10 @@ GALERA_GAUGES = ("wsrep_local_recv_queue", "wsrep_local_send_queue", "wsrep_clus
                  "wsrep_flow_control_active")
 GALERA_COUNTERS = ("wsrep_flow_control_paused_ns", "wsrep_flow_control_sent", "wsrep_flow_control_recv",
                    "wsrep_local_cert_failures", "wsrep_local_bf_aborts", "wsrep_last_committed",
-                   "wsrep_replicated", "wsrep_received")
+                   "wsrep_replicated", "wsrep_received", "wsrep_replicated_bytes")
+#: the group communication's replication latency over the provider's last report period (evs.stats_report_period):
+#: "min/avg/max/stddev/samples" in seconds; its average is kept, in ms, where there were samples
+EVS_LATENCY = "wsrep_evs_repl_latency"
 SEMI_GAUGES = ("rpl_semi_sync_master_status", "rpl_semi_sync_master_clients", "rpl_semi_sync_master_tx_avg_wait_time",
                "rpl_semi_sync_master_wait_sessions")
 SEMI_COUNTERS = ("rpl_semi_sync_master_yes_tx", "rpl_semi_sync_master_no_tx")
@@ -69,6 +72,19 @@ def as_number(text) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def evs_latency_ms(text: str | None) -> float | None:
+    """The average of Galera's ``wsrep_evs_repl_latency`` ("min/avg/max/stddev/samples", seconds) in ms; None when
+    the provider reports none or had no samples in its period."""
+    parts = str(text or "").split("/")
+    if len(parts) != 5:
+        return None
+    try:
+        avg, samples = float(parts[1]), float(parts[4])
+    except ValueError:
+        return None
+    return avg * 1000.0 if samples > 0 else None
 
 
 def gtid_seq(pos: str | None, domain: int = 0) -> int | None:
@@ -171,7 +187,7 @@ class GaleraProbe(ClusterProbe):
 
     def _wsrep(self, node: str) -> dict[str, str]:
         if not self.show_status:
-            return self._status(node, GALERA_GAUGES + GALERA_COUNTERS + ("wsrep_cluster_status",))
+            return self._status(node, GALERA_GAUGES + GALERA_COUNTERS + ("wsrep_cluster_status", EVS_LATENCY))
         with self.conns[node].cursor() as cur:
             cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep%'")
             return {r["Variable_name"].lower(): r["Value"] for r in cur.fetchall()}
@@ -185,6 +201,9 @@ class GaleraProbe(ClusterProbe):
                 self.log.add(now, node, m, as_number(st.get(m)))
             for m in GALERA_COUNTERS:
                 self.log.add(now, node, m, as_number(st.get(m)), counter=True)
+            evs = evs_latency_ms(st.get(EVS_LATENCY))
+            if evs is not None:
+                self.log.add(now, node, "wsrep_evs_repl_latency_avg_ms", evs)
             if st.get("wsrep_cluster_status"):  # Primary, non-Primary, Disconnected
                 self.log.add(now, node, "wsrep_primary", float(st["wsrep_cluster_status"] == "Primary"))
             committed[node] = (now, as_number(st.get("wsrep_last_committed")))

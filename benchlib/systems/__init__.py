@@ -101,7 +101,8 @@ GAUGES = frozenset({"Threads_running", "Threads_connected"})
 
 #: recorded on every node of every system (a variable a server lacks is left out)
 COMMON_VARIABLES = ("version", "sync_binlog", "innodb_flush_log_at_trx_commit", "innodb_buffer_pool_size",
-                    "log_bin", "binlog_format", "performance_schema")
+                    "log_bin", "binlog_format", "performance_schema", "innodb_log_file_size",
+                    "innodb_redo_log_capacity")
 
 
 def register(system: System) -> System:
@@ -173,11 +174,12 @@ register(System("pxc", galera.SETTINGS, galera.node_status, galera.readiness, ga
 register(System("mysql", mysql.SETTINGS, mysql.node_status, replication.readiness,
                 replication.reads, frozenset({"mysql", "percona"}), invariants=_REPLICATED, positions=positions.GTID,
                 stall=_MYSQL_STALL,
-                restart_settings=mysql.RESTART_SETTINGS, variables=mysql.VARIABLES))
+                restart_settings=mysql.RESTART_SETTINGS, variables=mysql.VARIABLES, counters=mysql.COUNTERS))
 register(System("group_replication", group_replication.SETTINGS,
                 group_replication.node_status, group_replication.readiness, group_replication.reads,
                 frozenset({"mysql", "percona"}), invariants=(inv.group_membership, inv.nodes_answer),
                 positions=positions.GTID, locate=failover.gr_primary, stall=_GR_STALL,
-                restart_settings=mysql.RESTART_SETTINGS, variables=group_replication.VARIABLES))
+                restart_settings=mysql.RESTART_SETTINGS, variables=group_replication.VARIABLES,
+                counters=group_replication.COUNTERS))
 register(System("aurora", {}, _no_status, reads=aurora.reads, kinds=frozenset({"aurora"}),
                 sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL"))

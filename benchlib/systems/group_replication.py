@@ -20,6 +20,10 @@ __all__ = ["GROUP_MEMBER_STATS_SQL", "GROUP_REPLICATION_CHANNEL", "GROUP_THROTTL
 
 
 #: recorded in each run's manifest
+#: the time a member's transaction messages took to reach the group (a round trip to a majority: what a commit waits
+#: for before certification) and how many it sent; the same for every consensus round
+COUNTERS = ("Gr_data_messages_sent_count", "Gr_data_messages_sent_roundtrip_time_sum",
+            "Gr_all_consensus_proposals_count", "Gr_all_consensus_time_sum")
 VARIABLES = ("group_replication_single_primary_mode", "group_replication_consistency",
              "group_replication_flow_control_mode", "group_replication_flow_control_applier_threshold",
              "group_replication_flow_control_certifier_threshold", "group_replication_flow_control_period",

@@ -65,5 +65,9 @@ def node_status(conn, role: str) -> dict[str, Any]:
 def single_status(conn, role: str) -> dict[str, Any]:
     return {"gtid_binlog_pos": scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""}
 
-#: MariaDB's binary log group commit counters: commits / group commits is the group-commit ratio
-COUNTERS = ("Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written")
+#: MariaDB's binary log group commit counters (commits / group commits is the group-commit ratio; with sync_binlog = 1
+#: a group commit is one fsync of the binary log) and semi-sync's waits: the time transactions waited for a replica's
+#: acknowledgement and how many waited (their quotient is the mean wait in a window), and the same for the network
+#: round trip of each acknowledgement
+COUNTERS = ("Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written", "Rpl_semi_sync_master_tx_wait_time",
+            "Rpl_semi_sync_master_tx_waits", "Rpl_semi_sync_master_net_wait_time", "Rpl_semi_sync_master_net_waits")

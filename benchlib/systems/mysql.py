@@ -22,6 +22,8 @@ __all__ = ["MYSQL8_APPLIER_SQL", "MYSQL_BACKLOG_SQL", "RESTART_SETTINGS", "SETTI
 
 
 #: recorded in each run's manifest (the names before 8.0.26 and after; a server has one of each pair)
+#: semi-sync's waits on a MySQL source: the time transactions waited for a replica's acknowledgement, and how many
+COUNTERS = ("Rpl_semi_sync_source_tx_wait_time", "Rpl_semi_sync_source_tx_waits")
 VARIABLES = ("replica_parallel_workers", "slave_parallel_workers", "replica_preserve_commit_order",
              "rpl_semi_sync_source_enabled", "rpl_semi_sync_source_wait_point", "rpl_semi_sync_source_timeout",
              "rpl_semi_sync_master_enabled", "binlog_transaction_dependency_tracking")
