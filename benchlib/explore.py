@@ -34,16 +34,13 @@ def open_campaign(campaign: str | Path, *, baseline: str = "async", problems: bo
 def why(a: CampaignAnalysis):
     """Each throughput ratio with why it is what it is: the report's sentences, then the numbers beside the
     baseline's (``views.why``: what confounds it, fsyncs a commit, the commit wait, CPU a transaction, what bound the
-    host), returned as a frame."""
-    from IPython.display import display
-
+    host), returned as a frame (the notebook shows it)."""
     from benchlib.analysis.headline import ratio_findings
 
     for f in ratio_findings(a):
-        print(f.sentence(), end="\n\n")
-    table = views.why(a)
-    display(table)
-    return table
+        print(f"{f.what}: {f.verdict}.")
+        print("".join(f"  - {c}\n" for c in f.because))
+    return views.why(a)
 
 
 def show_runs(a: CampaignAnalysis, run_ids: list[str]) -> None:

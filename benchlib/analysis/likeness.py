@@ -193,7 +193,11 @@ def placement_words(runs: pd.DataFrame, host_cpus: int | None = None) -> str:
         need = 2 * len(cpus)
         room = (f" (a CPU set for each needs {need} CPUs: the host has {host_cpus})" if host_cpus and host_cpus < need
                 else " (placement = \"shared\")" if host_cpus else "")
-        return (f"The {len(cpus)} clusters shared the host's {many}CPUs and its disk{room}: each ran while the others "
-                "idled, and a cluster with more servers takes more of both from its own write node.")
+        servers = {_value(g, "cluster_servers") for _, g in local.groupby("cluster")}
+        alike = (f"with {servers.pop()} servers each, their other servers took alike from their write nodes"
+                 if len(servers) == 1 and None not in servers
+                 else "a cluster with more servers takes more of both from its own write node")
+        return (f"The {len(cpus)} clusters shared the host's {many}CPUs and its disk{room}; each ran while the others "
+                f"idled, and {alike}.")
     sets = ", ".join(f"{c} on CPUs {v}" for c, v in cpus.items())
     return (f"Each cluster ran on CPUs of its own, with the load driving it ({sets}); they shared the host's disk.")
