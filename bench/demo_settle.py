@@ -19,7 +19,10 @@ settles every headline ratio within +-10% inside its time budget, by simulation 
    than +-10% and the round fits in the budget; the cap): the share of campaigns that settle all four headline
    ratios, with its 95% Wilson interval, the rounds and the campaign's seconds (medians).
 
-The demo's design is ``after``: it settles in at least 90% of campaigns at this noise.
+The demo's design is ``after``, simulated at the per-run cost of the recorded campaigns (benchlib of 675a719: lab
+connections then built a TLS context each, 0.55 s a run) and, as ``today``, at the per-run cost of a demo campaign of
+today's benchlib (``--overhead-from``; the newest ``runs/demo/*/quick`` by default): it settles in at least 90% of
+campaigns at this noise.
 """
 
 from __future__ import annotations
@@ -146,6 +149,16 @@ def decompose(loaded) -> dict:
     return out
 
 
+def _overhead_of(folder: Path) -> float:
+    """A campaign's cost a run beside its load: from its first run's start to its last run's end, less the loads,
+    over the runs."""
+    from benchlib.store import runs_table
+
+    t = runs_table(folder)
+    span = _seconds(t.ended_utc).max() - _seconds(t.started_utc).min()
+    return float((span - t.summary_total_time_s.round().sum()) / len(t))
+
+
 def _step_seconds() -> float:
     """What the adaptive mode's look at the campaign costs between rounds: ``analyze`` of a campaign of run folders
     (as one being run is), the median of three."""
@@ -251,14 +264,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--campaigns", type=int, default=1000, help="simulated campaigns per design")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--overhead-from", type=Path, default=None,
+                    help="a campaign folder of today's benchlib (default: the newest runs/demo/*/quick) whose per-run "
+                         "cost beside the load the demo's design is also simulated at")
     args = ap.parse_args()
     loaded = [_runs(p) for p in CAMPAIGNS]
     noise = decompose(loaded)
+    today = args.overhead_from or max((ROOT / "runs" / "demo").glob("*/quick"), default=None)
+    today_overhead = _overhead_of(today) if today is not None else None
     rng = np.random.default_rng(args.seed)
     print(f"\n2. Designs simulated at that noise ({args.campaigns} campaigns each; settled: all four headline ratios "
           f"within +-{SETTLE:.0%}, 95% Wilson interval)")
-    for d in [*DESIGNS[:2], _demo(), *DESIGNS[2:]]:
-        r = simulate(d, noise, args.campaigns, rng)
+    runs = [(d, noise) for d in [*DESIGNS[:2], _demo(), *DESIGNS[2:]]]
+    if today_overhead is not None:
+        demo = _demo()
+        runs.append((Design("today", demo.time_s, demo.budget_s, demo.max_rounds, demo.planned, demo.stability_s,
+                            what=f"the demo now at today's per-run cost, {today_overhead:.2f} s beside the load "
+                                 f"({today.relative_to(ROOT) if today.is_relative_to(ROOT) else today})"),
+                     {**noise, "overhead": today_overhead}))
+    for d, n in runs:
+        r = simulate(d, n, args.campaigns, rng)
         lo, hi = wilson(r["settled"], args.campaigns)
         print(f"   {d.name:8s} settles {r['settled'] / args.campaigns:6.1%} [{lo:.1%}, {hi:.1%}] of campaigns, "
               f"median {np.median(r['rounds']):.0f} rounds, {np.median(r['seconds']):.0f} s (90th percentile "
