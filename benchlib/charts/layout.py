@@ -80,7 +80,9 @@ _SCRIPT = """<script>
     let items = [];
     if (findings) {
       let e = findings.nextElementSibling;
-      while (e && e.tagName !== 'H2') { e.querySelectorAll('li').forEach(li => { if (!li.querySelector('li')) items.push(li.textContent); }); e = e.nextElementSibling; }
+      // a finding: an item that holds no other finding (a ratio's "why" clauses are part of it, not findings)
+      const finding = li => !li.closest('.why') && !Array.from(li.querySelectorAll('li')).some(x => !x.closest('.why'));
+      while (e && e.tagName !== 'H2') { e.querySelectorAll('li').forEach(li => { if (finding(li)) items.push(li.textContent); }); e = e.nextElementSibling; }
     }
     return {viewport: window.innerWidth, page_width: document.documentElement.scrollWidth,
             wide: Array.from(document.body.querySelectorAll('*')).filter(e => e.getBoundingClientRect().right >

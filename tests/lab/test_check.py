@@ -93,7 +93,7 @@ def test_demo_command_is_the_main_job(tmp_path):
 
     lay = check_page(report)  # what a reader sees at 1280 px: nothing overlaps, nothing runs off the page
     assert lay.ok, "\n".join(lay.problems)
-    assert len(lay.finding_items) == 4 and all("× async's throughput" in f for f in lay.finding_items)
+    assert len(lay.finding_items) == 4 and all("× the throughput of async" in f for f in lay.finding_items)
     settled = next(line for line in res.stdout.splitlines() if "headline ratios settled" in line)
     # the planned 3 rounds, then the adaptive mode stops: every ratio settled (a quiet host), or no time for a 4th
     assert "after 3 rounds" in settled and any(f"Stopped by the adaptive mode: {why}" in settled for why in (
