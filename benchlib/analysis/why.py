@@ -96,12 +96,13 @@ def _wait_words(e: dict, this: str, base: str) -> str:
 
 def _fsync_words(e: dict, this: str, base: str, design: list[Unlike]) -> str:
     f, fb = _f(e, "fsyncs"), _f(e, "base_fsyncs")
-    if not (_ok(f) and _ok(fb)) or max(f, fb) < 0.05:  # relaxed durability: neither fsyncs at its commits
-        return ""
-    said = f"{_n(f)} fsync{'s' if round(f, 1) != 1 else ''} a commit on its write node against {_n(fb)}"
     binlog = next((d for d in design if d.trait == "binlog"), None)
-    if binlog is not None:
-        said += f" ({this if binlog.this == 'off' else base} keeps no binary log, by design: {binlog.why})"
+    keeps = f"{this if binlog.this == 'off' else base} keeps no binary log, by design: {binlog.why}" if binlog else ""
+    if not (_ok(f) and _ok(fb)) or max(f, fb) < 0.05:  # relaxed durability: neither fsyncs at its commits
+        return f"{keeps}; at this durability neither write node fsyncs at commit" if keeps else ""
+    said = f"{_n(f)} fsync{'s' if round(f, 1) != 1 else ''} a commit on its write node against {_n(fb)}"
+    if keeps:
+        said += f" ({keeps})"
     saved, diff = fb - f, _f(e, "lat_diff_ms")
     probe, flush = _f(e, "fsync_probe_ms"), _f(e, "flush_ms")
     if abs(saved) < 0.3:

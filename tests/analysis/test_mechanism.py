@@ -91,7 +91,7 @@ LAB = {
 }
 
 
-@pytest.mark.heavy  # 9 servers and a WAN site of their own, about a minute
+@pytest.mark.measures  # latencies set against each other: alone, not beside the suite's other process (40 s)
 def test_explanations_match_known_truth_on_real_servers(labs, tmp_path):
     lab = labs.up(LabSpec.model_validate(LAB))
     (tmp_path / "lab.toml").write_text(_toml(LAB))
