@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar
 
 import pymysql
 
-from benchlib.errors import ReplicationError
+from benchlib.errors import LabError, ReplicationError
 from benchlib.lab import sql
 from benchlib.lab.flavors import Flavor
 from benchlib.lab.layout import NodePlan
@@ -335,9 +335,18 @@ class Galera(Topology):
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         for node in self.nodes:
-            with self.connect(node) as conn:
-                self._poll(max(0.5, deadline - time.monotonic()), lambda: self._synced(conn, len(self.nodes)),
-                           f"{node.name} Synced in a primary cluster of {len(self.nodes)}")
+            while True:
+                # a joiner just restarted may drop a connection while it receives its state transfer (lost
+                # connection during the handshake): connect again until the deadline, not give up on the first
+                try:
+                    with self.connect(node) as conn:
+                        self._poll(max(0.5, deadline - time.monotonic()), lambda: self._synced(conn, len(self.nodes)),
+                                   f"{node.name} Synced in a primary cluster of {len(self.nodes)}")
+                    break
+                except (LabError, pymysql.err.OperationalError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
 
     def after_group(self, group, timeout):
         self.wait_ready(timeout)  # a joiner is Synced before the next one asks for IST
