@@ -112,9 +112,10 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
 
     try:
         in_sync = sampling.wait_caught_up(sync_timeout)
+        off = setup.semisync_back_on(min(sync_timeout, 30.0)) if in_sync is not None else None
         load_t0 = sampling.now()
-        if in_sync is None:
-            loaded = LoadResult("failed", f"nodes not in sync {sync_timeout:g} s before the load", "", None)
+        if in_sync is None or off:
+            loaded = LoadResult("failed", off or f"nodes not in sync {sync_timeout:g} s before the load", "", None)
         else:
             for c in contexts.values():
                 c.outside = outside

@@ -22,7 +22,7 @@ from benchlib.manifest import ClusterFacts, LabFacts
 from benchlib.sampling.session import Target
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
-from benchlib.systems import sql
+from benchlib.systems import semisync, sql
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab, NodeInfo
@@ -137,6 +137,19 @@ class RunSetup:
     def target(self) -> Target:
         """What the run's sampling watches: this cluster, its nodes and its system."""
         return Target(self.cluster, self.nodes, self.system)
+
+    def semisync_back_on(self, timeout: float = 30.0) -> str | None:
+        """A semi-sync primary that fell back to async before the load (a large transaction of the setup waited past
+        its timeout for an acknowledgement) switches back on once a replica has caught up: wait until it has; a
+        reason when it has not after ``timeout`` seconds (the run would measure async). None for other systems."""
+        deadline = time.monotonic() + timeout
+        with self.lab.connect(self.write_node) as conn:
+            while semisync.fallen_back(conn):
+                if time.monotonic() > deadline:
+                    return (f"{self.write_node}'s semi-sync fell back to async before the load and was not back on "
+                            f"{timeout:g} s later")
+                time.sleep(0.05)
+        return None
 
     def lab_record(self, settings: dict[str, Any] | None = None) -> dict[str, Any]:
         return LabFacts(name=self.lab.name, kind=self.lab.kind, cluster=self.cluster, topology=self.facts.topology,

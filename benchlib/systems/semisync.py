@@ -12,10 +12,10 @@ from typing import Any, Mapping
 
 from benchlib.errors import ReplicationError
 from benchlib.systems.settings import ClusterTarget, NodeRef, Setting, read_var, set_global
-from benchlib.systems.sql import global_status
+from benchlib.systems.sql import global_status, query
 from benchlib.systems.values import choice, int_range, parse_bool
 
-__all__ = ["MARIADB", "MYSQL", "Names", "enable", "settings", "status_of"]
+__all__ = ["MARIADB", "MYSQL", "Names", "enable", "fallen_back", "settings", "status_of"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,18 @@ def settings(names: Names) -> list[Setting]:
                            "a commit waits for", set_global(names.replica_count, ("primary",)),
                            read_var(names.replica_count), replicas_only=True, only_with="semisync"))
     return out
+
+
+def fallen_back(conn) -> bool:
+    """Whether this server is a semi-sync primary that is switched on but has fallen back to async (a commit waited
+    longer than its timeout for an acknowledgement; it switches back on once a replica has caught up)."""
+    for prefix in ("rpl_semi_sync_source_", "rpl_semi_sync_master_"):
+        rows = query(conn, "SHOW GLOBAL VARIABLES LIKE %s", (f"{prefix}enabled",))
+        if rows:
+            if str(rows[0]["Value"]).upper() != "ON":
+                return False
+            return status_of(global_status(conn, prefix.capitalize())).get("status", 1.0) < 1
+    return False
 
 
 def status_of(status: Mapping[str, Any]) -> dict[str, float]:
