@@ -85,7 +85,7 @@ def main() -> None:
           f"(RSS summed over the 6 mariadbd: {statistics.median(rss):.0f} MiB)")
     t, m = one_run(specs["buffer_pool=64M"], cold=False)
     print(f"idle memory, buffer_pool=64M:  PSS {m[1]:.0f} MiB (RSS sum {m[0]:.0f} MiB; ready in {t:.2f} s)")
-    print("reference (shared/notes/lab-facts.md): straightforward build 12 s, dbdeployer 7.8 s for 3 async nodes; "
+    print("reference (measured before benchlib had its own lab): a straightforward build 12 s, dbdeployer 7.8 s for 3 async nodes; "
           "target <= 5 s")
 
 

@@ -23,6 +23,24 @@ from benchlib.errors import BenchlibError, DiskFullError, disk_full
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="benchlib: benchmark MySQL-family replication on real lab clusters.")
 app.add_typer(lab_app, name="lab")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from benchlib import __version__
+        from benchlib.environment import git_revision
+
+        rev = git_revision()
+        typer.echo(f"benchlib {__version__} ({f'revision {rev}' if rev else 'an installed copy: no git revision'})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="print benchlib's version and git revision, and exit")) -> None:
+    """benchlib: benchmark MySQL-family replication on real lab clusters."""
+
+
 app.command("runs")(cli_across.runs_cmd)
 app.command("compare")(cli_across.compare_cmd)
 app.command("history")(cli_across.history_cmd)

@@ -12,7 +12,10 @@ __all__ = ["git_revision", "host_facts"]
 
 
 def git_revision() -> str | None:
+    """The checkout's commit benchlib runs from; None for an installed copy (no git checkout of its own)."""
     root = Path(__file__).resolve().parents[1]
+    if not (root / "pyproject.toml").is_file():  # site-packages: a repository above it would not be benchlib's
+        return None
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):

@@ -33,8 +33,11 @@ class Site(Strict):
     """Nodes in a place of their own, ``rtt_ms`` away from the rest of the lab (a local lab emulates it; a provisioned
     one emulates it on its hosts; any other remote lab declares what its network has)."""
 
+    #: the nodes in this place
     nodes: list[str] = Field(min_length=1)
+    #: the round trip between this place and the rest of the lab, in milliseconds
     rtt_ms: float = Field(gt=0, le=5000)
+    #: variation of the delay, in milliseconds (at most half of rtt_ms)
     jitter_ms: float = Field(default=0.0, ge=0)
 
     @model_validator(mode="after")

@@ -95,7 +95,7 @@ def _check(command: str) -> str | None:
         script = next((w for w in words[1:] if w.endswith(".py")), None)
         return None if script is None or (ROOT / script).is_file() else f"no script {script}"
     if head.startswith(".venv/bin/"):
-        return None if head.removeprefix(".venv/bin/") in ("jupyter", "mkdocs", "python", "benchlib", "pytest") \
+        return None if head.removeprefix(".venv/bin/") in ("jupyter", "mkdocs", "python", "benchlib", "pytest", "pip") \
             else f"{head} is not installed by the bootstrap"
     return None
 
@@ -151,10 +151,10 @@ def test_a_bad_field_names_the_page_that_lists_the_fields(tmp_path):
 
     quick = (ROOT / "examples" / "campaigns" / "quick.toml").read_text()
     cases = {
-        "campaign.toml": (f"colour = 'red'\n{quick}", load_campaign_spec, "docs/campaigns/spec.md"),
+        "campaign.toml": (f"colour = 'red'\n{quick}", load_campaign_spec, "docs/reference/campaign-spec.md"),
         "fault.toml": (f"{quick}\n[fault]\nkind = 'kill'\nat_s = 5\nhue = 1\n", load_campaign_spec,
                        "docs/campaigns/faults.md"),
-        "lab.toml": ("name = 'x'\ncolour = 1\n[clusters.a]\ntopology = 'async'\n", load_spec, "docs/labs/local.md"),
+        "lab.toml": ("name = 'x'\ncolour = 1\n[clusters.a]\ntopology = 'async'\n", load_spec, "docs/reference/lab-spec.md"),
     }
     for name, (text, load, page) in cases.items():
         path = tmp_path / name
@@ -163,3 +163,32 @@ def test_a_bad_field_names_the_page_that_lists_the_fields(tmp_path):
             load(path)
         assert f"unknown field (check the spelling; the fields are in {page})" in err.value.render(), name
         assert (ROOT / page).is_file()
+
+
+def test_no_file_of_the_project_points_outside_it():
+    """A user's clone is all there is: no committed file refers to the developers' notes beside the repository."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    outside = re.compile(r"\.\./shared|shared/(notes|specs|seeds|data)/")
+    hits = []
+    for name in filter(None, files.split("\0")):
+        path = ROOT / name
+        if path.suffix in {".parquet", ".zst", ".png", ".gz"} or not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        hits += [f"{name}:{n}" for n, line in enumerate(text.splitlines(), 1) if outside.search(line)]
+    assert not hits, hits
+
+
+def _bootstrap_list(name: str) -> list[str]:
+    text = (ROOT / "scripts" / "bootstrap").read_text()
+    found = re.search(rf"^{name}=\(([^)]*)\)", text, re.M)
+    assert found, f"scripts/bootstrap has no {name}"
+    return found.group(1).split()
+
+
+def test_the_setup_pages_list_the_packages_the_bootstrap_installs():
+    main, tests = " ".join(_bootstrap_list("MAIN_PACKAGES")), " ".join(_bootstrap_list("TEST_PACKAGES"))
+    for page in ("README.md", "docs/quickstart.md", "docs/install.md"):
+        text = re.sub(r"\s+", " ", (ROOT / page).read_text())
+        assert f"`{main}`" in text, f"{page} does not list the main job's packages as scripts/bootstrap does: {main}"
+        assert f"`{tests}`" in text, f"{page} does not list the tests' packages as scripts/bootstrap does: {tests}"

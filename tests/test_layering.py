@@ -28,6 +28,7 @@ LAYERS = [
     # notebooks; opening any lab from its spec; building a lab spec on real hosts
     ["campaign", "doctor", "axes.*.plan*", "axes.*.run*"],  # running campaigns on any lab
     ["cli", "cli_lab", "cli_across", "__init__"],
+    ["reference_pages"],  # docs/reference/ made from the CLI and the spec models
 ]
 #: analysis runs anywhere, on any campaign folder, without a database
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed", "packing",

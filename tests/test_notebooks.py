@@ -55,19 +55,53 @@ def recorded(tmp_path_factory):
     return root
 
 
-@pytest.mark.kernel
-@pytest.mark.parametrize("name", sorted(DEFAULTS))
-def test_every_analysis_notebook_executes_against_the_recorded_campaign(recorded, name):
-    from benchlib.notebooks import rerun
+ANALYSIS = [p.stem for p in NOTEBOOKS if p.stem != "campaign"]  # campaign.ipynb runs a campaign: tests/lab/test_check
 
-    (out,) = rerun(recorded / DEFAULTS[name], [name])
+
+def _outputs(out: Path) -> list[dict]:
     nb = json.loads(out.read_text())
-    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("name", ANALYSIS)
+def test_every_analysis_notebook_executes_with_its_defaults_on_a_recorded_campaign(tmp_path, name):
+    """As a fresh clone opens it: no parameter given, its default is a campaign recorded under data/, which it
+    leaves as it was."""
+    from benchlib.notebooks import execute
+
+    before = _files(DATA)
+    outputs = _outputs(execute(name, tmp_path / f"{name}.ipynb", {}, stream=False))
+    assert _files(DATA) == before  # the recorded campaigns are read, never written
     assert not [o for o in outputs if o["output_type"] == "error"]
     warned = [t for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr" for t in o["text"]]
     assert not warned, "".join(warned)  # no warning printed under a chart or a table
     figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
     assert figures, f"{name} drew no chart"
+    if name == "compare_campaigns":
+        printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
+        assert "B/A" in printed and "what differs" in printed and "day-to-day variation" in printed
+    if name == "history":
+        printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
+        assert "campaign(s), oldest first" in printed and "quick-busy" in printed  # the campaigns' folders
+        table = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
+        assert "busy1" in table and "summary_tps" in table  # the run index's rows
+
+
+def test_every_notebook_s_default_campaign_is_recorded_in_the_repository():
+    import ast
+
+    for path in NOTEBOOKS:
+        cell = next(c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+        for stmt in ast.parse("".join(cell["source"])).body:
+            value = ast.literal_eval(stmt.value)
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, str) and v.startswith("../") and stmt.target.id != "runs_dir":
+                    assert (NOTEBOOK_DIR / v).exists(), f"{path.name}: {stmt.target.id} = {v!r} is not in a fresh clone"
 
 
 def test_applicable_notebooks_follow_what_the_campaign_swept(recorded):
@@ -100,32 +134,3 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     assert bad.returncode == 1 or bad.returncode == 2
     assert "not a campaign folder" in bad.stderr and "Traceback" not in bad.stderr
 
-
-
-@pytest.mark.kernel
-def test_the_campaigns_notebook_compares_two_recorded_campaigns(tmp_path):
-    from benchlib.notebooks import execute
-
-    out = execute("compare_campaigns", tmp_path / "compare_campaigns.ipynb",
-                  {"a": str(DATA / "quick"), "b": str(DATA / "quick-busy")}, stream=False)
-    nb = json.loads(out.read_text())
-    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o["output_type"] == "error"]
-    printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
-    assert "B/A" in printed and "what differs" in printed and "day-to-day variation" in printed
-    assert [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})], "no chart"
-
-
-@pytest.mark.kernel
-def test_the_history_notebook_queries_the_run_index_and_draws_the_history(tmp_path):
-    from benchlib.notebooks import execute
-
-    out = execute("history", tmp_path / "history.ipynb", {"roots": [str(DATA)]}, stream=False)
-    nb = json.loads(out.read_text())
-    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o["output_type"] == "error"]
-    printed = "".join(t for o in outputs if o["output_type"] == "stream" for t in o["text"])
-    assert "campaign(s), oldest first" in printed and "quick-busy" in printed  # the campaigns' folders
-    table = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
-    assert "busy1" in table and "summary_tps" in table  # the run index's rows
-    assert [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})], "no chart"

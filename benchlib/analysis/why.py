@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
-
 from benchlib.analysis.likeness import Unlike
 
 __all__ = ["limit_words", "mechanism_words"]

@@ -88,13 +88,21 @@ from benchlib.sysbench.options import WORKLOADS
 
 
 class Load(_Strict):
+    #: sysbench workloads (oltp_read_write, oltp_write_only, oltp_insert, insert_batch ...)
     workloads: list[str] = Field(default=["oltp_read_write"], min_length=1)
+    #: client thread counts: each is a configuration
     threads: list[int] = Field(default=[8], min_length=1)
+    #: the measured window of a run, seconds
     time_s: int = Field(default=30, ge=1, le=86_400)
+    #: sysbench tables in the dataset
     tables: int = Field(default=4, ge=1, le=1000)
+    #: rows per table
     table_size: int = Field(default=10_000, ge=1)
+    #: open-loop target rates (sysbench --rate), transactions per second: each is a configuration; empty: closed loop
     rates: list[int] = Field(default_factory=list)
+    #: the latency percentile sysbench reports each second
     percentile: int = Field(default=95, ge=1, le=100)
+    #: unmeasured load before each measured window, seconds
     warmup_s: int = Field(default=0, ge=0, le=3600)
     rows_per_trx: int = Field(default=50, ge=1, le=10_000)  # insert_batch
     #: a read-split load: this many sysbench threads on every node but the write node read the dataset
@@ -124,13 +132,21 @@ class Load(_Strict):
 class Search(_Strict):
     """How the sustained-throughput search runs (statistics spec F; benchlib.analysis.sustained)."""
 
+    #: client threads of the search's runs (default: the campaign's largest)
     threads: int | None = Field(default=None, ge=1, le=100_000)
+    #: length of a search run, seconds (default: the campaign's time_s)
     time_s: int | None = Field(default=None, ge=10, le=86_400)
+    #: the first rate tried, as a share of the closed-loop throughput measured before it
     start: float = Field(default=0.5, gt=0, le=2)
+    #: the factor between rates while sweeping up (and down)
     step: float = Field(default=1.5, gt=1, le=10)
+    #: the search stops once the bracket [last sustained, first failing] is within this share
     precision: float = Field(default=0.02, gt=0, lt=1)
+    #: runs at each rate tried
     repetitions: int = Field(default=1, ge=1, le=20)
+    #: the most runs one search makes
     max_runs: int = Field(default=16, ge=2, le=1000)
+    #: search only the configurations whose parameters match, name = [values]
     only: dict[str, list[Any]] = Field(default_factory=dict)
 
 
@@ -146,18 +162,27 @@ class InterferenceSpec(_Strict):
 
 
 class CampaignSpec(_Strict):
+    #: the campaign's name: its folder under the runs folder
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    #: the lab spec it runs on, relative to this file
     lab: str
+    #: the seed of the shuffled run order (the same seed, the same order)
     seed: int = 1
+    #: planned rounds: each round runs every configuration once, in a shuffled order
     repetitions: int = Field(default=3, ge=1, le=100)
+    #: the sysbench load every run drives
     load: Load = Field(default_factory=Load)
+    #: settings swept as axes, name = [values]: each combination is a configuration (lab settings such as durability,
+    #: or an axis's)
     matrix: dict[str, list[Any]] = Field(default_factory=dict)
     failed: Literal["redo", "keep"] = "redo"  # on resume: rerun failed runs, or keep them as they are
     stall_s: float = Field(default=10.0, gt=0)  # the watchdog's limit (HUNG)
+    #: how long the replicas may take to catch up after the load before the run fails
     catch_up_timeout_s: float = Field(default=120.0, gt=0)
     # adaptive repetitions: after the planned rounds, whole rounds while a comparison is INCONCLUSIVE (without
     # a baseline: while a configuration's interval is wider than target_halfwidth), up to max_repetitions rounds
     adaptive: bool = False
+    #: the adaptive mode's most rounds
     max_repetitions: int = Field(default=10, ge=2, le=100)
     target_halfwidth: float = Field(default=0.02, gt=0, lt=1)  # relative half-width of the 95% interval
     #: a headline ratio (throughput against the baseline) is settled once its 95% interval lies within +- this of
@@ -166,6 +191,7 @@ class CampaignSpec(_Strict):
     #: campaign time, seconds: the adaptive mode adds a round only while one more fits (estimated from the rounds
     #: run so far); unset: no limit but max_repetitions
     budget_s: float | None = Field(default=None, gt=0)
+    #: what counts as a run others' use of the host spoiled
     interference: InterferenceSpec = Field(default_factory=InterferenceSpec)
     # delta: ratios against the baseline within 1 +- margin count as no difference (EQUIVALENT); FASTER and
     # SLOWER need the whole 95% interval beyond it. The report states it.
@@ -173,6 +199,7 @@ class CampaignSpec(_Strict):
     # maximum sustained throughput: open-loop searches after the planned runs (one per cluster, settings and
     # workload; see Search)
     sustained: bool = False
+    #: how the sustained-throughput search runs
     search: Search = Field(default_factory=Search)
     #: the tables of the registered axes (``benchlib.axes``): [probe], [fault] or an axis of one's own, validated by
     #: the axis's schema; a campaign spec writes each at the top level, as ``[fault]``
@@ -227,7 +254,7 @@ def load_campaign_spec(path: str | Path) -> tuple[CampaignSpec, AnyLabSpec]:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{p}: invalid campaign spec ({exc.error_count()} problems)",
-                        detail=format_validation(exc, str(p), "docs/campaigns/spec.md")) from None
+                        detail=format_validation(exc, str(p), "docs/reference/campaign-spec.md")) from None
     lab_path = (p.parent / spec.lab) if not Path(spec.lab).is_absolute() else Path(spec.lab)
     return spec, load_lab_spec(lab_path)
 

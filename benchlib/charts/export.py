@@ -166,8 +166,9 @@ class Exporter:
             raise ChartError("static export needs kaleido", hint="./scripts/bootstrap installs it") from None
         if browser is None:
             raise ChartError("static export needs Chromium and none was found",
-                             hint="apt-get install -y chromium (./scripts/bootstrap does it as root), "
-                                  "or set BROWSER_PATH to a Chrome/Chromium binary")
+                             hint="install Chromium or Chrome (Debian: apt-get install -y chromium; ./scripts/bootstrap "
+                                  "does it as root), or set BROWSER_PATH to one; benchlib publish --no-static writes "
+                                  "the interactive report without PNG and SVG")
         os.environ.setdefault("BROWSER_PATH", browser)
         self.browser = _Browser(self.timeout_s)
         return self

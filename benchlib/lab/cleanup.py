@@ -46,7 +46,9 @@ def cleanup(root: Path | None = None, *, all_labs: bool = False) -> CleanupRepor
                 continue
             found = procs.find(f"{d}/")
             nprocs += len(found)
+            devices = [dev for p in found for dev in wan.relay_devices(p.cmdline)]
             procs.kill_lab_processes(d, {}, None)
+            wan.wait_devices_gone(devices)  # a killed relay's TUN device goes a moment after it
             shutil.rmtree(d, ignore_errors=True)
             dirs.append(str(d))
         # processes whose lab directory is already gone

@@ -85,11 +85,17 @@ def _size_field(lo: int, hi: int):
 class ServerSettings(Strict):
     """Server settings shared by every node of a cluster (overridable per cluster)."""
 
+    #: durable: innodb_flush_log_at_trx_commit = 1 and sync_binlog = 1; relaxed: 2 and 0 (default durable)
     durability: Literal["durable", "relaxed"] | None = None
+    #: innodb_buffer_pool_size, e.g. "128M" (default 128M)
     buffer_pool: str | None = None
+    #: the redo log's size (innodb_log_file_size, MySQL's innodb_redo_log_capacity), e.g. "96M" (default 96M)
     redo_log: str | None = None
+    #: performance_schema on or off (default off)
     performance_schema: bool | None = None
+    #: max_connections (default 1000)
     max_connections: int | None = Field(default=None, ge=10, le=100_000)
+    #: any other server option, name = value, written into every node's my.cnf
     server: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     _check_pool = field_validator("buffer_pool")(lambda v: v and _size_field(16 << 20, 64 << 30)(v))
@@ -135,7 +141,9 @@ class _ClusterBase(ServerSettings):
 
 
 class SingleCluster(_ClusterBase):
+    #: one server, no replication
     topology: Literal["single"]
+    #: the server writes a binary log
     binlog: bool = True
 
     @property
@@ -144,10 +152,13 @@ class SingleCluster(_ClusterBase):
 
 
 class AsyncCluster(_ClusterBase):
+    #: a primary and asynchronous replicas
     topology: Literal["async"]
+    #: how many replicas follow the primary
     replicas: int = Field(default=2, ge=1, le=8)
     parallel_threads: int | list[int] = Field(default=0, description="MariaDB slave_parallel_threads or MySQL "
                                               "replica_parallel_workers, one value or one per replica")
+    #: MariaDB slave_parallel_mode, one value or one per replica
     parallel_mode: (
         Literal["optimistic", "conservative", "aggressive", "minimal", "none"]
         | list[Literal["optimistic", "conservative", "aggressive", "minimal", "none"]]
@@ -179,7 +190,10 @@ class AsyncCluster(_ClusterBase):
 
 class SemisyncCluster(AsyncCluster):
     topology: Literal["semisync"]  # type: ignore[assignment]
+    #: where the primary waits for a replica's acknowledgement: after syncing the binary log (lossless) or after the
+    #: commit
     wait_point: Literal["AFTER_SYNC", "AFTER_COMMIT"] = "AFTER_SYNC"
+    #: how long a commit waits for an acknowledgement before the primary falls back to async
     timeout_ms: int = Field(default=10_000, ge=1, le=3_600_000)
     replica_count: int = Field(default=1, ge=1, le=8, description="MySQL rpl_semi_sync_source_wait_for_replica_count")
 
@@ -191,13 +205,21 @@ class SemisyncCluster(AsyncCluster):
 
 
 class GaleraCluster(_ClusterBase):
+    #: a Galera cluster (virtually synchronous, every node writable)
     topology: Literal["galera"]
+    #: how many nodes
     nodes: int = Field(default=3, ge=3, le=9)
+    #: the nodes write a binary log (log_bin and log_slave_updates); Galera replicates without one
     binlog: bool = False
+    #: gcs.fc_limit: the receive queue length at which a node asks the cluster to pause (flow control)
     fc_limit: int = Field(default=16, ge=1, le=2_147_483_647)
+    #: gcs.fc_factor: flow control resumes when the queue falls below fc_limit × fc_factor
     fc_factor: float = Field(default=1.0, ge=0.0, le=1.0)
+    #: wsrep_slave_threads: threads applying write sets on each node
     applier_threads: int = Field(default=4, ge=1, le=512)
+    #: gcache.size: the write-set cache a joining node's incremental transfer (IST) is served from
     gcache: str = "128M"
+    #: any other wsrep_provider_options item, name = value
     provider_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     _check_gcache = field_validator("gcache")(lambda v: _size_field(1 << 20, 64 << 30)(v))
@@ -210,13 +232,17 @@ class GaleraCluster(_ClusterBase):
 class GroupReplicationCluster(_ClusterBase):
     """A MySQL group: every member certifies every transaction; node 1 bootstraps it and takes the load."""
 
+    #: a MySQL Group Replication group
     topology: Literal["group_replication"]
+    #: the server flavour: Group Replication runs on mysql
     system: str = "mysql"
     nodes: int = Field(default=3, ge=3, le=9, description="members (3 tolerate one failure; at most 9)")
+    #: one primary takes writes (single-primary mode), or every member does (multi-primary)
     single_primary: bool = True
     communication_stack: Literal["XCOM", "MYSQL"] = Field(
         default="MYSQL", description="MYSQL: group traffic over the server's port; XCOM: a port of its own, which "
                                      "MySQL opens on every address (so only for members in WAN sites)")
+    #: group_replication_paxos_single_leader: one member leads the consensus
     paxos_single_leader: bool = False
     applier_threads: int = Field(default=4, ge=0, le=1024, description="replica_parallel_workers of the applier")
 
@@ -233,14 +259,20 @@ Cluster = Annotated[
 
 class LabSpec(Strict):
     kind: Literal["local"] = "local"  # a remote lab spec says kind = "remote" (benchlib.remote.spec)
+    #: the lab's name: its folder under the lab root, and the prefix of its namespaces
     name: str = Field(pattern=LAB_NAME)
+    #: the first node's port; the lab's nodes take ports from it upwards (default: a free range benchlib picks)
     base_port: int | None = Field(default=None, ge=1024, le=65000)
+    #: how WAN delay is emulated: netem where the kernel has it, else benchlib's TUN relay (auto)
     shaper: Literal["auto", "netem", "tun-relay"] = "auto"
     # where the clusters run on the host's CPUs (benchlib.lab.placement): pinned, each to a CPU set of its own with its
     # load, where the host has 2 CPUs a cluster ("auto"); always ("pinned"); or every CPU shared ("shared")
     placement: Literal["auto", "pinned", "shared"] = "auto"
+    #: server settings every cluster takes unless it sets its own
     defaults: ServerSettings = Field(default_factory=ServerSettings)
+    #: the lab's clusters by name; each table's topology says which kind (the tables below)
     clusters: dict[str, Cluster] = Field(min_length=1)
+    #: places apart from the rest of the lab, each with its nodes and round trip (WAN sites)
     sites: dict[str, Site] = Field(default_factory=dict)
     # SHOW GLOBAL STATUS counters sampled every second beyond each system's own set (benchlib.systems)
     counters: list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]] = Field(default_factory=list)
@@ -318,7 +350,7 @@ def lab_spec_from(data: dict, source: str) -> LabSpec:
         n = exc.error_count()
         raise SpecError(
             f"{source}: invalid lab spec ({n} problem{'s' if n > 1 else ''})",
-            detail=format_validation(exc, source, "docs/labs/local.md"),
+            detail=format_validation(exc, source, "docs/reference/lab-spec.md"),
             hint="correct the fields listed below; examples/labs/ has a valid spec for every topology",
         ) from None
 

@@ -183,8 +183,9 @@ class TunRelayShaper(LinkShaper):
         return procs.is_running(pid, self.layout.relay_marker)
 
     def down(self, pid):
-        if pid:  # the relay's TUN devices are not persistent: they vanish with it
+        if pid:  # the relay's TUN devices are not persistent: they vanish with it, a moment after it exits
             procs.stop([(pid, self.layout.relay_marker)], graceful=False)
+            wait_devices_gone([self.layout.hub_tun])
 
 
 @register
@@ -301,6 +302,29 @@ def down(layout: Layout, shaper: str | None, pid: int | None) -> None:
     for site in layout.sites.values():
         if site.netns in present:
             _delete_namespace(site.netns)
+
+
+def relay_devices(cmdline: list[str]) -> list[str]:
+    """The root-namespace TUN device of a relay process, from its command line (none for another process)."""
+    if "benchlib.lab.relay" not in cmdline or "--config" not in cmdline:
+        return []
+    try:
+        hub = json.loads(cmdline[cmdline.index("--config") + 1]).get("hub_tun")
+    except (ValueError, IndexError, AttributeError):
+        return []
+    return [hub] if hub else []
+
+
+def wait_devices_gone(devices: list[str], timeout: float = 5.0) -> list[str]:
+    """Wait until the kernel has removed ``devices`` (a TUN device goes a moment after its process has exited);
+    the names still there after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+        left = [d for d in devices if d and (f" {d}:" in links or f" {d}@" in links)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
 
 
 def cleanup_orphans(root: Path, live_labs: set[str]) -> list[str]:

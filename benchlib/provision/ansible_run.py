@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,14 @@ PLAYBOOKS = Path(__file__).parent / "ansible"
 
 class ProvisionError(LabError):
     """A playbook task that failed on a host, or a host Ansible could not reach: ``host`` names it (a machine, or a
-    node of one), ``reached`` says how far each inventory host got (the last play it got through a task of)."""
+    node of one), ``hosts`` every one that failed or did not answer, ``reached`` says how far each inventory host got
+    (the last play it got through a task of)."""
 
-    def __init__(self, message: str, *, host: str | None = None, reached: dict[str, str] | None = None, **kw):
+    def __init__(self, message: str, *, host: str | None = None, reached: dict[str, str] | None = None,
+                 hosts: tuple[str, ...] = (), **kw):
         super().__init__(message, **kw)
         self.host = host
+        self.hosts = tuple(hosts) or ((host,) if host else ())
         self.reached = dict(reached or {})
 
 
@@ -75,6 +79,8 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
     if not (coll / "ansible_collections" / "community" / "mysql").is_dir():
         raise MissingDependencyError("Ansible's community.mysql collection is missing",
                                      hint="python -m benchlib.provision.collections")
+    # Ansible resolves a relative path from the playbooks' folder, not from where benchlib was started
+    private_dir, extravars_file, log = Path(private_dir).absolute(), Path(extravars_file).absolute(), Path(log).absolute()
     private_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     (private_dir / "tmp").mkdir(exist_ok=True, mode=0o700)
     outcome = Outcome()
@@ -106,13 +112,15 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
             outcome.facts.setdefault(data["host"], {})["stdout"] = data.get("res", {}).get("stdout", "")
         return True
 
+    control_dir = tempfile.mkdtemp(prefix="blcp")
     env = {
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",  # ansible-playbook
         "ANSIBLE_COLLECTIONS_PATH": str(coll),
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=20s -o ConnectTimeout=10",
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(private_dir / "cp"),
+        # a short folder of this run's own: a socket path is at most 107 bytes, and the lab's folder may be deep
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": control_dir,
         "ANSIBLE_LOCAL_TEMP": str(private_dir / "tmp"),
         "ANSIBLE_REMOTE_TEMP": "/tmp/.benchlib-ansible",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
@@ -122,21 +130,31 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
         "ANSIBLE_DEPRECATION_WARNINGS": "False",
         "ANSIBLE_INTERPRETER_PYTHON": "/usr/bin/python3",
     }
-    runner = ansible_runner.run(
-        private_data_dir=str(private_dir), project_dir=str(PLAYBOOKS), playbook=playbook, inventory=inventory,
-        cmdline=f"-e @{extravars_file}", ssh_key=ssh_key, envvars=env, event_handler=on_event, quiet=True,
-        rotate_artifacts=3, timeout=3600, settings={"suppress_ansible_output": True}, limit=limit,
-    )
+    try:
+        runner = ansible_runner.run(
+            private_data_dir=str(private_dir), project_dir=str(PLAYBOOKS), playbook=playbook, inventory=inventory,
+            cmdline=f"-e @{extravars_file}", ssh_key=ssh_key, envvars=env, event_handler=on_event, quiet=True,
+            rotate_artifacts=3, timeout=3600, settings={"suppress_ansible_output": True}, limit=limit,
+        )
+    finally:
+        shutil.rmtree(control_dir, ignore_errors=True)  # its SSH masters end on their own (ControlPersist)
     outcome.status = runner.status
     where = "\n".join(f"    {h}: went as far as '{p}'" for h, p in sorted(outcome.reached.items()))
     where = f"  where each host got to (the same command goes on from there):\n{where}\n" if where else ""
     if outcome.unreachable:
-        host, msg = outcome.unreachable[0]
-        raise ProvisionError(f"{what}: host {host} unreachable over SSH: {msg.splitlines()[0] if msg else ''}",
-                             host=host, reached=outcome.reached,
-                             hint="check its address, that sshd runs there, the SSH user and the key the hosts file "
+        first: dict[str, str] = {}
+        for h, m in outcome.unreachable:  # every host that did not answer, each once, with SSH's own words
+            line = m.splitlines()[0] if m else ""
+            first.setdefault(h, line.rsplit("ssh: ", 1)[-1] if "ssh: " in line else line)
+        host = next(iter(first))
+        names = ", ".join(sorted(first))
+        said = (f"host {host} unreachable over SSH: {first[host]}" if len(first) == 1 else
+                f"{len(first)} hosts unreachable over SSH: {names}")
+        each = "".join(f"    {h}: {m}\n" for h, m in sorted(first.items())) if len(first) > 1 else ""
+        raise ProvisionError(f"{what}: {said}", host=host, hosts=tuple(first), reached=outcome.reached,
+                             hint="check each address, that sshd runs there, the SSH user and the key the hosts file "
                                   "names; then run the same command again (it goes on where it stopped)",
-                             detail=f"{where}  Ansible's log: {log}")
+                             detail=f"{each}{where}  Ansible's log: {log}")
     if outcome.failed:
         host, task, msg = outcome.failed[0]
         more = f" (and {len(outcome.failed) - 1} more failures)" if len(outcome.failed) > 1 else ""

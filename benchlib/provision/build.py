@@ -223,9 +223,9 @@ def _remote_spec(plan: Plan, source: str) -> str:
 
 
 def _reached(plan: Plan, exc: ProvisionError) -> dict[str, str]:
-    """Per machine, where a failed run left it: the one it failed on, else the last play it got through."""
-    failed = plan.nodes[exc.host].host if exc.host in plan.nodes else exc.host
-    return {h: "failed" if h == failed else (f"through '{exc.reached[h]}'" if h in exc.reached else "not reached")
+    """Per machine, where a failed run left it: the ones it failed on, else the last play it got through."""
+    failed = {plan.nodes[h].host if h in plan.nodes else h for h in exc.hosts}
+    return {h: "failed" if h in failed else (f"through '{exc.reached[h]}'" if h in exc.reached else "not reached")
             for h in plan.machines()}
 
 
@@ -246,7 +246,8 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
     hosts.check_against(lab.node_names(), str(hosts_path))
     key = _ssh_key(hosts)
     plan = Plan(lab, hosts, _controller_addresses(hosts))  # what cannot be built is refused before anything is made
-    folder = Path(dir) if dir else Path("provisioned") / lab.name
+    # absolute before Ansible sees it: Ansible resolves a relative path from its playbooks' folder
+    folder = (Path(dir) if dir else Path("provisioned") / lab.name).absolute()
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     state: dict[str, Any] = {}
@@ -307,6 +308,7 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
 
 def reopen(folder: Path) -> tuple[dict, Plan, str | None]:
     """The state, plan and SSH key of a provisioned lab's folder."""
+    folder = folder.absolute()
     if not (folder / STATE).exists():
         raise LabError(f"{folder} holds no provisioned lab ({STATE} is missing)",
                        hint="give the folder benchlib provision printed (provisioned/<lab> by default)")
@@ -319,7 +321,7 @@ def reopen(folder: Path) -> tuple[dict, Plan, str | None]:
 def heal(dir: str | Path, nodes: list[str], *, quiet: bool = False) -> list[str]:
     """Start ``nodes`` again on their hosts and wait until each is back in its cluster (Ansible's heal.yml on those
     nodes); returns what happened, in words, per node."""
-    folder = Path(dir)
+    folder = Path(dir).absolute()
     state, plan, key = reopen(folder)
     run_playbook("heal.yml", private_dir=folder / "ansible", inventory=inventory(plan, state, {}),
                  extravars_file=folder / "secrets.vars.json", ssh_key=key, log=folder / "provision.log", what="heal",
@@ -330,7 +332,7 @@ def heal(dir: str | Path, nodes: list[str], *, quiet: bool = False) -> list[str]
 def unprovision(dir: str | Path, *, quiet: bool = False) -> tuple[int, float]:
     """Undo what ``provision`` built from ``dir``; returns (changes, seconds) and removes ``dir``."""
     started = time.monotonic()
-    folder = Path(dir)
+    folder = Path(dir).absolute()
     state, plan, key = reopen(folder)
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"

@@ -40,10 +40,15 @@ __all__ = ["HostsSpec", "Machine", "load_hosts"]
 
 
 class Login(NoSecrets):
+    #: the SSH user: root, or a user with sudo (become = true)
     user: str = Field(default="root", min_length=1, max_length=80)
+    #: the SSH port
     port: int = Field(default=22, ge=1, le=65535)
+    #: the environment variable holding the private key
     key_env: str | None = Field(default=None, pattern=ENV_NAME)
+    #: use the SSH agent instead of a key
     agent: bool = False
+    #: the hosts' keys, relative to this file (default ~/.ssh/known_hosts)
     known_hosts: str | None = None
     become: bool = False  # sudo to root for what needs it (user is not root)
 
@@ -58,14 +63,20 @@ class Login(NoSecrets):
 
 
 class Defaults(NoSecrets):
+    #: a node's MySQL port (a second node on the same host: port + 10)
     port: int = Field(default=3306, ge=1, le=65000)
+    #: who starts the servers: systemd, benchlib directly, or auto (systemd where it runs)
     service: Literal["auto", "systemd", "direct"] = "auto"
+    #: false: the hosts' apt installs from what it has cached (no mirror reachable)
     apt_update: bool = True
 
 
 class Machine(NoSecrets):
+    #: the host's address
     address: str = Field(min_length=1, max_length=253)
+    #: the lab spec's nodes it runs (<cluster>-<i>)
     nodes: list[str] = Field(default_factory=list)
+    #: sysbench runs here (without a client host: on the machine running benchlib)
     client: bool = False
 
     @field_validator("nodes")
@@ -78,8 +89,11 @@ class Machine(NoSecrets):
 
 
 class HostsSpec(NoSecrets):
+    #: how benchlib and Ansible log in to every host (one login for all of them)
     ssh: Login
+    #: what every host takes
     defaults: Defaults = Field(default_factory=Defaults)
+    #: the machines by name: each one's address and nodes
     hosts: dict[str, Machine] = Field(min_length=1)
 
     _host_names = named_keys("hosts", pattern=r"[a-z][a-z0-9-]{0,31}", rule="lower-case letters, digits and '-', at most 32")
@@ -125,4 +139,4 @@ def load_hosts(path: str | Path) -> HostsSpec:
         return HostsSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{path}: invalid hosts file ({exc.error_count()} problems)",
-                        detail=format_validation(exc, str(path), "docs/labs/real-machines.md")) from None
+                        detail=format_validation(exc, str(path), "docs/reference/hosts.md")) from None

@@ -71,7 +71,9 @@ class NoSecrets(Strict):
 
 
 class Credentials(NoSecrets):
+    #: the account's user name
     user: str = Field(min_length=1, max_length=80)
+    #: the environment variable holding the password
     password_env: str | None = Field(default=None, pattern=ENV_NAME)
     #: or a file holding only the password, mode 600, relative to the spec (what ``benchlib provision`` writes)
     password_file: str | None = None
@@ -91,9 +93,13 @@ class Credentials(NoSecrets):
 
 class SSHAccess(NoSecrets):
     """How to log in to a host over SSH: the key by environment-variable name, or the agent."""
+    #: the SSH port
     port: int = Field(default=22, ge=1, le=65535)
+    #: the SSH user
     user: str = Field(min_length=1, max_length=80)
+    #: the environment variable holding the private key
     key_env: str | None = Field(default=None, pattern=ENV_NAME)
+    #: use the SSH agent instead of a key
     agent: bool = False
     known_hosts: str | None = None  # file of trusted host keys (default ~/.ssh/known_hosts)
 
@@ -105,9 +111,13 @@ class SSHAccess(NoSecrets):
 
 
 class RemoteNode(NoSecrets):
+    #: the node's name in runs and reports
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
+    #: its address
     host: str = Field(min_length=1, max_length=253)
+    #: its MySQL port
     port: int = Field(default=3306, ge=1, le=65535)
+    #: primary, replica, secondary or node: which one the load writes to (the primary, or the first node)
     role: str
     ssh: SSHAccess | None = None  # optional: the server host's CPU, disks and network are sampled over SSH
 
@@ -115,7 +125,9 @@ class RemoteNode(NoSecrets):
 class RemoteCluster(NoSecrets):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     system: str  # a system of benchlib.catalogue
+    #: Group Replication: single-primary or multi-primary
     mode: Literal["single-primary", "multi-primary"] | None = None
+    #: the cluster's servers
     nodes: list[RemoteNode] = Field(min_length=1)
     credentials: Credentials | None = None  # overrides the lab's
     label: str | None = Field(default=None, alias="topology")  # e.g. "semisync" for a semi-sync MySQL pair
@@ -174,19 +186,27 @@ class RemoteCluster(NoSecrets):
 
 
 class ClientHost(SSHAccess):
+    #: its address
     host: str = Field(min_length=1, max_length=253)
+    #: its share of each run's client threads (default: equal shares)
     share: float | None = Field(default=None, gt=0, le=1)
+    #: the sysbench command there
     sysbench: str = "sysbench"
 
 
 class RemoteLabSpec(NoSecrets):
+    #: always "remote": what tells a remote lab spec from a local one
     kind: Literal["remote"]
+    #: the lab's name
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,23}$")
+    #: settings that need a server restart are applied (a restart of someone else's servers) only when true
     allow_restart: bool = False
     #: the folder ``benchlib provision`` kept for these servers (relative to the spec): they are benchlib's, so it
     #: kills, freezes and restarts them over SSH (``benchlib.provision.lab``)
     provisioned: str | None = None
+    #: the account benchlib connects with (a cluster may name its own)
     credentials: Credentials
+    #: the lab's clusters by name
     clusters: dict[str, RemoteCluster] = Field(min_length=1)
     clients: dict[str, ClientHost] = Field(default_factory=dict)  # none: sysbench runs on the benchlib host
     #: where nodes are far from the rest (a WAN): a provisioned lab emulates these round trips on its hosts, any other
@@ -304,7 +324,7 @@ def remote_spec_from(data: dict, source: str) -> RemoteLabSpec:
         return RemoteLabSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(f"{source}: invalid remote lab spec ({exc.error_count()} problems)",
-                        detail=format_validation(exc, source, "docs/labs/remote.md")) from None
+                        detail=format_validation(exc, source, "docs/reference/remote-spec.md")) from None
 
 
 def load_remote_spec(path: str | Path) -> RemoteLabSpec:

@@ -4,7 +4,7 @@ Each probe samples every node of one cluster in one tick (positions read moments
 apart are comparable) and appends rows to a shared ``StatusLog``, which becomes the
 long CLUSTER frame: one row per (time, node, metric). Counters are stored raw; one
 that goes down is flagged ``reset`` and must never be differenced across it.
-Queries follow shared/notes/probes.md.
+Each system's queries are its own (``benchlib.systems``); docs/campaigns/spec.md says what is sampled.
 """
 
 from __future__ import annotations

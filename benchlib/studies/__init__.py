@@ -1,4 +1,4 @@
-"""The five published replication studies (``../shared/seeds``): what each reproduces on a local lab, its
+"""The five published replication studies (``Study.published`` cites each): what each reproduces on a local lab, its
 ready campaigns, its notebook, and the comparison with the published figures.
 
     from benchlib import studies

@@ -1,4 +1,4 @@
-"""The study registry: each published study (``../shared/seeds``), what it reproduces locally, its campaigns.
+"""The study registry: each published study (title, author, date, address), what it reproduces locally, its campaigns.
 
 A study is one module (``benchlib.studies.s000`` ...) that registers a ``Study``: its claims (each
 judged on a campaign, ``benchlib.studies.judge``) and its charts. Adding a study is adding a module.
@@ -15,7 +15,7 @@ from benchlib.analysis.campaign import CampaignAnalysis
 from benchlib.errors import BenchlibError
 from benchlib.studies.judge import mean_of, pick
 
-__all__ = ["STUDIES", "STUDY_DIR", "Study", "StudyError", "commit_latency", "get", "register", "study_of"]
+__all__ = ["STUDIES", "STUDY_DIR", "Published", "Study", "StudyError", "commit_latency", "get", "register", "study_of"]
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY_DIR = ROOT / "examples" / "studies"
@@ -29,10 +29,25 @@ class StudyError(BenchlibError):
 
 
 @dataclass(frozen=True)
+class Published:
+    """Where a study was published: what a reader needs to find it."""
+
+    title: str
+    author: str  # empty when the page names none
+    date: str  # ISO date of publication
+    where: str  # the blog or venue
+    url: str
+
+    def cite(self) -> str:
+        by = f"{self.author}, " if self.author else ""
+        return f"{by}“{self.title}”, {self.where}, {self.date}, <{self.url}>"
+
+
+@dataclass(frozen=True)
 class Study:
     id: str
     title: str
-    seed: str  # the study's text in ../shared/seeds
+    published: Published
     local: str  # what the local lab reproduces
     remote: str  # what needs a remote lab
     claims: Callable[[CampaignAnalysis], list[dict[str, Any]]] = field(repr=False, compare=False)
@@ -52,7 +67,7 @@ class Study:
 
     def describe(self) -> str:
         """The study's introduction (Markdown), for its notebook and report."""
-        return (f"# Study {self.id}: {self.title}\n\nReproduces `../shared/seeds/{self.seed}` on a lab of your own. "
+        return (f"# Study {self.id}: {self.title}\n\nReproduces {self.published.cite()} on a lab of your own. "
                 f"Locally: {self.local}. Needs a remote lab: {self.remote}.\n\nRun the campaign first "
                 f"(`./scripts/study {self.id}`, or `benchlib run examples/studies/{self.id}-quick.toml`). A "
                 "reproduction is judged on ratios and shapes, not on absolute TPS of different hardware.")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import CampaignAnalysis
-from benchlib.studies.base import Study, register
+from benchlib.studies.base import Published, Study, register
 from benchlib.studies.judge import NO, NOT_SHOWN, YES, claim, compare, pick, ratio_claim, ratio_of_ratios, ratio_row, remote_claim
 
 
@@ -96,7 +96,9 @@ def _group_replication_claims(a: CampaignAnalysis) -> list[dict[str, Any]]:
 
 
 register(Study("000", "Group Replication vs Galera vs async: scaling, durability, flow control, sustained throughput",
-          "000_96e337977dbc8768.txt",
+          Published("Performance Evaluation: MySQL 5.7 Group Replication (GA Release)", "Vítor Oliveira", "2016-12-12",
+                    "MySQL High Availability blog (Oracle)",
+                    "https://dev.mysql.com/blog-archive/performance-evaluation-mysql-5-7-group-replication/"),
           "async vs Galera 3 and 5 nodes (7 and 9 in the full lab) and MySQL async vs Group Replication 3 members "
           "(5 and 9 in the full lab), durable vs relaxed, OLTP RW and update-index, flow-control limits, ratios vs "
           "async, sustained throughput, latency, stability",

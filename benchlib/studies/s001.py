@@ -8,7 +8,7 @@ import numpy as np
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
-from benchlib.studies.base import Study, commit_latency, commit_latency_runs, register
+from benchlib.studies.base import Published, Study, commit_latency, commit_latency_runs, register
 from benchlib.studies.judge import band_claim, compare, pick, values
 
 
@@ -64,7 +64,9 @@ def _fig_throughput_32(a):
                            ).update_layout(yaxis_title="transactions/s")
 
 
-register(Study("001", "Galera vs semi-sync across a 100 ms WAN", "001_bf08bb00fa047e36.txt",
+register(Study("001", "Galera vs semi-sync across a 100 ms WAN", Published("Comparing Percona XtraDB Cluster with Semi-Sync replication Cross-WAN", "Jay Janssen", "2012-06-14",
+                    "Percona Database Performance Blog",
+                    "https://www.percona.com/blog/2012/06/14/comparing-percona-xtradb-cluster-with-semi-sync-replication-cross-wan/"),
           "control async, semi-sync with its replica 100 ms away, Galera in one site and across two sites: "
           "single-row commit latency and 32-client throughput", "nothing: all four set-ups run locally", _claims_001,
                figures=[("Commit latency vs round-trip time", _fig_wan), ("Throughput with 32 clients", _fig_throughput_32)]))

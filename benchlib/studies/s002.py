@@ -8,7 +8,7 @@ import pandas as pd
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
-from benchlib.studies.base import Study, register
+from benchlib.studies.base import Published, Study, register
 from benchlib.studies.judge import compare, paired, pick, remote_claim, stale_claim, stale_rate
 
 
@@ -94,7 +94,8 @@ def _fig_backlog(a):
                                 title=f"Backlog per node ({rid})")
 
 
-register(Study("002", "Flow control and replica lag in transactions; catch-up after the load", "002_5dd48ec1db17f2e3.txt",
+register(Study("002", "Flow control and replica lag in transactions; catch-up after the load", Published("Group Replication: The Sweet and the Sour", "Marco Tusa", "2017-08-01",
+                    "Percona Database Performance Blog", "https://www.percona.com/blog/group-replication-sweet-sour/"),
           "Galera with two nodes 10 ms away and flow control tight vs loose, async replicas with 1 vs 8 apply "
           "threads, MySQL Group Replication with flow control tight vs its default and 1 vs 8 applier threads; 1 and "
           "8 writers, single-row and 50-row inserts; backlog over time and catch-up",

@@ -8,7 +8,7 @@ import pandas as pd
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
-from benchlib.studies.base import Study, register
+from benchlib.studies.base import Published, Study, register
 from benchlib.studies.judge import NO, NOT_MEASURED, NOT_SHOWN, YES, claim, compare, pick, remote_claim, values
 
 
@@ -49,7 +49,9 @@ def _fig_serial_lag(a):
     return charts.lag_over_time(lag, load_end=end, catch_up_s=catch, title=f"Replica lag over time ({rid})")
 
 
-register(Study("003", "Multi-threaded replica apply vs lag and replica CPU", "003_7b7528bffa175477.txt",
+register(Study("003", "Multi-threaded replica apply vs lag and replica CPU", Published("Replication performance and efficiency: MySQL 5.7 MTS vs Amazon Aurora", "", "2016-03-13",
+                    "blog.symedia.pl (the page names no author)",
+                    "http://blog.symedia.pl/2016/03/replication-performance-efficiency-aurora-mysql57.html"),
           "write-only load on an async primary, replicas applying with 0, 4 and 8 threads: lag over time and "
           "replica CPU", "Amazon Aurora", _claims_003,
                figures=[("Parallel apply: throughput, lag, replica CPU", "parallel_apply"),

@@ -6,7 +6,7 @@ from typing import Any
 
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
-from benchlib.studies.base import Study, register
+from benchlib.studies.base import Published, Study, register
 from benchlib.studies.judge import compare, fewer_stale, paired, pick, remote_claim, stale_claim, stale_rate
 
 
@@ -86,7 +86,9 @@ def _fig_throughput_threads(a):
                                         color="series", dash="workload", error_low="ci_low", error_high="ci_high")
 
 
-register(Study("004", "Galera flow-control limits and binary log vs throughput", "004_55d2031b0749653a.txt",
+register(Study("004", "Galera flow-control limits and binary log vs throughput", Published("Performance improvements in Percona XtraDB Cluster 5.7.17-29.20", "Krunal Bauskar and Vadim Tkachenko",
+                    "2017-04-19", "Percona Database Performance Blog",
+                    "https://www.percona.com/blog/2017/04/19/performance-improvements-percona-xtradb-cluster-5-7-17/"),
           "Galera with and without a binary log, flow-control limits from the default to very loose, OLTP RW, "
           "update-key and update-no-key at rising threads", "Group Replication, MariaDB 10.2 as published",
           _claims_004,

@@ -5,7 +5,8 @@ on the reader's session (Galera ``wsrep_sync_wait``, Group Replication ``group_r
 on the writer's session (GR's AFTER levels make the writer's commit wait for every member), and for causal reads on
 replicas a token the writer takes after each commit (its GTID) that the reader waits for before it reads (MariaDB
 ``MASTER_GTID_WAIT``, MySQL ``WAIT_FOR_EXECUTED_GTID_SET``: what MaxScale's ``causal_reads`` does). The first setting
-of each system is what a session gets by default. The mechanisms are in ../shared/notes/consistency.md.
+of each system is what a session gets by default. docs/campaigns/spec.md (the stale-read probe) says what each
+setting promises.
 """
 
 from __future__ import annotations

@@ -162,7 +162,6 @@ def test_wide_configuration_intervals_are_information_once_every_ratio_is_settle
 def test_a_condition_of_every_run_is_said_once_per_configuration_and_errors_as_a_rate(topologies):
     """sysbench's retried transactions once per configuration as a rate per 1,000, a note while in line; a warning
     above ERRORS_WARN_PER_1000 or out of line with the other configurations."""
-    import dataclasses
 
     from benchlib.analysis.validate import ERRORS_WARN_PER_1000, validate
 

@@ -29,6 +29,7 @@ class StepSpec(Strict):
 
     at_s: float = Field(ge=0, le=3600)  # from the fault's start (fault.at_s into the load)
     do: Literal[ACTIONS]  # type: ignore[valid-type]
+    #: write_node, replica or site:NAME
     target: str = "write_node"
 
     @field_validator("target")
@@ -60,6 +61,7 @@ class FaultSpec(Strict):
     detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
     write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
     timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
+    #: how long the heal after a fault may take before the run fails
     heal_timeout_s: float = Field(default=300.0, gt=0)
     #: rejoin under load: the killed node starts again this long into the load, while the load goes on (its path,
     #: time to ONLINE/Synced, time until its lag stays under 100 ms, the donor's throughput meanwhile are measured)

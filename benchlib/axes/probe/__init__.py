@@ -21,6 +21,7 @@ class ProbeSpec(Strict):
     write_rate: float = Field(default=10.0, gt=0, le=1000)  # commits per second on the write node
     read_rate: float = Field(default=10.0, gt=0, le=1000)  # reads per second on each other node
     consistency: list[str] = Field(default_factory=list)  # read consistency settings (empty: each system's default)
+    #: a causal read that waits longer than this for the writer's position is a failed read
     wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 

@@ -21,6 +21,7 @@ __all__ = ["StallPlan", "StallSpec"]
 class StallSpec(Strict):
     """[stall]: a replica's applier stopped for ``duration_s`` seconds, ``at_s`` into each run's load."""
 
+    #: when the applier stops, seconds into the load
     at_s: float = Field(default=5.0, gt=0)
     duration_s: list[float] = Field(default=[5.0], min_length=1)  # an axis: each length is a configuration
 
