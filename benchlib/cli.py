@@ -111,7 +111,7 @@ def unprovision(folder: Path = typer.Argument(..., help="the folder benchlib pro
 
 def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab: bool = False,
                   notebook: bool = True) -> int:
-    from benchlib.campaign.runner import CampaignParameters, CampaignResult, campaign_dir, run_campaign
+    from benchlib.campaign.runner import CampaignParameters, campaign_dir, run_campaign
     from benchlib.campaign.plan import plan
     from benchlib.campaign.spec import load_campaign_spec
 
@@ -132,7 +132,7 @@ def _run_campaign(spec: Path, runs_dir: Path, *, failed: str = "spec", keep_lab:
         execute("campaign", out, params.model_dump())
     else:
         run_campaign(**params.model_dump())
-    counts = CampaignResult(folder, runs).counts
+    counts = _stored_counts(folder, runs)
     typer.echo(f"campaign {campaign.name}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
                + f"; load the runs with benchlib.load_campaign({str(folder)!r})")
     if campaign.sustained:
@@ -356,6 +356,21 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
 
 def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def _stored_counts(folder: Path, planned: list) -> dict[str, int]:
+    """Runs by status as stored: the planned ones and those the adaptive mode added; a planned run not stored is
+    missing."""
+    from collections import Counter
+
+    from benchlib.store import list_runs, read_manifest
+
+    stored = list_runs(folder)
+    counts = Counter(read_manifest(r).status for r in stored)
+    missing = len({r.run_id for r in planned} - {r.name for r in stored})
+    if missing:
+        counts["missing"] = missing
+    return dict(counts)
 
 
 def _terminated(signum, frame):

@@ -57,7 +57,7 @@ def test_the_history_command_on_the_recorded_campaigns(tmp_path):
                            "-m", "threads=16", "-m", "workload=oltp_read_write", "--chart", str(chart)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "7 campaign(s), oldest first" in done.stdout and "quick-busy" in done.stdout  # quick x3, demo-vm x3, replica-count
+    assert "8 campaign(s), oldest first" in done.stdout and "quick-busy" in done.stdout  # quick x3, demo-vm x3, replica-count, demo
     assert chart.is_file() and (tmp_path / "plotly.min.js").is_file()
     bad = subprocess.run([sys.executable, "-m", "benchlib.cli", "history", str(RECORDED), "--measure", "nope"],
                          capture_output=True, text=True, timeout=120)
