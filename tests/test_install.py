@@ -22,7 +22,8 @@ def analysis_env(tmp_path_factory):
     where = tmp_path_factory.mktemp("analysis")
     env_dir = where / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
-    pip = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(ROOT)],
+    pip = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile",
+                          "--disable-pip-version-check", "-e", str(ROOT)],
                          capture_output=True, text=True, timeout=900, cwd=where)
     assert pip.returncode == 0, pip.stderr[-3000:]
     env = {"PATH": str(env_dir / "bin"), "HOME": str(where), "LANG": "C.UTF-8"}

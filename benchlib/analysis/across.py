@@ -57,7 +57,7 @@ METRICS: dict[str, tuple[str, bool, str]] = {
 
 #: run facts that make a configuration what it is besides its parameters: two clusters of one campaign may differ
 #: only there (a WAN's round trip, the durability the lab gave it)
-FACT_KEYS = ["system", "placement", "rtt_ms", "lab_durability", "binlog"]
+FACT_KEYS = ["system", "placement", "rtt_ms", "lab_durability", "binlog", "cluster_servers"]
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def _norm(s: pd.Series) -> pd.Series:
 def match_keys(*tables: pd.DataFrame) -> list[str]:
     """The columns configurations are matched on (of ``runs`` tables as the store gives them): every parameter but
     the cluster's name, the repetition and the configuration's hash, and the facts that set clusters apart (system,
-    round trip, durability)."""
+    placement, round trip, durability, binary log, servers a cluster)."""
     keys: list[str] = []
     for t in tables:
         keys += [c for c in param_columns(t) if c not in NOT_CONFIG and c != "cluster"]
@@ -215,12 +215,18 @@ def day_to_day(runs: pd.DataFrame, keys: list[str], *, measure: str = "summary_t
 def _history_tau(history: Iterable[str | Path], leave_out: set[Path], keys: list[str]) -> tuple[float | None, str]:
     index = RunIndex(history)
     runs = index.sql("SELECT * FROM runs WHERE status = 'ok'")
-    runs = runs[~runs.campaign_path.map(lambda p: Path(p).resolve()).isin(leave_out)]
+    compared = runs.campaign_path.map(lambda p: Path(p).resolve()).isin(leave_out)
+    # day to day on the same kind of machine: another CPU's campaigns add the machines' difference
+    cpus = set(runs.loc[compared, "host_cpu_model"].dropna()) if "host_cpu_model" in runs else set()
+    runs = runs[~compared]
+    if cpus:
+        runs = runs[runs.host_cpu_model.isin(cpus)]
     runs = throughput_runs(runs)
     tau, configs, campaigns = day_to_day(runs, [k for k in keys if k in runs] or ["system"])
+    on = f" on the same CPU ({', '.join(sorted(cpus))})" if cpus else ""
     if tau is None:
-        return None, "no configuration measured in two other campaigns of the history"
-    return tau, f"estimated from {configs} configuration(s) measured again across {campaigns} other campaigns"
+        return None, f"no configuration measured in two other campaigns of the history{on}"
+    return tau, f"estimated from {configs} configuration(s) measured again across {campaigns} other campaigns{on}"
 
 
 def _first_manifest(folder: Path, system: str) -> Manifest | None:

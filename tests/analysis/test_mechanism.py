@@ -97,7 +97,7 @@ def test_explanations_match_known_truth_on_real_servers(labs, tmp_path):
     (tmp_path / "lab.toml").write_text(_toml(LAB))
     commits = tmp_path / "commits.toml"
     commits.write_text(campaign_toml("commits", "lab.toml", clusters=["async", "semi", "on", "off"],
-                                     workloads=["oltp_write_only"], threads=[1], time_s=3, repetitions=2))
+                                     workloads=["oltp_write_only"], threads=[1], time_s=3, repetitions=3))
     a = analyze(run_campaign(commits, runs_dir=tmp_path / "runs", progress="none").path)
     by = mechanism.by_config(a).set_index("cluster")
 
