@@ -18,6 +18,7 @@ import tokenize
 import types
 import typing
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -80,6 +81,7 @@ class Page:
 
 # ---------------------------------------------------------------------------------------------------------- specs
 
+@lru_cache(maxsize=None)  # a model's source is read and tokenized once, not once per field
 def _comments(cls: type) -> dict[str, str]:
     """Field name -> the comment beside its line, else the comment lines just above it, in ``cls``'s source."""
     try:

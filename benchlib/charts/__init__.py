@@ -8,7 +8,6 @@ chart. A missing column raises ``ChartError`` naming the columns that are there.
 from benchlib.charts import axes
 from benchlib.charts.builders import (
     catch_up,
-    cost_bars,
     flow_control_sweep,
     lag_over_time,
     latency_vs_rtt,
@@ -19,6 +18,7 @@ from benchlib.charts.builders import (
     sustained_vs_peak,
     throughput_vs_threads,
 )
+from benchlib.charts.cost import cost_bars
 from benchlib.charts.consistency import consistency_plane, read_latency, stale_fractions, staleness_ecdf
 from benchlib.charts.errors import ChartError
 from benchlib.charts.failover import (failover_timeline, lost_writes, rejoin_times, unavailability,
