@@ -25,7 +25,7 @@ ROOT = enter()
 from benchlib.lab.lab import LocalLab  # noqa: E402
 from benchlib.sampling.host import HostProbe, ProcessProbe  # noqa: E402
 from benchlib.sampling.probe import Sampler  # noqa: E402
-from benchlib.sampling.session import build_sampling  # noqa: E402
+from benchlib.campaign.sampling import build_sampling  # noqa: E402
 from benchlib.sampling.status import ServerCountersProbe  # noqa: E402
 from sampler_cost import exact_cpu  # noqa: E402
 

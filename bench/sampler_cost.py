@@ -32,7 +32,7 @@ from scipy import stats  # noqa: E402
 from benchlib.campaign.setup import prepare_dataset  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.lab.lab import LocalLab  # noqa: E402
-from benchlib.sampling.session import build_sampling  # noqa: E402
+from benchlib.campaign.sampling import build_sampling  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
 
 

@@ -29,11 +29,11 @@ from scipy import stats  # noqa: E402
 
 from benchlib.campaign.setup import prepare_dataset  # noqa: E402
 from benchlib.lab.lab import LocalLab  # noqa: E402
-from benchlib.sampling.session import build_sampling  # noqa: E402
+from benchlib.campaign.sampling import build_sampling  # noqa: E402
 from benchlib.sampling.stale_reads import ProbeOptions  # noqa: E402
 from benchlib.axes.probe.plan import ProbeVariant  # noqa: E402
 from benchlib.axes.probe.run import ProbeRun  # noqa: E402
-from benchlib.axes.registry import RunContext  # noqa: E402
+from benchlib.axis import RunContext  # noqa: E402
 from benchlib.sysbench.options import SysbenchOptions  # noqa: E402
 from benchlib.sysbench.output import parse_text  # noqa: E402
 from sampler_cost import exact_cpu  # noqa: E402

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchlib.errors import SpecError
+from benchlib.plugin import Registry
 
 __all__ = ["BASELINE", "SERVERS", "SYSTEMS", "TOPOLOGIES", "SystemFacts", "TopologyFacts", "family", "get", "is_multi_writer", "local_topologies", "of",
            "promise", "register", "server_name", "topology"]
@@ -46,7 +46,7 @@ class SystemFacts:
     read_settings: tuple[str, ...] = ("eventual",)
     read_settings_described: str = ""  # the settings in a few words, when listing them would not do
     roles: tuple[str, ...] = ()  # a remote lab's node roles, the one that takes the writes first
-    status_probe: str = ""  # the sampler's status probe (benchlib.sampling.session.STATUS_PROBES); "": none
+    status_probe: str = ""  # the sampler's status probe (benchlib.campaign.sampling.STATUS_PROBES); "": none
     modes: tuple[str, ...] = ()  # the modes a remote cluster must name one of (Group Replication's primaries)
     local: bool = True  # the embedded lab can run it
     #: the server variables that say how many threads apply replicated transactions on a node (the first one a node
@@ -92,17 +92,20 @@ class ServerFacts:
     without: str = ""
 
 
-SYSTEMS: dict[str, SystemFacts] = {}
-TOPOLOGIES: dict[str, TopologyFacts] = {t.name: t for t in (
-    TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False),
-    TopologyFacts("async", baseline=True, commit_waits=False), TopologyFacts("semisync", semisync_acks=True),
-    TopologyFacts("galera", multi_writer=True, binlog=False, needs_binlog=False), TopologyFacts("group_replication", multi_writer=True),
-    TopologyFacts("aurora", local=False, needs_binlog=False))}
-SERVERS: dict[str, ServerFacts] = {s.name: s for s in (
+SYSTEMS: Registry[SystemFacts] = Registry("system", hint=lambda names: f"systems: {', '.join(sorted(names))}")
+TOPOLOGIES: Registry[TopologyFacts] = Registry("topology", hint=lambda names: f"topologies: {', '.join(names)}")
+for _t in (TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False),
+           TopologyFacts("async", baseline=True, commit_waits=False), TopologyFacts("semisync", semisync_acks=True),
+           TopologyFacts("galera", multi_writer=True, binlog=False, needs_binlog=False),
+           TopologyFacts("group_replication", multi_writer=True), TopologyFacts("aurora", local=False, needs_binlog=False)):
+    TOPOLOGIES.register(_t)
+SERVERS: Registry[ServerFacts] = Registry("server")
+for _s in (
     ServerFacts("mariadb", "MariaDB", ("mariadbd", "mysqld")),
     ServerFacts("mysql", "MySQL", ("mysqld",), plugins=True,
                 without="MySQL and Group Replication clusters cannot run; get one: python -m benchlib.servers.debian "
-                        "(./scripts/bootstrap does), or give a spec the basedir of an unpacked server"))}
+                        "(./scripts/bootstrap does), or give a spec the basedir of an unpacked server")):
+    SERVERS.register(_s)
 #: the server kinds (``benchlib.systems.dialect.detect``) that speak MySQL's own statements and performance_schema
 MYSQL_FAMILY_KINDS = frozenset({"mysql", "percona", "pxc", "aurora"})
 #: the topology ratios are taken against
@@ -110,15 +113,11 @@ BASELINE = next(t.name for t in TOPOLOGIES.values() if t.baseline)
 
 
 def register(facts: SystemFacts) -> SystemFacts:
-    SYSTEMS[facts.name] = facts
-    return facts
+    return SYSTEMS.register(facts)
 
 
 def of(system: str) -> SystemFacts:
-    try:
-        return SYSTEMS[system]
-    except KeyError:
-        raise SpecError(f"unknown system {system!r}", hint=f"systems: {', '.join(sorted(SYSTEMS))}") from None
+    return SYSTEMS.lookup(system)
 
 
 def get(system: object) -> SystemFacts | None:
@@ -127,10 +126,7 @@ def get(system: object) -> SystemFacts | None:
 
 
 def topology(name: str) -> TopologyFacts:
-    try:
-        return TOPOLOGIES[name]
-    except KeyError:
-        raise SpecError(f"unknown topology {name!r}", hint=f"topologies: {', '.join(TOPOLOGIES)}") from None
+    return TOPOLOGIES.lookup(name)
 
 
 def is_multi_writer(topology_name: object) -> bool:

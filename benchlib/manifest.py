@@ -324,7 +324,7 @@ def _v1_to_v2(m: dict[str, Any]) -> dict[str, Any]:
         durability = cspec.get("durability") or (spec.get("defaults") or {}).get("durability") or "durable"
         facts = {"system": _LOCAL_SYSTEM.get(str(topology)), "topology": topology, "placement": "local",
                  "nodes": node_facts, "durability": durability,
-                 "binlog": bool(cspec.get("binlog", catalogue.topology(topology).binlog if topology in catalogue.TOPOLOGIES else True))}
+                 "binlog": bool(cspec.get("binlog", catalogue.topology(str(topology)).binlog if topology in catalogue.TOPOLOGIES else True))}
     facts["version"] = ((m.get("server_variables") or {}).get(nodes[0]) or {}).get("version") if nodes else None
     lab.setdefault("system", facts["system"])
     lab["facts"] = facts

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib.axes import registry
+from benchlib.axis import AXES
 from benchlib.errors import BenchlibError, DiskFullError, disk_full
 from benchlib.store import CampaignRecord, read_campaign_record
 
@@ -202,7 +202,7 @@ def _plan_has(record: CampaignRecord, key: str, values: int = 1) -> bool:
 def _driven(record) -> bool:
     """A campaign whose runs an axis runs its own way (a [fault]): judged by what the axis measures (its notebook),
     not by the throughput notebooks."""
-    return any(a.drives and record.campaign.get(a.name) for a in registry.AXES.values())
+    return any(a.drives and record.campaign.get(a.name) for a in AXES.values())
 
 
 #: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows; each axis adds its own
@@ -226,7 +226,7 @@ def applicable(campaign: Path) -> list[str]:
         raise NotebookError(f"{campaign} is not a campaign folder (no campaign.json)",
                             hint="a campaign folder is runs/<name>/, as benchlib run leaves it")
     core = [name for name, wants in ANALYSIS_NOTEBOOKS.items() if wants(record)]
-    axes = [a.notebook for a in registry.AXES.values() if a.notebook and record.campaign.get(a.name)]
+    axes = [a.notebook for a in AXES.values() if a.notebook and record.campaign.get(a.name)]
     return [*core, *axes, *([STUDY_NOTEBOOK] if _study_named(record.name) is not None else [])]
 
 

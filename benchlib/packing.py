@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from benchlib.errors import StoreError
 from benchlib.manifest import Manifest, upgrade
 from benchlib.packed import PACK_PREFIX, PackedRun, write_pack
-from benchlib.schema import FRAMES
+from benchlib.axis import frame_schemas
 from benchlib.store import TMP_PREFIX, pack_of, pack_holding, list_runs, raw_texts, read_table
 
 __all__ = ["Packing", "pack_campaign", "unpack_campaign", "unpack_run"]
@@ -58,7 +58,7 @@ def _check(record: PackedRun, where: Path) -> None:
     """A run benchlib cannot read is not packed: its typed manifest and its frames' schemas, checked as read."""
     Manifest.model_validate(upgrade(record.manifest, str(where)))
     for kind, table in record.frames.items():
-        FRAMES[kind].validate(table.to_pandas(), f"{where}/{kind}.parquet")
+        frame_schemas()[kind].validate(table.to_pandas(), f"{where}/{kind}.parquet")
 
 
 def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempts: bool = True,

@@ -2,7 +2,8 @@
 own definitions, the spec files from their models (every field with its type, default and meaning: a field's
 ``description``, else the comment beside it or above it in the model's source), and the environment variables.
 
-    python -m benchlib.reference_pages          # rewrite docs/reference/
+    python -m benchlib.reference_pages          # rewrite docs/reference/ (and the made parts of other pages:
+                                                # benchlib.doc_blocks)
     python -m benchlib.reference_pages --check  # exit 1 naming the pages that differ from the code
 
 ``tests/test_reference_pages.py`` fails when a committed page and the code disagree.
@@ -250,7 +251,7 @@ def _lab_page() -> str:
 
 
 def _campaign_page() -> str:
-    from benchlib.axes import registry
+    from benchlib import axis as registry
     from benchlib.campaign.spec import CampaignSpec
 
     roots: list[tuple[str, type[BaseModel], str]] = [("The campaign (top level)", CampaignSpec, "")]
@@ -380,18 +381,22 @@ def pages() -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from benchlib import doc_blocks
+
     made = pages()
     if "--check" in argv:
-        stale = [f for f, text in made.items() if not (OUT / f).exists() or (OUT / f).read_text() != text]
+        stale = [f"docs/reference/{f}" for f, text in made.items() if not (OUT / f).exists()
+                 or (OUT / f).read_text() != text] + doc_blocks.stale()
         if stale:
-            print(f"docs/reference/ differs from the code: {', '.join(stale)} "
+            print(f"these pages differ from the code: {', '.join(stale)} "
                   "(run: python -m benchlib.reference_pages)", file=sys.stderr)
             return 1
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
     for f, text in made.items():
         (OUT / f).write_text(text)
-    print(f"wrote {len(made)} pages to {OUT}")
+    blocks = doc_blocks.write()
+    print(f"wrote {len(made)} pages to {OUT} and the made parts of {', '.join(blocks)}")
     return 0
 
 

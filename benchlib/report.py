@@ -25,7 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from benchlib.axes import registry
+from benchlib.axis import AXES
 from benchlib.analysis import likeness, views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, analyze
 from benchlib.analysis.headline import headline, ratio_findings as _ratio_findings
@@ -69,8 +69,8 @@ class Report:
     def lines(self) -> list[str]:
         """Every finding in words, in the page's order: the sections that say what the runs were (a fault's), the
         throughput ratios, the other axes' (stale reads), the audit, the interference, the settlement."""
-        first = [x for a in registry.AXES.values() if a.report_first for x in self.axes.get(a.section or a.name, [])]
-        later = [x for a in registry.AXES.values() if not a.report_first for x in self.axes.get(a.section or a.name, [])]
+        first = [x for a in AXES.values() if a.report_first for x in self.axes.get(a.section or a.name, [])]
+        later = [x for a in AXES.values() if not a.report_first for x in self.axes.get(a.section or a.name, [])]
         return [*first, *self.headline, *([self.placement] if self.placement else []), *later,
                 *([self.audit] if self.audit else []), *self.interference,
                 *([self.settled] if self.settled else [])]
@@ -186,7 +186,7 @@ def findings(a: CampaignAnalysis, campaign: Path) -> dict[str, list[str]]:
     throughput ratios, the audit, stale reads, failover, interference and the settlement."""
     said = {"headline": headline(a), "placement": [x for x in [_placement(a)] if x] if said_ratios(a) else [],
             "audit": [x for x in [_audited(a)] if x]}
-    for axis in registry.AXES.values():  # each axis's own findings (the probe's stale reads, a fault's failover)
+    for axis in AXES.values():  # each axis's own findings (the probe's stale reads, a fault's failover)
         said[axis.section or axis.name] = a.findings_of(axis.name)
     return {**said, "interference": list(interference_findings(a, campaign)),
             "settled": [x for x in [settlement(a, campaign)] if x]}
@@ -231,7 +231,7 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
                       f"<ul>{inner}</ul></li>")
     whose = ("the writers', and the read split's readers' on the other nodes"
              if (a.comparisons.metric == "read_tps").any() else "")
-    faulted = "" if a.failover.empty else (
+    faulted = "" if a.axis("fault").failover.empty else (
         " Every run had a fault inside its load window, so these ratios price the fault and the recovery together "
         "with the replication: the failover section above says what the fault did.")
     lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline{", " + whose if whose else ""} '
@@ -298,12 +298,13 @@ def _axis_sections(a: CampaignAnalysis, report: Report, *, first: bool) -> list[
     """Each axis's section of the page (``benchlib.axes``): its own renderer, else its findings as a list; those that
     say what the runs were (a fault's) come before the throughput findings, the others after the interference."""
     out = []
-    for axis in registry.AXES.values():
+    for axis in AXES.values():
         said = report.axes.get(axis.section or axis.name) or []
         if not said or axis.report_first != first:
             continue
-        if axis.report:
-            out.append(registry.resolve(axis.report)(a, said))
+        own = axis.report(a, said)
+        if own is not None:
+            out.append(own)
         else:
             out.append(f"<h2>{html.escape(axis.title[:1].upper() + axis.title[1:])}</h2><ul>"
                        + "".join(f"<li>{html.escape(x)}</li>" for x in said) + "</ul>")

@@ -164,7 +164,7 @@ FAULT_EVENTS = Schema("fault_events", {
 })
 
 
-#: every frame kind a run may write, by name (an axis registers its own: ``benchlib.axes.registry.register``)
+#: every frame kind a run may write, by name (an axis registers its own: ``benchlib.axis.AXES``)
 FRAMES: dict[str, Schema] = {"intervals": INTERVALS, "lag": LAG, "cluster": CLUSTER, "histogram": HISTOGRAM,
                              "probe_writes": PROBE_WRITES, "probe_reads": PROBE_READS,
                              "read_intervals": READ_INTERVALS, "ledger": LEDGER, "ledger_reads": LEDGER_READS,

@@ -37,15 +37,14 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from benchlib.axes import registry
+from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
 from benchlib.packed import Pack, find_pack
-from benchlib.schema import FRAMES
 from benchlib.traits import COLUMNS as TRAIT_COLUMNS
 from benchlib.traits import traits
 
-__all__ = ["FORMAT_VERSION", "FRAMES", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter",
+__all__ = ["FORMAT_VERSION", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter",
            "SecretRefusedError", "StoreError", "has_run", "list_runs", "load_campaign", "raw_texts",
            "pack_holding", "pack_of", "read_campaign_record", "read_manifest", "read_run", "read_table", "runs_table"]
 
@@ -89,9 +88,10 @@ class RunWriter:
         (self.tmp / "raw" / name).write_text(text)
 
     def frame(self, kind: str, df: pd.DataFrame) -> None:
-        if kind not in FRAMES:
-            raise StoreError(f"unknown frame {kind!r}", hint=f"frames: {', '.join(FRAMES)}")
-        df = FRAMES[kind].validate(df, f"run {self.run_id}")
+        frames = axes.frame_schemas()
+        if kind not in frames:
+            raise StoreError(f"unknown frame {kind!r}", hint=f"frames: {', '.join(frames)}")
+        df = frames[kind].validate(df, f"run {self.run_id}")
         self._check(df.to_csv(index=False), f"{kind}.parquet")
         df.to_parquet(self.tmp / f"{kind}.parquet", index=False, compression="zstd")
         self.frames.append(kind)
@@ -210,14 +210,14 @@ def read_run(run_dir: str | Path) -> Run:
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     pack = pack_holding(run_dir)
-    frames = {}
+    frames, schemas = {}, axes.frame_schemas()
     for kind in manifest.frames:
         if pack is not None:
             table = pack.frame(kind, run_dir.name)
-            df = table.to_pandas() if table is not None else FRAMES[kind].empty()
+            df = table.to_pandas() if table is not None else schemas[kind].empty()
         else:
             df = pd.read_parquet(run_dir / f"{kind}.parquet")
-        frames[kind] = FRAMES[kind].validate(df, str(run_dir / f"{kind}.parquet"))
+        frames[kind] = schemas[kind].validate(df, str(run_dir / f"{kind}.parquet"))
     return Run(run_dir, manifest, frames)
 
 
@@ -257,7 +257,7 @@ def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
              "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s",
-             *TRAIT_COLUMNS, *registry.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
+             *TRAIT_COLUMNS, *axes.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
 
 
 def _run_facts(m: Manifest) -> dict[str, Any]:
@@ -275,7 +275,7 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
-            **_audit_facts(m.audit), **traits(m), **registry.run_facts(m.model_dump()), **summary}
+            **_audit_facts(m.audit), **traits(m), **axes.run_facts(m.model_dump()), **summary}
 
 
 def _run_row(m: Manifest) -> dict[str, Any]:
@@ -336,7 +336,7 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
     runs_table = pd.DataFrame(rows)
     result: dict[str, pd.DataFrame] = {}
     keep = [i for i, m in enumerate(manifests) if m.ok or failed]
-    for kind, schema in FRAMES.items():
+    for kind, schema in axes.frame_schemas().items():
         present = [i for i in keep if kind in manifests[i].frames]
         files = [folders[i] / f"{kind}.parquet" for i in present]
 

@@ -1,4 +1,5 @@
-"""The architecture, locked in: a table of layers, no import cycles, and analysis that never imports lab code.
+"""The architecture, locked in: the table of layers (``benchlib.layers``), no import cycles between modules nor between
+folders, and analysis that never imports lab code.
 
 Every import counts: module level, inside functions (lazy) and under ``TYPE_CHECKING``. A module may
 import modules of its own layer or of a lower one; cycles are refused anywhere in ``benchlib``.
@@ -12,33 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from benchlib.layers import ANALYSIS_SIDE, LAB_ONLY, LAB_SIDE, LAYERS
+
 PKG = Path(__file__).resolve().parents[1] / "benchlib"
-
-#: lowest first; a name is a package or module under benchlib (the most specific name decides)
-LAYERS = [
-    ["errors", "schema", "specs", "catalogue", "axes"],  # foundations; the system catalogue (pure data); the axes'
-    # registry and each axis's record and spec table (their planners, run hooks, analysis and report sections are
-    # placed below by pattern)
-    ["sysbench", "store", "packed", "packing", "manifest", "traits", "systems", "environment", "servers"],  # sysbench's vocabulary and drivers, the run
-    # store, its packs and its manifests, what each system is, the machine and revision a campaign runs on, server binaries
-    ["analysis", "run_index", "sampling", "lab.base", "axes.*.analysis", "axes.*.views"],  # statistics over stored runs; probes and the sampler;
-    # the Lab protocol
-    ["charts", "lab", "remote", "axes.*.charts"],  # charts of analyses; the embedded lab and remote labs (both implement lab.base)
-    ["report", "page", "studies", "notebooks", "explore", "labs", "axes.*.report", "provision"],  # publishing;
-    # notebooks; opening any lab from its spec; building a lab spec on real hosts
-    ["campaign", "doctor", "axes.*.plan*", "axes.*.run*"],  # running campaigns on any lab
-    ["cli", "cli_lab", "cli_across", "__init__"],
-    ["reference_pages"],  # docs/reference/ made from the CLI and the spec models
-]
-#: analysis runs anywhere, on any campaign folder, without a database
-ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store", "packed", "packing",
-                 "manifest", "traits",
-                 "schema", "sysbench.output", "catalogue", "axes")
-#: ... except the axes' planners and run hooks (lab side)
-LAB_ONLY = ("axes.*.plan*", "axes.*.run*")
-LAB_SIDE = ("benchlib.lab", "benchlib.remote", "benchlib.labs", "benchlib.sampling", "benchlib.campaign",
-            "benchlib.systems", "pymysql")
-
 
 def _modules() -> dict[str, Path]:
     out = {}
@@ -82,7 +59,7 @@ def layer_of(module: str) -> int:
         for n in names:
             if _matches(name, n) and (best is None or len(n) > len(best[1])):
                 best = (i, n)
-    assert best is not None, f"{module} is in no layer of tests/test_layering.py: add it"
+    assert best is not None, f"{module} is in no layer of benchlib/layers.py: add it"
     return best[0]
 
 
@@ -146,3 +123,33 @@ def test_load_campaign_is_a_package_attribute():
     from benchlib.store import load_campaign
 
     assert benchlib.load_campaign is load_campaign
+
+
+def _folder(module: str) -> str:
+    """The folder (or top-level module) of ``module``: benchlib.analysis.runs -> analysis."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_folder_imports_a_folder_that_imports_it_back():
+    """Folders as units: no two folders (or top-level modules) import each other, however indirectly."""
+    graph: dict[str, set[str]] = {}
+    why: dict[tuple[str, str], tuple[str, str]] = {}
+    for m in MODULES:
+        for t in imports(m):
+            if t in MODULES and _folder(t) != _folder(m):
+                graph.setdefault(_folder(m), set()).add(_folder(t))
+                why.setdefault((_folder(m), _folder(t)), (m, t))
+
+    def reach(a: str) -> set[str]:
+        seen, todo = set(), [a]
+        while todo:
+            for b in graph.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+
+    against = sorted(f"{a} -> {b} ({why[(a, b)][0]} imports {why[(a, b)][1]})"
+                     for a, bs in graph.items() for b in bs if a in reach(b))
+    assert not against, "folders that import each other: " + "; ".join(against)

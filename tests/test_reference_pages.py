@@ -59,3 +59,14 @@ def test_the_environment_page_lists_every_variable_the_code_reads():
                 read |= set(re.findall(r"environ(?:\.get)?[\[(]\"([A-Z_]+)\"", text))
     assert read == set(reference_pages.ENVIRONMENT), (sorted(read - set(reference_pages.ENVIRONMENT)),
                                                        sorted(set(reference_pages.ENVIRONMENT) - read))
+
+
+def test_the_made_parts_of_the_architecture_page_are_what_the_code_makes():
+    """docs/architecture.md's layer table is benchlib.layers' (what tests/test_layering.py enforces), and its table
+    of axes the registry's."""
+    from benchlib import doc_blocks
+    from benchlib.axis import AXES
+
+    assert doc_blocks.stale() == [], "docs/architecture.md differs from the code: run .venv/bin/python -m benchlib.reference_pages"
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert all(f"| `{name}` |" in page for name in AXES)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -27,7 +26,7 @@ from benchlib.analysis.resources import window_rates
 from benchlib.analysis.runs import (LOAD_KEYS, NOT_CONFIG, AnalysisError, assess_all, config_columns,
                                     config_label, param_columns, read_side, run_inputs)
 from benchlib.analysis.validate import bound_problems, sorted_problems, unreported_tail, validate
-from benchlib.axes import registry
+from benchlib.axis import AXES, AxisAnalysis
 from benchlib.store import CampaignRecord, load_campaign, read_campaign_record
 
 __all__ = ["HEADLINE_METRICS", "LOAD_KEYS", "NOT_CONFIG", "AnalysisError", "CampaignAnalysis", "analyze",
@@ -54,28 +53,26 @@ class CampaignAnalysis:
     def warnings(self) -> pd.DataFrame:
         return self.problems[self.problems.severity != "info"]
 
-    def __getattr__(self, name: str) -> Any:
-        """What an axis adds (``benchlib.axes``: its analysis module's ``ATTRIBUTES``, e.g. ``a.failover``,
-        ``a.stale_reads``), computed once and kept."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        cache = self.__dict__.setdefault("_axis_values", {})
-        if name not in cache:
-            found = registry.analysis_attribute(name)
-            if found is None:
-                raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
-            cache[name] = found(self)
-        return cache[name]
+    def axis(self, name: str) -> AxisAnalysis:
+        """What the axis ``name`` adds to this analysis (``benchlib.axis``), computed once and kept:
+        ``a.axis("fault").summary``, ``a.axis("probe").stale_reads``, ``a.axis("stall").measures``."""
+        views = self.__dict__.setdefault("_axis_views", {})
+        if name not in views:
+            views[name] = AXES.lookup(name).analysis(self)
+        return views[name]
+
+    @property
+    def decided(self) -> list[str]:
+        """Run parameters another parameter decides, over every axis (``AxisAnalysis.decided``): said once."""
+        return [k for name in AXES for k in self.axis(name).decided]
 
     def measures(self, axis: str) -> pd.DataFrame:
         """An axis's measures of this campaign (empty when the axis has none)."""
-        fn = registry.get(axis).analysed("measures")
-        return fn(self) if fn is not None else pd.DataFrame()
+        return self.axis(axis).measures
 
     def findings_of(self, axis: str) -> list[str]:
         """An axis's findings in words ([] when it has none)."""
-        fn = registry.get(axis).analysed("findings")
-        return list(fn(self)) if fn is not None else []
+        return list(self.axis(axis).findings)
 
 
 def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float | None = None,
@@ -108,7 +105,7 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
     # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
     # pooled into configurations or ratios
     measured = table[table.search.isna()] if "search" in table else table
-    # fault runs are judged by what the fault did (analysis.failover), not pooled into throughput configurations
+    # fault runs are judged by what the fault did (the fault axis: benchlib.analysis.failover), not pooled into throughput configurations
     measured = measured[measured.fault_at_s.isna()] if "fault_at_s" in measured else measured
     configs = configurations(measured, params, batches, target)
     comparisons = baseline_comparisons(measured, params, baseline, margin, adjust)

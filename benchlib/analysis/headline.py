@@ -46,7 +46,7 @@ def ratio_findings(a: CampaignAnalysis) -> list[RatioFinding]:
     t = c[c.metric.isin(["tps", "read_tps"])]  # the writers', and a read-split load's readers
     keys = [k for k in a.param_columns if k in t.columns and k not in ("topology", "config", "cluster")]
     varying = [k for k in keys if t[k].nunique(dropna=True) > 1 or k in ("threads", "workload")]
-    varying = [k for k in varying if k == "consistency" or k not in a.set_by_consistency]  # a setting: said once
+    varying = [k for k in varying if k not in a.decided]  # decided by a setting (GR's AFTER levels): said once
     sizes = views.cluster_sizes(a)
     topology = a.runs.drop_duplicates("cluster").set_index("cluster").topology.astype(str).to_dict() \
         if "topology" in a.runs else {}

@@ -338,7 +338,7 @@ def _varying(a: CampaignAnalysis, df: pd.DataFrame, skip: tuple[str, ...] = ()) 
     """The campaign's configuration columns (not the cluster, its topology nor ``skip``) that differ between
     the rows of ``df``."""
     # what a read consistency decides (the load's gr_consistency under GR's AFTER levels) is said once, by its name
-    decided = [k for k in a.set_by_consistency if k != "consistency"]
+    decided = a.decided
     return [k for k in config_columns(a.param_columns)
             if k in df and k not in ("cluster", "topology", *decided, *skip) and df[k].nunique(dropna=True) > 1]
 

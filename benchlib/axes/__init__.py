@@ -1,16 +1,10 @@
-"""Campaign axes, each a unit (``benchlib.axes.registry``): the built-in ones are registered here, in the order their
-parts join a configuration's key: the stale-read probe, the read split, the fault, the sustained-throughput search,
-the stalled replica.
+"""benchlib's own campaign axes, one package each (``benchlib.axis`` says what an axis is): the stale-read probe, the
+read split, the fault, the sustained-throughput search, the stalled replica. Each is declared as an entry point of the
+group ``benchlib.axes`` in ``pyproject.toml`` and registered in ``benchlib.axis.AXES`` when first asked for; nothing
+outside its package imports it.
 
-    from benchlib import axes
-    axes.AXES["fault"].excludes        # what cannot run beside a fault
+    from benchlib.axis import AXES
+    AXES.lookup("fault").excludes        # what cannot run beside a fault
 """
 
-from benchlib.axes import probe  # noqa: F401  (each registers itself, in this order)
-from benchlib.axes import read_split  # noqa: F401
-from benchlib.axes import fault  # noqa: F401
-from benchlib.axes import search  # noqa: F401
-from benchlib.axes import stall  # noqa: F401
-from benchlib.axes.registry import AXES, Axis, AxisRun, RunContext, get, register, resolve
-
-__all__ = ["AXES", "fault", "probe", "read_split", "search", "stall", "Axis", "AxisRun", "RunContext", "get", "register", "resolve"]
+__all__ = ["fault", "probe", "read_split", "search", "stall"]  # its packages (none is imported here)

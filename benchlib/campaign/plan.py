@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlib.campaign.ids import RunId
-from benchlib.axes import registry
+from benchlib.axis import AXES
 from benchlib.campaign.spec import CampaignSpec
 from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec
@@ -149,7 +149,7 @@ def _long_last_round(spec: CampaignSpec, runs: list[PlannedRun], source: str) ->
     if long_s <= spec.load.time_s:
         raise SpecError(f"{source}: load.stability_s = {long_s} is not longer than load.time_s = {spec.load.time_s}",
                         hint="stability_s is for a campaign of short runs: leave it out, or make it longer")
-    driven = [a.name for a in registry.AXES.values() if a.drives and a.is_in(spec)]
+    driven = [a.name for a in AXES.values() if a.drives and a.is_in(spec)]
     if driven or spec.load.rates:
         raise SpecError(f"{source}: load.stability_s lengthens closed-loop runs; this campaign has "
                         f"{f'a [{driven[0]}]' if driven else 'load.rates'}", hint="leave stability_s out")
@@ -163,14 +163,15 @@ def _long_last_round(spec: CampaignSpec, runs: list[PlannedRun], source: str) ->
 def _axis_variants(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str], source: str) -> dict[str, dict[str, list]]:
     """Per axis the campaign has (``benchlib.axes``, in registration order), per cluster the variants of it its runs
     take; axes that cannot run together are refused first, saying why."""
-    present = [a for a in registry.AXES.values() if a.is_in(spec)]
+    present = [a for a in AXES.values() if a.is_in(spec)]
     for a in present:
         for b in present:
             if b.name in a.excludes:
                 what = a.excludes[b.name]
                 raise SpecError(f"{source}: {a.apart}; {what} cannot run beside it",
                                 hint=f"a campaign of its own for {what}, or drop it here")
-    return {a.name: registry.resolve(a.plan)(spec, lab, clusters, source) for a in present if a.plan}
+    planned = {a.name: a.plan(spec, lab, clusters, source) for a in present}
+    return {name: variants for name, variants in planned.items() if variants is not None}
 
 
 def _applies(switch: str | None, topology: str, matrix: dict[str, list[Any]]) -> bool:

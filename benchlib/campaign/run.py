@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from benchlib.analysis import interference
-from benchlib.axes import registry
-from benchlib.axes.registry import RunContext
+from benchlib.axis import AXES, RunContext
 from benchlib.campaign.setup import RunSetup, dataset_tables, nodes_down
-from benchlib.sampling.session import sample
+from benchlib.campaign.sampling import sample
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
@@ -67,7 +66,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     from the lab over the load window is recorded (``interference``); with ``disturbed_above``, a run that lost more
     than that share of it is kept as DISTURBED with the evidence (statistics leave it out; the campaign redoes it).
     ``axes``: axis -> this run's variant, for the registered axes that act beside the load
-    (``benchlib.axes.registry.AxisRun``: the stale-read probe, the read split, one of your own): their probes sample
+    (``benchlib.axis.AxisRun``: the stale-read probe, the read split, one of your own): their probes sample
     with the run's, they start with the load, their watchdog can stop it, they join its result and stop after the
     catch-up; their tables are audited, their frames, raw files and manifest entries written with the run.
     """
@@ -79,8 +78,9 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     extra["warmup_s"] = warmup_s
     ctx = RunContext(lab, cluster, nodes, facts.system, opts, writer.run_id, axes=dict(axes or {}), driver=driver,
                      stall_s=stall_s)
-    contexts = {name: replace(ctx, variant=variant) for name, variant in ctx.axes.items() if registry.get(name).run}
-    hooks = {name: registry.resolve(registry.get(name).run)(c) for name, c in contexts.items()}
+    contexts = {name: replace(ctx, variant=variant) for name, variant in ctx.axes.items()}
+    built = {name: AXES.lookup(name).run(c) for name, c in contexts.items()}
+    hooks = {name: hook for name, hook in built.items() if hook is not None}
     extra.update({name: h.manifest() for name, h in hooks.items()})
     if warmup_s > 0:
         warm = driver.run(write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,

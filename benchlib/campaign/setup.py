@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlib import systems
 from benchlib.manifest import ClusterFacts, LabFacts
-from benchlib.sampling.session import Target
+from benchlib.campaign.sampling import Target
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.systems import semisync, sql

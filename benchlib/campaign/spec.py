@@ -79,7 +79,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
-from benchlib.axes import registry
+from benchlib import axis as axes
 from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec, load_lab_spec
 from benchlib.specs import Strict as _Strict
@@ -215,7 +215,7 @@ class CampaignSpec(_Strict):
             return data
         data = dict(data)
         given = dict(data.pop("axes", None) or {})
-        known = registry.tables()
+        known = axes.tables()
         unknown = sorted(set(given) - set(known))
         if unknown:
             raise ValueError(f"unknown axis tables {unknown} (axes with a table: {', '.join(known)})")
@@ -227,7 +227,7 @@ class CampaignSpec(_Strict):
             try:
                 validated[name] = raw if isinstance(raw, model) else model.model_validate(raw)
             except ValidationError as exc:
-                page = registry.AXES[name].docs
+                page = axes.AXES[name].docs
                 raise ValueError(f"[{name}] " + "; ".join(
                     f"{'.'.join(map(str, e['loc'])) or '(table)'}: "
                     + (f"unknown field (check the spelling; the fields are in {page})" if e["type"] == "extra_forbidden"
@@ -242,7 +242,7 @@ class CampaignSpec(_Strict):
         out = handler(self)
         if isinstance(out, dict):
             tables = out.pop("axes", None) or {}
-            for name in registry.tables():
+            for name in axes.tables():
                 out[name] = tables.get(name)
         return out
 

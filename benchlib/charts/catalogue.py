@@ -6,7 +6,6 @@ campaign has data for. ``benchlib.report`` publishes them; ``benchlib.studies`` 
 
 from __future__ import annotations
 
-import importlib
 import math
 from typing import Callable
 
@@ -17,7 +16,7 @@ import plotly.graph_objects as go
 from benchlib import charts
 from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
-from benchlib.axes import registry
+from benchlib.axis import AXES
 from benchlib.charts.left_out import LeftOut
 from benchlib.charts.theme import HEIGHT
 
@@ -55,7 +54,7 @@ def _latency(a):
 
 def _stability(a):
     """Each configuration's runs averaged second by second (one run: its own line), min-max band."""
-    if views.measured(a).empty and not a.failover.empty:
+    if views.measured(a).empty and not a.axis("fault").failover.empty:
         raise LeftOut("every run had a fault in its load: the failover timeline shows its throughput around the "
                       "fault instead")
     s = views.stability_by_config(a, min_s=MIN_STABILITY_S)
@@ -189,13 +188,11 @@ CAPTIONS: dict[str, Callable[[CampaignAnalysis], str]] = {
 
 
 def _axis_charts() -> None:
-    """Each axis's charts and captions (its ``charts`` module's ``CHARTS`` and ``CAPTIONS``), after the core ones, in
-    the axes' order."""
-    for axis in registry.AXES.values():
-        if axis.charts:
-            module = importlib.import_module(axis.charts)
-            CATALOGUE.update(module.CHARTS)
-            CAPTIONS.update(module.CAPTIONS)
+    """Each axis's charts and captions (``Axis.charts``), after the core ones, in the axes' order."""
+    for axis in AXES.values():
+        charts, captions = axis.charts()
+        CATALOGUE.update(charts)
+        CAPTIONS.update(captions)
 
 
 _axis_charts()

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from benchlib.errors import SpecError
 from benchlib.systems.replication import Names as ReplicationNames
 from benchlib.systems.semisync import Names as SemisyncNames
+from benchlib.plugin import Registry
 
 __all__ = ["Flavor", "FLAVORS", "get", "names", "register"]
 
@@ -78,20 +78,16 @@ class Flavor:
         return self.systems[topology]
 
 
-FLAVORS: dict[str, Flavor] = {}
+FLAVORS: Registry[Flavor] = Registry("server system", hint=lambda known: f"a local cluster's system is one of: "
+                                                                         f"{', '.join(sorted(known))}")
 
 
 def register(flavor: Flavor) -> Flavor:
-    FLAVORS[flavor.name] = flavor
-    return flavor
+    return FLAVORS.register(flavor)
 
 
 def get(name: str) -> Flavor:
-    try:
-        return FLAVORS[name]
-    except KeyError:
-        raise SpecError(f"unknown server system {name!r}", hint=f"a local cluster's system is one of: "
-                                                                 f"{', '.join(names())}") from None
+    return FLAVORS.lookup(name)
 
 
 def names() -> list[str]:

@@ -28,15 +28,15 @@ from benchlib.systems import get as get_system
 from benchlib.systems import semisync
 from benchlib.systems.replication import threads_running as replication_threads
 from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting
+from benchlib.plugin import Registry
 
 __all__ = ["REGISTRY", "ClusterContext", "Topology", "for_cluster", "recover_position", "register"]
 
-REGISTRY: dict[str, type["Topology"]] = {}  # topology name -> how to run it
+REGISTRY: Registry[type["Topology"]] = Registry("topology")  # topology name -> how to run it
 
 
 def register(cls: type["Topology"]) -> type["Topology"]:
-    REGISTRY[cls.name] = cls
-    return cls
+    return REGISTRY.register(cls)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from benchlib.errors import MissingDependencyError, NetworkError
 from benchlib.lab import procs
 from benchlib.lab.layout import Layout, NodePlan
 from benchlib.lab.state import list_labs, locked, read
+from benchlib.plugin import Registry
 
 INDEX_LOCK = Path("/run/lock/benchlib-net.lock") if Path("/run/lock").is_dir() else Path("/tmp/.benchlib-net.lock")
 
@@ -124,12 +125,11 @@ class LinkShaper:
         raise NotImplementedError
 
 
-SHAPERS: dict[str, type[LinkShaper]] = {}
+SHAPERS: Registry[type[LinkShaper]] = Registry("link shaper")
 
 
 def register(cls: type[LinkShaper]) -> type[LinkShaper]:
-    SHAPERS[cls.name] = cls
-    return cls
+    return SHAPERS.register(cls)
 
 
 def resolve_shaper(requested: str) -> str:

@@ -14,6 +14,7 @@ from benchlib.analysis import views
 from benchlib.analysis.campaign import CampaignAnalysis
 from benchlib.errors import BenchlibError
 from benchlib.studies.judge import mean_of, pick
+from benchlib.plugin import Registry
 
 __all__ = ["STUDIES", "STUDY_DIR", "Published", "Study", "StudyError", "commit_latency", "get", "register", "study_of"]
 
@@ -73,12 +74,12 @@ class Study:
                 "reproduction is judged on ratios and shapes, not on absolute TPS of different hardware.")
 
 
-STUDIES: dict[str, Study] = {}
+STUDIES: Registry[Study] = Registry("study", key=lambda s: s.id, error=StudyError,
+                                   hint=lambda known: f"studies: {', '.join(known)}")
 
 
 def register(study: Study) -> Study:
-    STUDIES[study.id] = study
-    return study
+    return STUDIES.register(study)
 
 
 def get(study: str) -> Study:

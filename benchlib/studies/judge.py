@@ -203,7 +203,7 @@ def stale_rate(a: CampaignAnalysis, **where: Any) -> pd.Series | None:
     ``system`` run fact, ``consistency`` the setting's name, any run parameter), pooled; None when there are none."""
     from benchlib.analysis.staleness import stale_fractions
 
-    reads = a.probe_reads
+    reads = a.axis("probe").probe_reads
     if reads.empty:
         return None
     runs = pick(a.runs[a.runs.status == "ok"], **{("read_consistency" if k == "consistency" else k): v

@@ -19,6 +19,7 @@ from benchlib.analysis import views
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 from benchlib.studies.base import Study, commit_latency
 from benchlib.studies.judge import mean_of, pick, ratio_row
+from benchlib.plugin import Registry
 
 __all__ = ["MEASURERS", "REFERENCE", "figures_of", "measurer", "reference"]
 
@@ -44,13 +45,12 @@ class Context:
 
 
 Measured = tuple[float, str]
-MEASURERS: dict[str, Callable[[Context, Any], Measured]] = {}
+MEASURERS: Registry[Callable[[Context, Any], Measured]] = Registry("measured quantity")
 
 
 def measurer(quantity: str):
     def register(fn: Callable[[Context, Any], Measured]) -> Callable[[Context, Any], Measured]:
-        MEASURERS[quantity] = fn
-        return fn
+        return MEASURERS.register(fn, quantity)
     return register
 
 
@@ -126,7 +126,8 @@ def _lag(c: Context, row) -> Measured:
     return value, "4 apply threads, heartbeat lag"
 
 
-MEASURERS["lag_max_s"] = MEASURERS["lag_min_s"] = _lag
+MEASURERS.register(_lag, "lag_max_s")
+MEASURERS.register(_lag, "lag_min_s")
 
 
 @measurer("catch_up_s")

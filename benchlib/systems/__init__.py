@@ -13,7 +13,7 @@ are in its module; the sampler's probes (``benchlib.sampling``) use them.
 What a system *is* (its title, failover promise, read-consistency settings, roles) is pure data in
 ``benchlib.catalogue``, which analysis may import; this registry holds what acts on its servers. Adding a system is
 one ``catalogue.register(SystemFacts(...))``, one ``register(System(...))`` here and its status probe in
-``benchlib.sampling.session.STATUS_PROBES``, not a chain of ifs.
+``benchlib.campaign.sampling.STATUS_PROBES``, not a chain of ifs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from benchlib import catalogue
-from benchlib.errors import SpecError
+from benchlib.plugin import Registry
 from benchlib.systems import aurora, failover, galera, group_replication, mariadb, mysql, positions, replication
 from benchlib.systems import invariants as inv
 from benchlib.systems.settings import Setting, SettingRules
@@ -83,7 +83,7 @@ class System:
         return [*COMMON_VARIABLES, *self.variables]
 
 
-SYSTEMS: dict[str, System] = {}
+SYSTEMS: Registry[System] = Registry("system", hint=lambda names: f"systems: {', '.join(sorted(names))}")
 
 #: SHOW GLOBAL STATUS counters every MySQL-family server has, sampled once a second on every node (raw, as counters;
 #: Threads_running and Threads_connected are gauges): statements by kind, handler and InnoDB row operations, data and
@@ -106,15 +106,11 @@ COMMON_VARIABLES = ("version", "sync_binlog", "innodb_flush_log_at_trx_commit", 
 
 
 def register(system: System) -> System:
-    SYSTEMS[system.name] = system
-    return system
+    return SYSTEMS.register(system)
 
 
 def get(name: str) -> System:
-    try:
-        return SYSTEMS[name]
-    except KeyError:
-        raise SpecError(f"unknown system {name!r}", hint=f"systems: {', '.join(sorted(SYSTEMS))}") from None
+    return SYSTEMS.lookup(name)
 
 
 def failover_of(name: str) -> failover.Failover | None:

@@ -191,7 +191,7 @@ def consistency():
 def test_each_read_consistency_is_costed_against_its_clusters_weakest_setting(consistency):
     """The writer under each setting against its own cluster's default, the load otherwise the same: a row per
     cluster, stronger setting, write rate and metric; the weakest setting never against itself."""
-    c = consistency.consistency_costs
+    c = consistency.axis("probe").consistency_costs
     runs = consistency.runs
     weakest = runs.drop_duplicates("cluster").set_index("cluster").default_consistency
     assert set(c.cluster) == {"async", "galera", "gr"}
@@ -214,8 +214,8 @@ def test_the_baseline_of_a_probe_campaign_is_matched_on_read_consistency(consist
 
 
 def test_stale_reads_in_words_say_the_fraction_the_cost_and_the_read_slowdown(consistency):
-    s = consistency.stale_reads
-    said = consistency.consistency_findings
+    s = consistency.axis("probe").stale_reads
+    said = consistency.axis("probe").consistency_findings
     assert len(said) == len(s) and set(s.rate) == {100, 300}
     before = next(x for x in said if x.startswith("gr BEFORE rate 300"))
     assert "against EVENTUAL, the writer's throughput" in before and "× EVENTUAL's" in before
@@ -237,12 +237,12 @@ def test_a_read_split_load_costs_the_readers_per_setting_and_against_async(read_
     a = read_split
     ok = a.runs[a.runs.status == "ok"]
     assert (ok.read_tps > 0).all() and (ok.read_lat_ms > 0).all() and (ok.read_threads == 2).all()
-    costs = a.consistency_costs
+    costs = a.axis("probe").consistency_costs
     for cluster, setting in (("galera", "wsrep_sync_wait=1"), ("gr", "BEFORE")):
         mine = costs[(costs.cluster == cluster) & (costs.setting == setting)]
         assert set(mine.metric) == {"tps", "lat_pctl_ms", "read_tps", "read_lat_ms"}, mine
     assert {"read_tps", "read_lat_ms"} <= set(a.comparisons.metric)
-    words = " ".join(a.consistency_findings)
+    words = " ".join(a.axis("probe").consistency_findings)
     assert "the read split's readers' throughput" in words and "the writer's throughput" in words
     said = [h for h in headline(a) if "on the nodes besides the write node (read split)" in h]
     assert len(said) == len(a.comparisons[a.comparisons.metric == "read_tps"]) >= 2 and all("95% interval" in h

@@ -28,7 +28,7 @@ def test_a_stalled_replica_serves_stale_eventual_reads_and_makes_causal_reads_wa
     m = read_manifest(result.path / result.plan[0].run_id).as_dict()["stall"]
     assert m["node"] == "async-3" and abs(m["held_s"] - STALL_S) < 0.5 and 2.5 < m["started_s"]
     a = analyze(result.path)
-    s = a.stall_summary.set_index("setting")
+    s = a.axis("stall").summary.set_index("setting")
     # as old as the stall, and no older than the run: on a busy machine (the suite runs two lab tests side by side)
     # the replica lags 1-3 s before and after the stall and takes seconds to apply the stall's backlog, so a read
     # just before the stall ends was 5.9-7.0 s stale and a causal read waited up to 9.0 s (4 s stall, two CPU hogs)

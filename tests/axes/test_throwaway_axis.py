@@ -1,6 +1,6 @@
-"""An axis of one's own is one module (``tests/axes/throwaway_axis.py``) registered once: a campaign with its table
-runs end to end on a real lab, its run hook writes its frame, its measure and finding are computed, and the report
-says its line; nothing else in benchlib names it."""
+"""An axis of one's own is one package (``tests/axes/uptime``) with one entry point: installed the way a third party's
+is, a campaign with its table runs end to end on a real lab, its run hook writes its frame, its measure and finding
+are computed, and the report says its line; nothing else in benchlib names it."""
 
 from __future__ import annotations
 
@@ -8,23 +8,20 @@ import html
 
 import pytest
 
-from benchlib.axes import registry
+from benchlib.axis import AXES
 from benchlib.campaign.runner import run_campaign
 from benchlib.analysis.campaign import analyze
 from benchlib.report import findings, publish
 from benchlib.store import read_manifest
-from tests.axes import throwaway_axis
+from tests.plugins import installed
 from tests.campaign.test_runner import write_campaign
 from tests.conftest import example_spec
 
 
 @pytest.fixture
-def uptime_axis():
-    axis = throwaway_axis.register_it()
-    try:
+def uptime_axis(tmp_path_factory):
+    with installed(tmp_path_factory.mktemp("site"), AXES, "uptime", "tests.axes.uptime:AXIS") as axis:
         yield axis
-    finally:
-        registry.unregister(axis.name)
 
 
 def test_a_throwaway_axis_runs_end_to_end_on_a_real_lab(labs, tmp_path, uptime_axis):
@@ -39,7 +36,7 @@ def test_a_throwaway_axis_runs_end_to_end_on_a_real_lab(labs, tmp_path, uptime_a
     assert set(a.runs.uptime_label) == {"a", "b"}  # its parameter, as the run store recorded it
     grew = a.measures("uptime")
     assert len(grew) == 2 and (grew.grew_s >= 1).all()  # the server was up through each 2 s load
-    assert a.uptime_growth.equals(grew)  # its analysis attribute
+    assert a.axis("uptime").measures is grew  # its analysis, computed once
     line = findings(a, result.path)["uptime"]
     assert line and line[0].startswith("the write node's uptime grew by a median")
     page = publish(result.path, notebooks=False, static=False).page.read_text()
@@ -52,7 +49,6 @@ def test_its_table_is_validated_and_refused_when_not_registered(tmp_path, uptime
 
     with pytest.raises(ValidationError, match=r"\[uptime\] label"):
         CampaignSpec.model_validate({"name": "x", "lab": "l", "uptime": {"label": []}})
-    registry.unregister("uptime")
+    AXES.unregister("uptime")
     with pytest.raises(ValidationError, match="uptime"):
         CampaignSpec.model_validate({"name": "x", "lab": "l", "uptime": {"label": ["a"]}})
-    throwaway_axis.register_it()

@@ -113,4 +113,4 @@ def test_the_catalogue_draws_the_four_consistency_charts_of_a_probe_campaign(con
     held = (c.tps_mean >= 0.95 * c.rate).all()
     assert ("latency" if held else "throughput") in plane["layout"]["yaxis"]["title"]["text"]
     # one point per cluster, setting and write rate
-    assert sum(len(t["x"]) for t in plane["data"] if t.get("mode") == "markers") == len(consistency.stale_reads)
+    assert sum(len(t["x"]) for t in plane["data"] if t.get("mode") == "markers") == len(consistency.axis("probe").stale_reads)

@@ -25,12 +25,12 @@ def test_the_catalogue_draws_the_failover_charts_and_leaves_the_throughput_ones_
     assert "failover timeline" in left_out["stability"]
     timeline = figs["failover_timeline"]
     panels = [a.text for a in timeline.layout.annotations if a.text and " unavailable " not in a.text]
-    assert len(failover.failover_summary) == 5 and len([p for p in panels if p.startswith(("gr", "galera", "mysql",
+    assert len(failover.axis("fault").summary) == 5 and len([p for p in panels if p.startswith(("gr", "galera", "mysql",
                                                                                            "semisync"))]) == 5
     shaded = [s for s in timeline.layout.shapes if s.fillcolor == "#d62728"]
     assert len(shaded) == 5  # each configuration's unavailability
     points = [t for t in figs["unavailability"].data if t.mode == "markers" and t.marker.symbol is None]
-    assert sum(len(t.x) for t in points) == len(failover.failover)  # every fault a dot
+    assert sum(len(t.x) for t in points) == len(failover.axis("fault").failover)  # every fault a dot
 
 
 def test_the_rejoin_chart_has_a_row_per_cluster_and_path():

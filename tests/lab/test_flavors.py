@@ -38,13 +38,14 @@ def test_a_flavour_says_what_it_does_not_run():
 
 
 @pytest.fixture
-def copied_flavor(monkeypatch):
+def copied_flavor():
     """A throwaway flavour registered the way a user's plugin would: MariaDB's server under another name, with
     its options in the ``[server]`` section (which mariadbd also reads) and replicas that run no triggers."""
     flavor = dataclasses.replace(flavors.get("mariadb"), name="mariadbx", title="MariaDB (test flavour)",
                                  section="server", replica_triggers=False)
-    monkeypatch.setitem(flavors.FLAVORS, flavor.name, flavor)
-    return flavor
+    flavors.FLAVORS.register(flavor)
+    yield flavor
+    flavors.FLAVORS.unregister(flavor.name)
 
 
 def test_a_registered_flavour_runs_a_real_lab_without_editing_the_lab_package(copied_flavor, fresh_labs):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from benchlib.sampling.session import build_sampling
+from benchlib.campaign.sampling import build_sampling
 from benchlib.sampling.status import StatusLog, gtid_seq
 from benchlib.schema import CLUSTER
 from tests.conftest import example_spec

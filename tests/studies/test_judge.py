@@ -77,7 +77,7 @@ def test_a_stale_rate_pools_the_reads_of_the_runs_picked(probed):
     from benchlib.studies.judge import stale_rate
 
     eventual = stale_rate(probed, system="group_replication", consistency="EVENTUAL")
-    both = probed.stale_reads.query("cluster == 'gr' and setting == 'EVENTUAL'")
+    both = probed.axis("probe").stale_reads.query("cluster == 'gr' and setting == 'EVENTUAL'")
     assert eventual["reads"] == both.reads.sum() and eventual["stale"] == both.stale.sum() > 0
     assert eventual["runs"] == both.runs.sum() and eventual["low"] <= eventual["fraction"] <= eventual["high"]
     assert stale_rate(probed, system="aurora") is None

@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from benchlib.axes.fault.sequences import ACTIONS, BUILT_IN, SINGLE, Step, check
-from benchlib.axes.registry import Axis, register
 from benchlib.specs import Strict
 
 __all__ = ["FaultPlan", "FaultSpec", "StepSpec"]
@@ -170,15 +169,3 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
             "reads_of_lost": led.get("reads_of_lost"),
             "fell_back_s": (m.get("semisync") or {}).get("fell_back_s"),
             "no_ack_commits": (m.get("semisync") or {}).get("no_ack_commits")}
-
-
-AXIS = register(Axis(
-    "fault", "faults, failover and lost writes", spec=FaultSpec, plan="benchlib.axes.fault.plan:variants",
-    drives="benchlib.axes.fault.run:execute_fault_run",
-    excludes={"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"},
-    apart="[fault] runs measure a fault with their own writer",
-    facts=_facts, facts_columns=("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
-                                 "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
-                                 "reads_of_lost", "fell_back_s", "no_ack_commits"),
-    analysis="benchlib.axes.fault.analysis", section="failover", report="benchlib.axes.fault.report:section",
-    report_first=True, charts="benchlib.axes.fault.charts", notebook="failover", docs="docs/campaigns/faults.md"))

@@ -1,17 +1,19 @@
 """The fault axis's analysis: per fault run what the fault cost (unavailability, new primary, lost writes, recovery:
-``benchlib.analysis.failover``), its distribution per configuration with intervals, and that in words. ``ATTRIBUTES``
-makes them attributes of a ``CampaignAnalysis`` (``a.failover``), computed once."""
+``benchlib.analysis.failover``), its distribution per configuration with intervals, and that in words. ``FaultAnalysis``
+is ``a.axis("fault")``: each computed once."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import cached_property
+from typing import Any
 
 import pandas as pd
 
 from benchlib.analysis import failover as measured
 from benchlib.analysis import failover_settings as settings
+from benchlib.axis import AxisAnalysis
 
-__all__ = ["ATTRIBUTES", "failover", "failover_findings", "failover_summary", "findings", "measures"]
+__all__ = ["FaultAnalysis", "failover", "failover_findings", "failover_summary"]
 
 
 def failover(a: Any) -> pd.DataFrame:
@@ -21,17 +23,32 @@ def failover(a: Any) -> pd.DataFrame:
 
 def failover_summary(a: Any) -> pd.DataFrame:
     """Per fault configuration: unavailability's distribution with intervals, lost writes with their bound."""
-    return measured.summary(a.failover)
+    return measured.summary(a.axis("fault").failover)
 
 
 def failover_findings(a: Any) -> list[str]:
     """The failover summary in words, a sentence per configuration, and the failover time against each swept setting
     that decides it beside its prediction ([] without fault runs)."""
-    return measured.in_words(a.failover_summary) + (settings.in_words(a.failover) if not a.failover.empty else [])
+    view = a.axis("fault")
+    return measured.in_words(view.summary) + (settings.in_words(view.failover) if not view.failover.empty else [])
 
 
-measures = failover
-findings = failover_findings
+class FaultAnalysis(AxisAnalysis):
+    """``a.axis("fault")``: ``failover`` (per fault run; also its ``measures``), ``summary`` (per configuration),
+    ``findings``."""
 
-ATTRIBUTES: dict[str, Callable[[Any], Any]] = {"failover": failover, "failover_summary": failover_summary,
-                                                 "failover_findings": failover_findings}
+    @cached_property
+    def failover(self) -> pd.DataFrame:
+        return failover(self.a)
+
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return self.failover
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        return failover_summary(self.a)
+
+    @cached_property
+    def findings(self) -> list[str]:
+        return failover_findings(self.a)

@@ -40,7 +40,7 @@ def section(a: Any, said: list[str]) -> str:
     out = (f'<h2 id="failover">Failover</h2><ul>{items}</ul><p class="how">{html.escape(how)}</p>'
            + (f"<p>What each system promises when the node taking writes fails:</p><ul>{promises}</ul>"
               if promises else ""))
-    s = a.failover_summary
+    s = a.axis("fault").summary
     from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
 
     keys = [c for c in s.columns if c in ("cluster", "fault", *LOAD_KEYS) or c.startswith(SETTING_PREFIXES)]
@@ -51,7 +51,7 @@ def section(a: Any, said: list[str]) -> str:
                                                           "lost_median", "lost_span_median_s", "reads_of_lost_total",
                                                           "fell_back_median_s", "no_ack_commits_median",
                                                           "recovered_95_median_s", "heal_median_s", "heal_how"]))
-    out += fold("Failover by run", table(a.failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
+    out += fold("Failover by run", table(a.axis("fault").failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
                                                         "new_primary_s", "acked", "failed", "unknown", "lost",
                                                         "lost_span_s", "reads_of_lost", "fell_back_s",
                                                         "no_ack_commits", "phantoms", "tps_before", "tps_lowest", "recovered_95_s",

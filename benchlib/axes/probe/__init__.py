@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import Field
 
-from benchlib.axes.registry import Axis, register
 from benchlib.specs import Strict
 
 __all__ = ["ProbeSpec"]
@@ -31,11 +30,3 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
     probe = m.get("probe") or {}
     return {"read_consistency": probe.get("consistency") if probe else None,
             "default_consistency": probe.get("default") if probe else None}
-
-
-AXIS = register(Axis("probe", "stale reads per read consistency", spec=ProbeSpec, plan="benchlib.axes.probe.plan:variants",
-                     run="benchlib.axes.probe.run:hook",
-                     facts=_facts, facts_columns=("read_consistency", "default_consistency"),
-                     analysis="benchlib.axes.probe.analysis", section="consistency",
-                     report="benchlib.axes.probe.report:section", charts="benchlib.axes.probe.charts",
-                     notebook="consistency"))

@@ -1,18 +1,20 @@
 """The probe axis's analysis: the stale reads per cluster and read consistency, what each setting costs the writer
 (and a read split's readers) against the cluster's weakest, and both in words. Each function takes the campaign's
-``CampaignAnalysis``; ``ATTRIBUTES`` makes them its attributes (``a.stale_reads``), computed once."""
+``CampaignAnalysis``; ``ProbeAnalysis`` is ``a.axis("probe")`` (``a.axis("probe").stale_reads``), each computed once."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from benchlib.analysis.comparisons import consistency_costs_of, set_by_consistency_of
 from benchlib.analysis.runs import column_is, config_columns
+from benchlib.axis import AxisAnalysis
 
-__all__ = ["ATTRIBUTES", "consistency_costs", "consistency_findings", "findings", "measures", "probe_reads",
+__all__ = ["ProbeAnalysis", "consistency_costs", "consistency_findings", "probe_reads",
            "set_by_consistency", "stale_reads", "weakest"]
 
 
@@ -49,12 +51,12 @@ def stale_reads(a: Any) -> pd.DataFrame:
     that had the probe; empty when none had."""
     from benchlib.analysis.staleness import stale_fractions
 
-    reads = a.probe_reads
+    reads = a.axis("probe").probe_reads
     if reads.empty:
         return pd.DataFrame()
     ok = a.runs[a.runs.status == "ok"]
     varying = [c for c in config_columns(a.param_columns) if c in reads and c not in
-               ("cluster", "topology", *a.set_by_consistency) and ok[c].nunique() > 1]
+               ("cluster", "topology", *a.axis("probe").set_by_consistency) and ok[c].nunique() > 1]
     return stale_fractions(reads, ["cluster", "setting", *varying])
 
 
@@ -73,7 +75,8 @@ def consistency_findings(a: Any) -> list[str]:
     the same cluster's weakest setting (``staleness.in_words``); [] without the probe."""
     from benchlib.analysis.staleness import configuration_columns, in_words
 
-    s, costs = a.stale_reads, a.consistency_costs
+    view = a.axis("probe")
+    s, costs = view.stale_reads, view.consistency_costs
     if s.empty:
         return []
     keys = [k for k in configuration_columns(s) if k != "setting"]  # the load a setting's row is matched on
@@ -84,16 +87,48 @@ def consistency_findings(a: Any) -> list[str]:
     out = []
     for _, row in s.iterrows():
         weak = same_load(s, row)
-        weak = weak[weak.setting == a.weakest.get(row.cluster)]
+        weak = weak[weak.setting == a.axis("probe").weakest.get(row.cluster)]
         mine = same_load(costs[costs.setting == row.setting], row) if not costs.empty else costs
         out.append(in_words(row, mine, weak.iloc[0] if len(weak) else None))
     return out
 
 
-measures = stale_reads
-findings = consistency_findings
+class ProbeAnalysis(AxisAnalysis):
+    """``a.axis("probe")``: the probe's reads, the stale reads per configuration (also its ``measures``), what each
+    read consistency costs, and both in words (also its ``findings``)."""
 
-#: what this axis adds to a CampaignAnalysis, by attribute name
-ATTRIBUTES: dict[str, Callable[[Any], Any]] = {
-    "probe_reads": probe_reads, "set_by_consistency": set_by_consistency, "weakest": weakest,
-    "stale_reads": stale_reads, "consistency_costs": consistency_costs, "consistency_findings": consistency_findings}
+    @cached_property
+    def probe_reads(self) -> pd.DataFrame:
+        return probe_reads(self.a)
+
+    @cached_property
+    def set_by_consistency(self) -> list[str]:
+        return set_by_consistency(self.a)
+
+    @cached_property
+    def weakest(self) -> dict[str, str]:
+        return weakest(self.a)
+
+    @cached_property
+    def stale_reads(self) -> pd.DataFrame:
+        return stale_reads(self.a)
+
+    @cached_property
+    def consistency_costs(self) -> pd.DataFrame:
+        return consistency_costs(self.a)
+
+    @cached_property
+    def consistency_findings(self) -> list[str]:
+        return consistency_findings(self.a)
+
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return self.stale_reads
+
+    @cached_property
+    def decided(self) -> list[str]:
+        return [k for k in self.set_by_consistency if k != "consistency"]
+
+    @cached_property
+    def findings(self) -> list[str]:
+        return self.consistency_findings

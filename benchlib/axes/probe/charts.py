@@ -21,8 +21,8 @@ def _staleness(a):
 
 
 def _plane(a):
-    if len(a.stale_reads) > probe_views.MAX_STALE_ROWS:
-        raise LeftOut(f"{len(a.stale_reads)} configurations with the stale-read probe: too many points for one plane",
+    if len(a.axis("probe").stale_reads) > probe_views.MAX_STALE_ROWS:
+        raise LeftOut(f"{len(a.axis('probe').stale_reads)} configurations with the stale-read probe: too many points for one plane",
                       hint="a campaign that varies the read consistency and a few loads (examples/campaigns/"
                            "consistency.toml); the table 'What each setting costs the writer' has them all")
     points, metric = probe_views.consistency_costs(a)

@@ -21,14 +21,14 @@ def section(a: Any, said: list[str]) -> str:
            "the read consistency named. A read is stale when it returns a value older than one already acknowledged "
            "(or read) before it was sent (Jepsen's definition); staleness is how long the first value it missed had "
            "been known. Intervals take runs as the unit.")
-    s = a.stale_reads
+    s = a.axis("probe").stale_reads
     keys = [c for c in configuration_columns(s) if c not in ("cluster", "setting")]
     by_config = table(s, ["cluster", "setting", *keys, "runs", "reads", "stale", "fraction", "low", "high",
                        "staleness_ms_p50", "staleness_ms_p99", "staleness_ms_max", "read_ms_p50", "read_ms_p99",
                        "wait_ms_p50", "failed"])
     out = (f"<h2>Stale reads</h2><ul>{items}</ul><p class=\"how\">{html.escape(how)}</p>"
            + fold("Stale reads by configuration", by_config))
-    costs = a.consistency_costs
+    costs = a.axis("probe").consistency_costs
     if not costs.empty:
         split = costs.metric.astype(str).str.startswith("read_").any()
         whom = "the writer and the read split's readers" if split else "the writer"

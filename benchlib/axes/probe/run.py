@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchlib.axes.registry import AxisRun, RunContext
+from benchlib.axis import AxisRun, RunContext
 from benchlib.sampling.stale_reads import TABLE, StaleReadProbe
 from benchlib.systems import consistency
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from benchlib.axes.registry import AxisRun, RunContext
+from benchlib.axis import AxisRun, RunContext
 from benchlib.schema import READ_INTERVALS
 from benchlib.sysbench.options import READ_SPLIT, SysbenchOptions
 from benchlib.sysbench.process import LoadResult

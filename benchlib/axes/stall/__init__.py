@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from benchlib.axes.registry import Axis, register
 from benchlib.specs import Strict
 
 __all__ = ["StallPlan", "StallSpec"]
@@ -50,10 +49,3 @@ def _facts(m: dict[str, Any]) -> dict[str, Any]:
     s = m.get("stall") or {}
     return {"stalled_node": s.get("node"), "stalled_for_s": s.get("held_s"), "stalled_from_s": s.get("started_s"),
             "stalled_to_s": s.get("ended_s")}
-
-
-AXIS = register(Axis("stall", "a replica's applier stalled under the load", spec=StallSpec, docs="docs/campaigns/faults.md",
-                     plan="benchlib.axes.stall.plan:variants", run="benchlib.axes.stall.run:hook",
-                     excludes={"fault": "[fault]"}, apart="a stall is measured beside the load, a fault run drives its own",
-                     facts=_facts, facts_columns=("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s"),
-                     analysis="benchlib.axes.stall.analysis"))

@@ -2,17 +2,19 @@
 probe's reads on that node. Per run: its reads, the share that were stale and the stalest (how long the first value it
 missed had been known), and how long a causal read waited; per configuration (cluster, read consistency, stall
 length) the same pooled, the share with its Wilson interval over the reads (the runs of one configuration are alike:
-one replica, one stall). ``ATTRIBUTES`` makes them ``a.stall`` and ``a.stall_summary``."""
+one replica, one stall). ``StallAnalysis`` makes them ``a.axis("stall").measures`` and ``.summary``."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import cached_property
+from typing import Any
 
 import pandas as pd
 
 from benchlib.analysis.staleness import wilson
+from benchlib.axis import AxisAnalysis
 
-__all__ = ["ATTRIBUTES", "findings", "measures", "summary"]
+__all__ = ["StallAnalysis", "findings", "measures", "summary"]
 
 
 def measures(a: Any) -> pd.DataFrame:
@@ -46,7 +48,7 @@ def measures(a: Any) -> pd.DataFrame:
 def summary(a: Any) -> pd.DataFrame:
     """Per cluster, read consistency and stall length: the stalled replica's stale share with its 95% interval, the
     stalest read and the longest causal wait over the runs."""
-    m = a.stall
+    m = a.axis("stall").measures
     if m.empty:
         return pd.DataFrame()
     rows = []
@@ -65,7 +67,7 @@ def summary(a: Any) -> pd.DataFrame:
 def findings(a: Any) -> list[str]:
     """A sentence per configuration: what the stalled replica served."""
     out = []
-    for r in a.stall_summary.itertuples():
+    for r in a.axis("stall").summary.itertuples():
         if r.reads == 0:
             out.append(f"{r.cluster}: the probe read nothing on {r.node} while its applier stood still")
             continue
@@ -81,4 +83,17 @@ def findings(a: Any) -> list[str]:
     return out
 
 
-ATTRIBUTES: dict[str, Callable[[Any], Any]] = {"stall": measures, "stall_summary": summary}
+class StallAnalysis(AxisAnalysis):
+    """``a.axis("stall")``: ``measures`` (per run), ``summary`` (per configuration), ``findings``."""
+
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return measures(self.a)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        return summary(self.a)
+
+    @cached_property
+    def findings(self) -> list[str]:
+        return findings(self.a)

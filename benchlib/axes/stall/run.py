@@ -12,7 +12,7 @@ from typing import Any
 import pymysql
 
 from benchlib import systems
-from benchlib.axes.registry import AxisRun, RunContext
+from benchlib.axis import AxisRun, RunContext
 from benchlib.errors import BenchlibError
 from benchlib.systems import sql
 

@@ -1,6 +1,7 @@
-"""A throwaway axis, registered the way any axis is (one module): its spec table ``[uptime]``, a planner, a run hook
-that writes one frame, one analysis measure and one report line. ``tests/axes/test_throwaway_axis.py`` runs a campaign
-with it on a real lab."""
+"""A throwaway axis, a package of its own declared the way any axis is (one entry point, ``uptime =
+"tests.axes.uptime:AXIS"`` in the group ``benchlib.axes``): its spec table ``[uptime]``, a planner, a run hook that
+writes one frame, one analysis measure and one report line. ``tests/axes/test_throwaway_axis.py`` installs the entry
+point (a distribution's metadata in a temporary folder on ``sys.path``) and runs a campaign with it on a real lab."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import pandas as pd
 from pydantic import Field
 
-from benchlib.axes.registry import Axis, AxisRun, RunContext, register
+from functools import cached_property
+
+from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
 from benchlib.schema import Column, Schema
 from benchlib.specs import Strict
 from benchlib.systems import sql
@@ -83,11 +86,30 @@ def findings(a: Any) -> list[str]:
     return [f"the write node's uptime grew by a median {m.grew_s.median():.0f} s over {len(m)} runs"] if len(m) else []
 
 
-ATTRIBUTES = {"uptime_growth": measures}
+class UptimeAnalysis(AxisAnalysis):
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return measures(self.a)
 
-AXIS = Axis("uptime", "the write node's uptime", spec=UptimeSpec, plan=f"{__name__}:variants", run=f"{__name__}:hook",
-            frames=(UPTIME,), analysis=__name__)
+    @cached_property
+    def findings(self) -> list[str]:
+        return findings(self.a)
 
 
-def register_it() -> Axis:
-    return register(AXIS)
+class UptimeAxis(Axis):
+    name = "uptime"
+    title = "the write node's uptime"
+    spec = UptimeSpec
+    frames = (UPTIME,)
+
+    def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]]:
+        return variants(spec, lab, clusters, source)
+
+    def run(self, ctx: RunContext) -> AxisRun:
+        return hook(ctx)
+
+    def analysis(self, a: Any) -> AxisAnalysis:
+        return UptimeAnalysis(a)
+
+
+AXIS = UptimeAxis()

@@ -161,7 +161,7 @@ def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every
 def sample(lab: "Lab", targets: list[Target], *, write_every: float = 0.1, read_every: float = 0.02,
            extra: list[Probe] | None = None) -> LabSampling:
     """The sampling of ``targets``; ``extra``: probes of the run's axes (the stale-read probe, ...:
-    ``benchlib.axes.registry.AxisRun.probes``), prepared."""
+    ``benchlib.axis.AxisRun.probes``), prepared."""
     clock = time.monotonic
     log = StatusLog()
     heartbeats: dict[str, Heartbeat] = {}

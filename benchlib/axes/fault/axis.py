@@ -1,0 +1,61 @@
+"""The fault axis as benchlib registers it (the entry point ``benchlib.axes.fault.axis:AXIS``): what it has,
+and where its planner, run hook, analysis, charts and report are (imported when used)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib.axes.fault import FaultSpec, _facts
+from benchlib.axis import Axis, AxisAnalysis
+
+__all__ = ["AXIS", "FaultAxis"]
+
+
+class FaultAxis(Axis):
+    """Faults, failover and lost writes: a fault run drives its own writer and schedule (``benchlib.axes.fault.run``)."""
+
+    name = "fault"
+    title = "faults, failover and lost writes"
+    order = 30
+    spec = FaultSpec
+    drives = True
+    excludes = {"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"}
+    apart = "[fault] runs measure a fault with their own writer"
+    facts_columns = ("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
+                     "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
+                     "reads_of_lost", "fell_back_s", "no_ack_commits")
+    section = "failover"
+    report_first = True
+    notebook = "failover"
+    docs = "docs/campaigns/faults.md"
+
+    def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]]:
+        from benchlib.axes.fault.plan import variants
+
+        return variants(spec, lab, clusters, source)
+
+    def drive(self, lab: Any, cluster: str, options: Any, writer: Any, variant: Any, **run: Any) -> Any:
+        from benchlib.axes.fault.run import execute_fault_run
+
+        return execute_fault_run(lab, cluster, options, writer, variant, **run)
+
+    def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        return _facts(manifest)
+
+    def analysis(self, a: Any) -> AxisAnalysis:
+        from benchlib.axes.fault.analysis import FaultAnalysis
+
+        return FaultAnalysis(a)
+
+    def charts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        from benchlib.axes.fault import charts
+
+        return charts.CHARTS, charts.CAPTIONS
+
+    def report(self, a: Any, said: list[str]) -> str | None:
+        from benchlib.axes.fault.report import section
+
+        return section(a, said)
+
+
+AXIS = FaultAxis()

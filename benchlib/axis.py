@@ -1,0 +1,240 @@
+"""Campaign axes: what an axis is, and the registry everything asks instead of knowing an axis.
+
+An **axis** is something a campaign adds to its runs beyond the settings matrix: the stale-read probe and its read
+consistency, the read split, the fault, the sustained-throughput search, the stalled replica, or an axis of a user's
+own. Each is a subclass of ``Axis`` in a package of its own (``benchlib/axes/<name>/``), whose instance is declared
+as an entry point of the group ``benchlib.axes`` (benchlib's own in its ``pyproject.toml``; a third party's in its
+package's) and registered in ``AXES`` when first asked for. An ``Axis`` says, as typed attributes and methods:
+
+- its **spec table** (``[name]`` in a campaign spec, validated by ``spec``) and whether a campaign has it
+  (``active``);
+- its **planner** (``plan``: per cluster the list of its variants; a variant gives ``identity()``, part of the
+  configuration's key, ``params()``, what the run store records as the run's parameters, and optionally
+  ``load_settings()``, settings the load runs under);
+- what **cannot run beside it** (``excludes``: the other axis -> how a spec asks for it, ``apart``: why);
+- what a **run** does for it: ``run`` gives a hook beside the run's load (``AxisRun``), or, for an axis that
+  ``drives``, ``drive`` executes the whole run (the fault run: its own writer and schedule);
+- its **records**: the frame schemas its runs write (``frames``), the columns of the campaign's ``runs`` table it
+  reads from a manifest (``facts``);
+- its **analysis** (``analysis(a)``: an ``AxisAnalysis`` of the campaign, ``a.axis(name)``, with at least
+  ``measures`` and ``findings``), its **charts** and its **report section**.
+
+The methods import the axis's lab-side and analysis-side modules when called: this module, the registry and the
+analysis that asks them never import lab code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import pandas as pd
+from pydantic import BaseModel
+
+from benchlib.errors import SpecError
+from benchlib.plugin import Registry
+from benchlib.schema import FRAMES, Schema
+
+__all__ = ["AXES", "Axis", "AxisAnalysis", "AxisRun", "RunContext", "fact_columns", "frame_schemas", "run_facts",
+           "tables"]
+
+
+class AxisAnalysis:
+    """What an axis adds to a campaign's analysis (``a.axis(name)``): its ``measures`` (a frame) and ``findings`` (in
+    words); an axis's own subclass adds what else it computes, each computed once."""
+
+    def __init__(self, a: Any):
+        self.a = a
+
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return pd.DataFrame()
+
+    @cached_property
+    def findings(self) -> list[str]:
+        return []
+
+    @cached_property
+    def decided(self) -> list[str]:
+        """Run parameters another of its parameters decides (GR's ``gr_consistency``, set by the read consistency):
+        a configuration is named once, by the deciding one."""
+        return []
+
+
+class Axis:
+    """An axis: override what it has (the defaults: no spec table, no variants, no hook, no records, no analysis)."""
+
+    name: ClassVar[str]  # its key: a planned run's variant (PlannedRun.axes), its entry in a run's manifest
+    title: ClassVar[str]  # for people
+    order: ClassVar[int] = 100  # where its part joins a configuration's key (built-ins 10-50; yours after them)
+    spec: ClassVar[type[BaseModel] | None] = None  # its table's schema ([name] in a campaign spec)
+    #: another axis -> how a campaign spec asks for it ("[probe]"): the two cannot run together, because ``apart``
+    excludes: ClassVar[dict[str, str]] = {}
+    apart: ClassVar[str] = ""
+    drives: ClassVar[bool] = False  # it executes its runs itself (``drive``) instead of hooking the throughput run
+    frames: ClassVar[tuple[Schema, ...]] = ()  # the frames its runs write
+    facts_columns: ClassVar[tuple[str, ...]] = ()  # its columns of the ``runs`` table
+    section: ClassVar[str] = ""  # the key of its findings in the report's (default: its name)
+    report_first: ClassVar[bool] = False  # its section comes before the throughput findings (it says what runs were)
+    notebook: ClassVar[str] = ""  # its analysis notebook (notebooks/NAME.ipynb), run for a campaign that has it
+    docs: ClassVar[str] = "docs/campaigns/spec.md"  # the page that documents its table: a bad field points there
+    asked: ClassVar[str] = ""  # how a campaign spec asks for it, when not by its table (``sustained = true``)
+
+    # -- the campaign spec ---------------------------------------------------------------------------------------
+    def active(self, spec: Any) -> bool:
+        """Whether the campaign ``spec`` has this axis (default: it has the axis's table)."""
+        return spec.axes.get(self.name) is not None
+
+    def is_in(self, spec: Any) -> bool:
+        return bool(self.active(spec))
+
+    def table(self, spec: Any) -> Any:
+        """Its validated table of ``spec`` (None: the campaign has none)."""
+        return spec.axes.get(self.name)
+
+    def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]] | None:
+        """Per cluster, its variants (None: it adds none to the planned runs)."""
+        return None
+
+    # -- a run ---------------------------------------------------------------------------------------------------
+    def run(self, ctx: RunContext) -> AxisRun | None:
+        """Its hook beside a throughput run's load (None: nothing to do in a run)."""
+        return None
+
+    def drive(self, lab: Any, cluster: str, options: Any, writer: Any, variant: Any, **run: Any) -> Any:
+        """Executes a whole run of this axis (``drives``); returns the run's result."""
+        raise NotImplementedError(f"the {self.name} axis does not drive its runs")
+
+    # -- its records ---------------------------------------------------------------------------------------------
+    def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Its columns of the ``runs`` table from one run's manifest (a dict)."""
+        return {}
+
+    # -- analysis and publishing ---------------------------------------------------------------------------------
+    def analysis(self, a: Any) -> AxisAnalysis:
+        """What it adds to the analysis ``a`` (``a.axis(name)``)."""
+        return AxisAnalysis(a)
+
+    def charts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Its chart catalogue entries (name -> (title, builder)) and captions (name -> caption(a))."""
+        return {}, {}
+
+    def report(self, a: Any, said: list[str]) -> str | None:
+        """Its HTML section of the report page (None: its findings as a list)."""
+        return None
+
+
+@dataclass
+class RunContext:
+    """What a run hook is given: the lab, the cluster and its nodes (the write node first), the load, the run, the
+    axis's variant for this run and every axis's (``axes``), the load driver and the watchdog's limit, and
+    ``outside()``: why the whole run must stop now (a node down or silent), set once sampling runs."""
+
+    lab: Any
+    cluster: str
+    nodes: list[str]
+    system: str
+    options: Any  # SysbenchOptions
+    run_id: str
+    variant: Any = None
+    axes: dict[str, Any] = field(default_factory=dict)
+    driver: Any = None
+    stall_s: float = 10.0
+    outside: Callable[[], str | None] = lambda: None
+
+
+class AxisRun:
+    """What an axis does beside a throughput run's load, step by step in the run's order; every step is optional
+    (the defaults do nothing)."""
+
+    def probes(self) -> list[Any]:
+        """Probes the run's sampler runs beside its own, prepared (started before the load, stopped after the
+        catch-up)."""
+        return []
+
+    def start(self) -> None:
+        """Just before the load starts."""
+
+    def failed(self) -> str | None:
+        """Asked during the load by its watchdog: why the run must stop now (None: it goes on)."""
+        return None
+
+    def join(self, loaded: Any) -> Any:
+        """Right after the load: the load's result (``sysbench.process.LoadResult``), failed when this axis's side
+        of it failed."""
+        return loaded
+
+    def stop(self) -> str | None:
+        """After the catch-up; a reason when what the axis measured failed the run."""
+        return None
+
+    def tables(self) -> list[str]:
+        """Tables of its own the consistency audit after the run compares across nodes."""
+        return []
+
+    def excused(self) -> list[tuple[str, float, float]]:
+        """(node, start, end) on time.monotonic: what the axis did to that node on purpose then (a stalled applier)
+        is no breach of the run's mode (``benchlib.systems.invariants``)."""
+        return []
+
+    def frames(self, origin: float) -> dict[str, pd.DataFrame]:
+        """Frames to write in the run folder (kinds registered by the axis); times relative to ``origin`` (the
+        sampler's start, on time.monotonic)."""
+        return {}
+
+    def raws(self) -> dict[str, str]:
+        """Raw text files to keep in the run folder (file name -> text)."""
+        return {}
+
+    def manifest(self) -> dict[str, Any]:
+        """What the run's manifest records under the axis's name (asked before the load and after it)."""
+        return {}
+
+    def close(self) -> None:
+        """Always called at the end of the run (connections, threads)."""
+
+
+class AxisRegistry(Registry[Axis]):
+    """The axes, in their ``order``; registering one registers its frames."""
+
+    def register(self, item: Axis, name: str | None = None) -> Axis:
+        super().register(item, name)
+        for schema in item.frames:
+            FRAMES[schema.name] = schema
+        return item
+
+    def unregister(self, name: str) -> Axis | None:
+        axis = super().unregister(name)
+        for schema in axis.frames if axis else ():
+            FRAMES.pop(schema.name, None)
+        return axis
+
+
+#: every axis, in their order (the order their parts join a configuration's key); loaded from the entry points
+AXES = AxisRegistry("axis", group="benchlib.axes", order=lambda axis: axis.order, error=SpecError,
+                    hint=lambda names: f"axes: {', '.join(names)}")
+
+
+def frame_schemas() -> dict[str, Schema]:
+    """Every frame kind a run may write, the axes' own among them."""
+    AXES.load()
+    return FRAMES
+
+
+def tables() -> dict[str, type[BaseModel]]:
+    """The spec tables of the registered axes: table name -> schema."""
+    return {a.name: a.spec for a in AXES.values() if a.spec is not None}
+
+
+def run_facts(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Every axis's columns of the ``runs`` table from one manifest."""
+    out: dict[str, Any] = {}
+    for axis in AXES.values():
+        out.update(axis.facts(manifest))
+    return out
+
+
+def fact_columns() -> tuple[str, ...]:
+    return tuple(c for a in AXES.values() for c in a.facts_columns)
