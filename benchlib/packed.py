@@ -157,7 +157,7 @@ def write_pack(campaign: Path, runs: list[PackedRun], generation: int, tmp_prefi
         _write(pa.table({"run_id": [r.run_id for r in runs],
                          "status": [str(r.manifest.get("status")) for r in runs],
                          "frames_at": [json.dumps(a, sort_keys=True) for a in at],
-                         "manifest": [json.dumps(m, sort_keys=True, default=str) for m in stripped]}),
+                         "manifest": [json.dumps(m, sort_keys=True) for m in stripped]}),
                tmp / "runs.parquet")
         raws = [(r.run_id, name, text) for r in runs for name, text in sorted(r.raw.items())]
         _write(pa.table({"run_id": pa.array([x[0] for x in raws], pa.string()),
@@ -167,7 +167,7 @@ def write_pack(campaign: Path, runs: list[PackedRun], generation: int, tmp_prefi
             "pack_format": PACK_FORMAT, "generation": generation, "runs": len(runs),
             "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "time_columns": {"unit": "microseconds", **{k: v for k, v in time_columns.items() if v}},
-            "common": common}, indent=1, sort_keys=True, default=str))
+            "common": common}, indent=1, sort_keys=True))
         if final.exists():
             raise StoreError(f"{final} appeared while this pack was written: not overwriting it")
         os.rename(tmp, final)

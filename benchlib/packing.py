@@ -108,7 +108,7 @@ def unpack_run(run_dir: str | Path, dest: str | Path) -> Path:
         pq.write_table(table, tmp / f"{kind}.parquet", compression="zstd")
     for name, text in record.raw.items():
         (tmp / "raw" / name).write_text(text)
-    (tmp / "manifest.json").write_text(json.dumps(record.manifest, indent=2, sort_keys=True, default=str))
+    (tmp / "manifest.json").write_text(json.dumps(record.manifest, indent=2, sort_keys=True))
     os.rename(tmp, dest)
     return dest
 

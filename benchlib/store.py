@@ -108,7 +108,11 @@ class RunWriter:
             "frames": sorted(self.frames),
             **extra,
         }
-        text = json.dumps(manifest, indent=2, sort_keys=True, default=str)
+        try:
+            Manifest.model_validate(manifest)  # typed before it is written: a record readers would refuse fails here
+        except ValueError as exc:
+            raise StoreError(f"run {self.run_id}: its manifest does not validate: {exc}") from None
+        text = json.dumps(manifest, indent=2, sort_keys=True, default=_recordable)
         self._check(text, "manifest.json")
         (self.tmp / "manifest.json").write_text(text)
         if self.final.exists():
@@ -135,6 +139,31 @@ class RunWriter:
 
     def abandon(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _recordable(obj: Any) -> Any:
+    """What JSON has no word for, as a manifest records it: a path as its text, a numpy number as the number, a
+    record (a dataclass, a pydantic model) as its fields, a set as a sorted list. Anything else is refused, naming
+    its type: no object silently becomes its ``str()``."""
+    import dataclasses
+    import enum
+
+    from pydantic import BaseModel
+
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and type(obj).__module__ == "numpy":
+        return obj.item()
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=str)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    raise StoreError(f"a manifest cannot record a {type(obj).__module__}.{type(obj).__qualname__} ({obj!r:.80})",
+                     hint="convert it to numbers, text, lists or dicts where the run records it")
 
 
 @dataclass

@@ -137,3 +137,26 @@ def test_a_format_2_manifest_reads_with_typed_sub_records_absent_where_it_had_no
     with pytest.raises(KeyError):
         m.ledger["nope"]
     assert Manifest.of(m.as_dict()) == m  # written as it reads
+
+
+def test_a_manifest_is_typed_before_it_is_written_and_records_no_object_as_its_str(tmp_path):
+    import numpy as np
+    from pathlib import Path
+
+    w = RunWriter(tmp_path, "r001", {"threads": 8})
+    done = w.finish(where=Path("/x/y"), n=np.int64(3), share=np.float64(0.5), flags={"b", "a"})
+    m = json.loads((done / "manifest.json").read_text())
+    assert (m["where"], m["n"], m["share"], m["flags"]) == ("/x/y", 3, 0.5, ["a", "b"])
+
+    class Opaque:
+        pass
+
+    w = RunWriter(tmp_path, "r002", {})
+    with pytest.raises(StoreError, match=r"cannot record a .*Opaque"):
+        w.finish(odd=Opaque())
+    w.abandon()
+    w = RunWriter(tmp_path, "r003", {})
+    with pytest.raises(StoreError, match="r003: its manifest does not validate"):
+        w.finish(lab="not a table")  # the Manifest's lab is a table: a reader would refuse this record
+    w.abandon()
+    assert [p.name for p in list_runs(tmp_path)] == ["r001"]

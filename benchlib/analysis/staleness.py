@@ -162,7 +162,7 @@ def _pct(x: float) -> str:
 
 def in_words(row: pd.Series, costs: pd.DataFrame | None = None, weakest: pd.Series | None = None) -> str:
     """One configuration's stale reads as a sentence (a row of ``stale_fractions`` by cluster and setting); with
-    ``costs`` (its rows of ``CampaignAnalysis.consistency_costs``: metric, ratio, ci_low, ci_high, weakest) what the
+    ``costs`` (its rows of ``a.axis("probe").consistency_costs``: metric, ratio, ci_low, ci_high, weakest) what the
     setting cost the writer, and with ``weakest`` (the weakest setting's row) how much slower its reads were."""
     extra = [f"{k} {row[k]:g}" if isinstance(row[k], float) else f"{k} {row[k]}" for k in configuration_columns(row)
              if k not in ("cluster", "setting") and pd.notna(row[k])]

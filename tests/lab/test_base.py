@@ -1,4 +1,5 @@
-"""Both labs implement the ``Lab`` protocol: every member, with the protocol's parameters."""
+"""Every kind of lab implements the ``Lab`` protocol: every member, with the protocol's parameters (the embedded
+lab, a remote lab, a lab benchlib provisioned on real hosts)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,25 @@ import pytest
 
 from benchlib.lab.base import Lab
 from benchlib.lab.lab import LocalLab
+from benchlib.provision.lab import ProvisionedLab
 from benchlib.remote.lab import RemoteLab
+
+LABS = [LocalLab, RemoteLab, ProvisionedLab]
 
 MEMBERS = sorted(n for n in dir(Lab) if not n.startswith("_") or n == "__init__") + sorted(Lab.__annotations__)
 METHODS = sorted(n for n, v in vars(Lab).items() if callable(v) and not n.startswith("_"))
 
 
-@pytest.mark.parametrize("cls", [LocalLab, RemoteLab])
+@pytest.mark.parametrize("cls", LABS)
 def test_every_protocol_member_is_there(cls):
     missing = [n for n in {*METHODS, "spec", *Lab.__annotations__}
                if not hasattr(cls, n) and n not in getattr(cls, "__annotations__", {})
                and n not in inspect.signature(cls.__init__).parameters and n not in ("name",)]
     assert not missing, f"{cls.__name__} lacks {missing}"
-    assert cls.kind in ("local", "remote")
+    assert cls.kind in ("local", "remote", "provisioned")
 
 
-@pytest.mark.parametrize("cls", [LocalLab, RemoteLab])
+@pytest.mark.parametrize("cls", LABS)
 @pytest.mark.parametrize("method", METHODS)
 def test_methods_take_the_protocol_parameters(cls, method):
     """Each parameter of the protocol's method is there, of the same kind (positional or keyword-only); a lab
@@ -38,16 +42,23 @@ def test_methods_take_the_protocol_parameters(cls, method):
                for q in extra), f"{cls.__name__}.{method} needs parameters the protocol does not give: {extra}"
 
 
-@pytest.mark.parametrize("control, protocol", [("LocalFaults", "FaultControl"), ("LocalProxy", "ProxyControl")])
-def test_the_embedded_labs_capabilities_take_their_protocols_parameters(control, protocol):
-    """What a lab offers beyond the core (``faults()``, ``proxy()``) implements its capability's protocol."""
-    from benchlib.lab import base, capabilities
+@pytest.mark.parametrize("control, protocol", [("benchlib.lab.capabilities:LocalFaults", "FaultControl"),
+                                              ("benchlib.lab.capabilities:LocalProxy", "ProxyControl"),
+                                              ("benchlib.provision.lab:ProvisionedFaults", "FaultControl")])
+def test_each_lab_s_capabilities_take_their_protocols_parameters(control, protocol):
+    """What a lab offers beyond the core (``faults()``, ``proxy()``) implements its capability's protocol: the
+    embedded lab's faults and proxy, a provisioned lab's faults."""
+    import importlib
 
-    proto, cls = getattr(base, protocol), getattr(capabilities, control)
+    from benchlib.lab import base
+
+    module, _, name = control.partition(":")
+    proto, cls = getattr(base, protocol), getattr(importlib.import_module(module), name)
     for method in sorted(n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")):
+        assert hasattr(cls, method), f"{name} has no {method}"
         want = inspect.signature(getattr(proto, method)).parameters
         have = inspect.signature(getattr(cls, method)).parameters
-        assert list(want) == [n for n in have if n in want], f"{control}.{method}"
+        assert list(want) == [n for n in have if n in want], f"{name}.{method}"
 
 
 def test_the_lab_core_is_small_and_a_remote_lab_offers_no_faults_saying_why():

@@ -90,8 +90,12 @@ def _replicates(lab, cluster: str, value: int) -> None:
     for n in nodes[1:]:
         while True:
             with lab.connect(n) as conn:
-                if sql.query(conn, "SELECT id FROM benchlib.conformance WHERE id = %s", (value,)):
-                    break
+                try:
+                    if sql.query(conn, "SELECT id FROM benchlib.conformance WHERE id = %s", (value,)):
+                        break
+                except pymysql.err.ProgrammingError as exc:  # the replica has not applied the CREATE TABLE yet
+                    if exc.args[0] != 1146:
+                        raise
             assert time.monotonic() < deadline, f"{n} has not applied the write of {nodes[0]}"
             time.sleep(0.2)
 
