@@ -28,25 +28,47 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from benchlib.errors import SpecError
 from benchlib.plugin import Registry
 from benchlib.schema import FRAMES, Schema
 
-__all__ = ["AXES", "Axis", "AxisAnalysis", "AxisRun", "RunContext", "fact_columns", "frame_schemas", "run_facts",
-           "tables"]
+__all__ = ["AXES", "Axis", "AxisAnalysis", "AxisRecord", "AxisRun", "RunContext", "fact_columns", "frame_schemas",
+           "run_facts", "tables"]
+
+
+class AxisRecord(BaseModel):
+    """What a run's manifest records under an axis's name, typed (``Axis.record``): validated when the run is
+    written and when it is read; read by attribute or, like a plain table, by key."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in type(self).model_fields or key in (self.model_extra or {}):
+            return getattr(self, key)
+        return default
 
 
 class AxisAnalysis:
     """What an axis adds to a campaign's analysis (``a.axis(name)``): its ``measures`` (a frame) and ``findings`` (in
     words); an axis's own subclass adds what else it computes, each computed once."""
 
+    axis: ClassVar[str] = ""  # the axis it is the analysis of
+
     def __init__(self, a: Any):
         self.a = a
+
+    @classmethod
+    def of(cls, a: Any) -> Self:
+        """``a.axis(...)`` of its axis, typed as this class: ``FaultAnalysis.of(a).summary``."""
+        view = a.axis(cls.axis)
+        if not isinstance(view, cls):
+            raise TypeError(f"the {cls.axis} axis's analysis is a {type(view).__name__}, not a {cls.__name__}")
+        return view
 
     @cached_property
     def measures(self) -> pd.DataFrame:
@@ -81,6 +103,8 @@ class Axis:
     notebook: ClassVar[str] = ""  # its analysis notebook (notebooks/NAME.ipynb), run for a campaign that has it
     docs: ClassVar[str] = "docs/campaigns/spec.md"  # the page that documents its table: a bad field points there
     asked: ClassVar[str] = ""  # how a campaign spec asks for it, when not by its table (``sustained = true``)
+    #: what a run's manifest records under its name, typed (None: it records nothing, or nothing typed yet)
+    record: ClassVar[type[BaseModel] | None] = None
 
     # -- the campaign spec ---------------------------------------------------------------------------------------
     def active(self, spec: Any) -> bool:
@@ -108,6 +132,16 @@ class Axis:
         raise NotImplementedError(f"the {self.name} axis does not drive its runs")
 
     # -- its records ---------------------------------------------------------------------------------------------
+    def recorded(self, manifest: Any) -> Any:
+        """Its entry of a run's manifest (a dict or a ``Manifest``) as its typed ``record``; None where the run
+        has none. Raises ``ValueError`` (pydantic's) when the entry does not validate."""
+        entry = manifest.get(self.name) if isinstance(manifest, dict) else getattr(manifest, self.name, None)
+        if not entry:
+            return None
+        if self.record is None or isinstance(entry, self.record):
+            return entry
+        return self.record.model_validate(entry.model_dump() if isinstance(entry, BaseModel) else entry)
+
     def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Its columns of the ``runs`` table from one run's manifest (a dict)."""
         return {}

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
+from pydantic import ValidationError
 
 from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
@@ -108,10 +109,15 @@ class RunWriter:
             "frames": sorted(self.frames),
             **extra,
         }
+        where = ""
         try:
             Manifest.model_validate(manifest)  # typed before it is written: a record readers would refuse fails here
-        except ValueError as exc:
-            raise StoreError(f"run {self.run_id}: its manifest does not validate: {exc}") from None
+            for axis in axes.AXES.values():  # and each axis's entry by its own record
+                where = f"{axis.name}."
+                axis.recorded(manifest)
+        except ValidationError as exc:
+            said = "; ".join(f"{where}{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise StoreError(f"run {self.run_id}: its manifest does not validate: {said}") from None
         text = json.dumps(manifest, indent=2, sort_keys=True, default=_recordable)
         self._check(text, "manifest.json")
         (self.tmp / "manifest.json").write_text(text)

@@ -1,5 +1,6 @@
-"""The type checker's gate where records flow (``[tool.mypy] files`` in pyproject.toml: the store, the manifest, the
-campaign spec and plan, the catalogue, the analysis): mypy finds no error there."""
+"""The type checker's gate where records flow (``[tool.mypy] files`` in pyproject.toml: the plug-in registry and the
+axes, the store, the manifest, the campaign runner, the sampler, the catalogue, the analysis): mypy finds no error
+there."""
 
 from __future__ import annotations
 

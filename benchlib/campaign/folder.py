@@ -57,7 +57,8 @@ class CampaignFolder:
         fd = self._flock()
         record = path / "campaign.json"
         if record.exists():
-            old = read_campaign_record(path).model_dump(mode="json")
+            found = read_campaign_record(path)
+            old = found.model_dump(mode="json") if found is not None else {}
             if upgrade is not None:
                 old = upgrade(old)
             if {k: old.get(k) for k in description} != description:

@@ -76,7 +76,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     nodes, write_node, facts, extra = setup.nodes, setup.write_node, setup.facts, setup.extra
     driver = lab.load_driver()
     extra["warmup_s"] = warmup_s
-    ctx = RunContext(lab, cluster, nodes, facts.system, opts, writer.run_id, axes=dict(axes or {}), driver=driver,
+    ctx = RunContext(lab, cluster, nodes, str(facts.system), opts, writer.run_id, axes=dict(axes or {}), driver=driver,
                      stall_s=stall_s)
     contexts = {name: replace(ctx, variant=variant) for name, variant in ctx.axes.items()}
     built = {name: AXES.lookup(name).run(c) for name, c in contexts.items()}

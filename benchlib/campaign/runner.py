@@ -181,7 +181,8 @@ class CampaignSession:
         if self.before_run:
             self.before_run(lab, run)
         writer = RunWriter(self.folder.path, run.run_id, run.params, secrets=lab.secrets())
-        hook = (lambda iv: self.on_interval(lab, run, iv)) if self.on_interval else None
+        on_interval = self.on_interval
+        hook = (lambda iv: on_interval(lab, run, iv)) if on_interval is not None else None
         spec = self.campaign
         guard = spec.interference
         redos = self.folder.attempts_of(run.run_id, status="disturbed")
@@ -218,7 +219,7 @@ class CampaignSession:
             again = redos < guard.max_redos
             self.folder.event("disturbed", run_id=run.run_id, reason=manifest.reason, attempt=redos + 1,
                               interference=manifest.interference, redo=again)
-            self.progress.say(f"run {run.run_id} disturbed: {manifest.reason.removeprefix('DISTURBED: ')}; " + (
+            self.progress.say(f"run {run.run_id} disturbed: {(manifest.reason or '').removeprefix('DISTURBED: ')}; " + (
                 "redone before its round closes" if again else
                 f"left out after {redos + 1} attempts (its round is one run short; rerunning the campaign tries "
                 "again)"))

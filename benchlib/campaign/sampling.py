@@ -127,8 +127,9 @@ class LabSampling:
         reason ``give_up()`` returns (checked twice a second), e.g. a node that stopped answering."""
         next_check = time.monotonic()
         while time.monotonic() - end < timeout:
-            bounds = [hb.catch_up_bounds(end) for hb in self.heartbeats.values()]
-            if all(b is not None for b in bounds):
+            found = [hb.catch_up_bounds(end) for hb in self.heartbeats.values()]
+            bounds = [b for b in found if b is not None]
+            if len(bounds) == len(found):
                 return (max((b[0] for b in bounds), default=0.0), max((b[1] for b in bounds), default=0.0))
             if give_up is not None and time.monotonic() >= next_check:
                 next_check = time.monotonic() + 0.5

@@ -16,6 +16,7 @@ import pandas as pd
 from benchlib.campaign.folder import CampaignError, CampaignFolder
 from benchlib.campaign.ids import RunId
 from benchlib.campaign.progress import Progress
+from benchlib.manifest import Manifest
 from benchlib.campaign.plan import PlannedRun, PlannedSearch
 from benchlib.campaign.spec import CampaignSpec
 
@@ -38,9 +39,9 @@ class SearchDriver:
         s = self.search
         return f"{s.cluster} {s.workload} t{s.threads}" + "".join(f" {k}={v}" for k, v in s.settings.items())
 
-    def _probes(self) -> dict[tuple[int, int], dict[str, Any]]:
+    def _probes(self) -> dict[tuple[int, int], Manifest]:
         """The stored runs of this search: (rate, repetition) -> manifest."""
-        out = {}
+        out: dict[tuple[int, int], Manifest] = {}
         for m in self.folder.manifests().values():
             p = m.params
             if p.get("search") == self.search.key:

@@ -162,7 +162,7 @@ class RunSetup:
         """The setup of a run on ``cluster``, its dataset prepared; the failed run's folder instead when a node is
         down or does not serve queries within ``serving_timeout`` (the reason names it)."""
         facts = lab.facts(cluster)
-        setup = cls(lab, cluster, lab.cluster_nodes(cluster), facts, systems.get(facts.system), opts, writer)
+        setup = cls(lab, cluster, lab.cluster_nodes(cluster), facts, systems.get(str(facts.system)), opts, writer)
         refused = nodes_down(lab, setup.nodes) or wait_serving(lab, setup.nodes, timeout=serving_timeout)
         if refused:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())

@@ -85,7 +85,9 @@ def server_offset(conn: Any, samples: int = 5, pause_s: float = 0.0) -> Offset:
             if k and pause_s:
                 time.sleep(pause_s)
             est.add(*sample_server_clock(cur))
-    return est.estimate()
+    found = est.estimate()
+    assert found is not None  # samples >= 1
+    return found
 
 
 class ClockProbe(Probe):
@@ -96,7 +98,7 @@ class ClockProbe(Probe):
         self.name, self.connect, self.nodes, self.log, self.clock = "clocks", connect, nodes, log, clock
         self.interval_s, self.wall, self.lane = interval_s, wall, "clocks"
         self.estimators = {n: OffsetEstimator(window=60) for n in nodes}
-        self.conns = {}
+        self.conns: dict[str, Any] = {}
 
     def setup(self) -> None:
         self.conns = {n: self.connect(n) for n in self.nodes}
@@ -108,10 +110,12 @@ class ClockProbe(Probe):
             with conn.cursor() as cur:
                 self.estimators[n].add(*sample_server_clock(cur, self.wall))
             best = self.estimators[n].estimate()
-            self.log.add(self.clock(), n, "clock_offset_ms", best.offset_s * 1000)
+            if best is not None:
+                self.log.add(self.clock(), n, "clock_offset_ms", best.offset_s * 1000)
 
     def offsets(self) -> dict[str, Offset]:
-        return {n: e.estimate() for n, e in self.estimators.items() if e.estimate() is not None}
+        found = {n: e.estimate() for n, e in self.estimators.items()}
+        return {n: o for n, o in found.items() if o is not None}
 
     def close(self) -> None:
         for c in self.conns.values():

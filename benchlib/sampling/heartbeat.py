@@ -117,7 +117,7 @@ class HeartbeatReader(Probe):
         self.name, self.interval_s, self.offset_s = f"heartbeat-reader:{node}", interval_s, offset_s
         self.lane = "heartbeat-readers"
         self.connect, self.node, self.log, self.clock = connect, node, log, clock
-        self.last = None
+        self.last: int | None = None
         self.prev_poll = np.nan
         log.seen[node] = {}
 
@@ -186,7 +186,7 @@ class HeartbeatReader(Probe):
 class Heartbeat:
     """A writer on ``writer`` and readers on ``readers``; ``trigger_on`` names MariaDB replicas."""
 
-    def __init__(self, connect: Connect, writer: str, readers: list[str], *, trigger_on: set[str] = frozenset(),
+    def __init__(self, connect: Connect, writer: str, readers: list[str], *, trigger_on: set[str] | frozenset[str] = frozenset(),
                  write_every: float = 0.1, read_every: float = 0.02, clock: Callable[[], float] | None = None):
         self.log = HeartbeatLog()
         self.clock = clock or time.monotonic

@@ -151,8 +151,9 @@ def host_metrics(texts: dict[str, str | None]) -> list[Metric]:
     for path, parse in (("/proc/stat", parse_stat), ("/proc/loadavg", parse_loadavg),
                         ("/proc/diskstats", parse_diskstats), ("/proc/net/dev", parse_net_dev),
                         (FREQ_FILES, parse_freq)):
-        if texts.get(path):
-            out += parse(texts[path])
+        text = texts.get(path)
+        if text:
+            out += parse(text)
     for kind in ("cpu", "io", "memory"):
         text = texts.get(f"/proc/pressure/{kind}")
         if text:

@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 #: how a probe reaches a node: node name -> a new connection (pymysql, DictCursor, autocommit)
-Connect = Callable[[str], Any]
+Connect = Callable[..., Any]  # (node, *, timeout=...) -> a connection
 
 
 class Probe:
@@ -108,7 +108,7 @@ class Sampler:
                     wake.wait(0.5)  # until another probe wakes us (or a periodic re-check)
                     rearm()
                     continue
-                i = min(pending, key=pending.get)
+                i = min(pending, key=lambda k: pending[k])
                 wait = pending[i] - self.now()
                 if wait > 0 and wake.wait(wait):
                     rearm()

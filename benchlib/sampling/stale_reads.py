@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 import pymysql
@@ -135,7 +135,7 @@ class _Reader(_RandomPhase):
         self._schedule(rate, seed)
         self.connect, self.node, self.log, self.clock, self.setting = connect, node, log, clock, setting
         self.timeout = timeout
-        self.conn = None
+        self.conn: Any = None
 
     def setup(self) -> None:
         self.conn = self.connect(self.node)
@@ -213,7 +213,7 @@ class StaleReadProbe:
         # rate; readers that never wait share one (``_Readers``); each at a random moment of every period
         self.readers = [_Reader(connect, r, self.log, clock, setting, options.read_rate, options.wait_timeout_s, i + 1)
                         for i, r in enumerate(readers)]
-        self.reading: list[Probe] = (self.readers if setting.waits or len(self.readers) < 2 else
+        self.reading: list[Probe] = (list(self.readers) if setting.waits or len(self.readers) < 2 else
                                      [_Readers(self.readers, options.read_rate, 0)])
 
     def prepare(self, timeout: float = 10.0) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 import pymysql
@@ -103,7 +103,7 @@ class ClusterProbe(Probe):
                  interval_s: float = 0.25):
         self.connect, self.nodes, self.log, self.clock, self.interval_s = connect, nodes, log, clock, interval_s
         self.lane = "status"
-        self.conns = {}
+        self.conns: dict[str, Any] = {}
 
     def setup(self) -> None:
         self.conns = {n: self.connect(n) for n in self.nodes}
@@ -225,7 +225,7 @@ class LivenessProbe(Probe):
         self.name, self.connect, self.node, self.clock, self.interval_s = f"alive:{node}", connect, node, clock, interval_s
         self.log = log
         self.lane = None  # its own thread: never waits behind another node
-        self.conn = None
+        self.conn: Any = None
         self.answered = clock()
 
     def setup(self) -> None:
@@ -260,7 +260,7 @@ class SemisyncWatch(Probe):
                  interval_s: float = 0.2):
         self.name, self.connect, self.node, self.log, self.clock = f"semisync:{node}", connect, node, log, clock
         self.interval_s, self.lane = interval_s, None
-        self.conn = None
+        self.conn: Any = None
         self.off = False
 
     def sample(self, t: float) -> None:

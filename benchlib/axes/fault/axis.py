@@ -7,6 +7,7 @@ from typing import Any
 
 from benchlib.axes.fault import FaultSpec, _facts
 from benchlib.axis import Axis, AxisAnalysis
+from benchlib.manifest import FaultRecord
 
 __all__ = ["AXIS", "FaultAxis"]
 
@@ -24,6 +25,7 @@ class FaultAxis(Axis):
     facts_columns = ("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
                      "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
                      "reads_of_lost", "fell_back_s", "no_ack_commits")
+    record = FaultRecord
     section = "failover"
     report_first = True
     notebook = "failover"

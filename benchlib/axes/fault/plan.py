@@ -50,7 +50,7 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
     unknown = sorted(set(wanted) - set(clusters))
     if unknown:
         raise refuse(f"fault.failover names {unknown}, not clusters of this campaign", f"clusters: {clusters}")
-    out: dict[str, list[FaultPlan | None]] = {}
+    out: dict[str, list[FaultPlan]] = {}
     for c in clusters:
         system = lab.system_of(c)
         how = catalogue.get(system)
@@ -62,7 +62,7 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                              f"leave {c} out of fault.failover")
             promote = False  # "promote" for the whole campaign: the clusters that have none of their own
         size = lab.clusters[c].node_count
-        plans: list[FaultPlan | None] = []
+        plans: list[FaultPlan] = []
         seen: set[tuple[str, str]] = set()
         for kind, target, rejoin in itertools.product(f.kind, f.target, f.rejoin if f.rejoin_at_s else ["auto"]):
             steps = steps_of(kind, target, f.duration_s, own)

@@ -94,7 +94,7 @@ class FaultRun(Controller):
         if not isinstance(setup, RunSetup):
             return setup
         self.setup = setup
-        self.how = systems.failover_of(setup.facts.system)
+        self.how = systems.failover_of(str(setup.facts.system))
         self.schedule = schedule_of(plan, setup.nodes)
         self.fault = self.schedule[0].fault
         control = lab.faults()
@@ -298,7 +298,7 @@ class FaultRun(Controller):
                                 hint="benchlib lab status shows the nodes; benchlib lab heal retries; the campaign "
                                      "resumes when rerun", detail=exc.detail) from None
         self.healed = {"restarted": restarted, "how": how, "s": time.monotonic() - heal_t0}
-        self.events.add("heal", ",".join(restarted), "; ".join(self.healed["how"]) or "nothing to heal",
+        self.events.add("heal", ",".join(restarted), "; ".join(how) or "nothing to heal",
                         t=time.monotonic())
 
     # -- audit: every acknowledged write on the survivor, the same data on every node -----------------------------

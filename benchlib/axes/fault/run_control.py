@@ -5,14 +5,44 @@ cut off from its cluster stays with it until the cut ends (``benchlib.sampling.l
 
 from __future__ import annotations
 
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
 from benchlib.axes.fault.run_records import RELEASED, Planned, words
 from benchlib.errors import BenchlibError
+
+if TYPE_CHECKING:
+    from benchlib.axes.fault import FaultPlan
 
 __all__ = ["Controller"]
 
 
 class Controller:
-    """The controller's steps, as methods of the ``FaultRun`` they act for."""
+    """The controller's steps, as methods of the ``FaultRun`` they act for (what they use of it, typed here)."""
+
+    lab: Any
+    cluster: str
+    plan: "FaultPlan"
+    control: Any  # the lab's FaultControl
+    setup: Any  # the run's RunSetup
+    how: Any  # the system's Failover (None: benchlib knows none)
+    clock: Callable[[], float]
+    events: Any  # run_records.Events
+    errors: list[str]
+    t_fault: float | None
+    lost_at: float | None
+    lost_by: str
+    steps_done: list[dict[str, Any]]
+    promotion: dict[str, Any] | None
+    serving: str
+    stop: threading.Event
+    schedule: list[Planned]
+    ledger: Any
+
+    @property
+    def automatic(self) -> bool:  # FaultRun's: whether the system fails over by itself
+        raise NotImplementedError
+    router: Any
 
     def do_step(self, p: Planned, begin: float) -> bool:
         """One step of the fault, now (it was due at ``begin + at_s``); False when the lab could not do it (the run

@@ -138,7 +138,7 @@ def semisync_summary(log: Any, node: str, t_fault: float | None, lost_at: float 
     if not on:  # no semi-sync running when the fault came (an async primary has the plugin, switched off)
         return None
     no_tx = [(t, v) for t, m, v in rows if m == "semisync_no_tx"]
-    end = lost_at if lost_at is not None and lost_at > t_fault else float("inf")
+    end = lost_at if lost_at is not None and t_fault is not None and lost_at > t_fault else float("inf")
     before = [v for t, v in no_tx if t <= t_fault]
     during = [v for t, v in no_tx if t_fault < t <= end]
     off = next((t for t, v in status if t > t_fault and v == 0.0), None)

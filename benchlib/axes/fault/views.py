@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
+from benchlib.axes.fault.analysis import FaultAnalysis
 
 __all__ = ["failover_runs", "failover_summary", "failover_timeline", "rejoins", "unavailability_by_setting",
            "unavailability_runs", "unavailability_summary"]
@@ -21,9 +22,9 @@ def _fault_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
     out["topology"] = out.cluster.map(a.runs.drop_duplicates("cluster").set_index("cluster").topology)
     from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
 
-    keys = [c for c in a.axis("fault").summary.columns if c in out.columns and (
+    keys = [c for c in FaultAnalysis.of(a).summary.columns if c in out.columns and (
         c == "cluster" or c in LOAD_KEYS or c.startswith(SETTING_PREFIXES))]
-    many = "fault" in out and a.axis("fault").failover.fault.nunique() > 1
+    many = "fault" in out and FaultAnalysis.of(a).failover.fault.nunique() > 1
     out["label"] = [fault_label(r, keys).removesuffix(f" ({r['fault']})") + (f" {r['fault']}" if many else "")
                     for _, r in out.iterrows()]
     return out
@@ -31,10 +32,10 @@ def _fault_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
 
 def failover_runs(a: CampaignAnalysis) -> pd.DataFrame:
     """Every fault run's measures with its configuration's ``label`` and ``topology`` (the unavailability chart)."""
-    if a.axis("fault").failover.empty:
+    if FaultAnalysis.of(a).failover.empty:
         raise AnalysisError("no fault runs in this campaign", hint="add a [fault] table to the campaign spec "
                                                                  "(examples/campaigns/failover.toml)")
-    return _fault_labels(a, a.axis("fault").failover)
+    return _fault_labels(a, FaultAnalysis.of(a).failover)
 
 
 def _proxies(df: pd.DataFrame) -> list[str]:
@@ -57,7 +58,7 @@ def unavailability_runs(a: CampaignAnalysis) -> pd.DataFrame:
 def failover_summary(a: CampaignAnalysis) -> pd.DataFrame:
     """The per-configuration failover summary with ``label`` and ``topology``."""
     failover_runs(a)
-    return _fault_labels(a, a.axis("fault").summary)
+    return _fault_labels(a, FaultAnalysis.of(a).summary)
 
 
 def unavailability_summary(a: CampaignAnalysis) -> pd.DataFrame:

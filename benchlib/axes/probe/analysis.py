@@ -97,6 +97,8 @@ class ProbeAnalysis(AxisAnalysis):
     """``a.axis("probe")``: the probe's reads, the stale reads per configuration (also its ``measures``), what each
     read consistency costs, and both in words (also its ``findings``)."""
 
+    axis = "probe"
+
     @cached_property
     def probe_reads(self) -> pd.DataFrame:
         return probe_reads(self.a)

@@ -7,6 +7,7 @@ from typing import Any
 
 from benchlib.axes.probe import ProbeSpec, _facts
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
+from benchlib.manifest import ProbeRecord
 
 __all__ = ["AXIS", "ProbeAxis"]
 
@@ -19,6 +20,7 @@ class ProbeAxis(Axis):
     order = 10
     spec = ProbeSpec
     facts_columns = ("read_consistency", "default_consistency")
+    record = ProbeRecord
     section = "consistency"
     notebook = "consistency"
 

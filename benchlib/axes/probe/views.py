@@ -8,6 +8,7 @@ import pandas as pd
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis
 from benchlib.analysis.campaign import config_label as label
 from benchlib.analysis.views import _varying, measured
+from benchlib.axes.probe.analysis import ProbeAnalysis
 
 __all__ = ["MAX_STALE_ROWS", "consistency_costs", "stale_reads", "staleness"]
 
@@ -34,11 +35,11 @@ def stale_reads(a: CampaignAnalysis, *, pooled: bool | None = None) -> pd.DataFr
     campaign varied."""
     from benchlib.analysis.staleness import stale_fractions
 
-    s = a.axis("probe").stale_reads
+    s = ProbeAnalysis.of(a).stale_reads
     if s.empty:
         raise AnalysisError("no stale-read probe in this campaign", hint="add a [probe] table to the campaign spec")
     if pooled or (pooled is None and len(s) > MAX_STALE_ROWS):
-        s = stale_fractions(a.axis("probe").probe_reads, ["cluster", "setting"])
+        s = stale_fractions(ProbeAnalysis.of(a).probe_reads, ["cluster", "setting"])
     return _consistency_labels(a, s)
 
 
@@ -48,8 +49,8 @@ def staleness(a: CampaignAnalysis) -> pd.DataFrame:
     from benchlib.analysis.staleness import configuration_columns
 
     s = stale_reads(a, pooled=False)
-    keys = configuration_columns(a.axis("probe").stale_reads)
-    r = a.axis("probe").probe_reads
+    keys = configuration_columns(ProbeAnalysis.of(a).stale_reads)
+    r = ProbeAnalysis.of(a).probe_reads
     r = r[r.stale.fillna(False).astype(bool)].copy()
     for k in keys:
         if isinstance(r[k].dtype, pd.CategoricalDtype):
@@ -75,11 +76,11 @@ def consistency_costs(a: CampaignAnalysis) -> tuple[pd.DataFrame, str]:
     from benchlib.analysis.staleness import configuration_columns
 
     s = stale_reads(a, pooled=False)
-    costs = a.axis("probe").consistency_costs
+    costs = ProbeAnalysis.of(a).consistency_costs
     c = a.configs
     held = "rate" in c and c.rate.notna().all() and (c.tps_mean >= (1 - SHORT_OF_RATE) * c.rate).all()
     metric = "lat_pctl_ms" if held else "tps"
-    keys = configuration_columns(a.axis("probe").stale_reads)
+    keys = configuration_columns(ProbeAnalysis.of(a).stale_reads)
     c = costs[costs.metric == metric] if not costs.empty else pd.DataFrame(columns=[*keys, "ratio"])
     c = c.rename(columns={"ci_low": "ratio_low", "ci_high": "ratio_high", "verdict": "ratio_verdict"})
     keys = [k for k in keys if k in c.columns]
@@ -87,5 +88,5 @@ def consistency_costs(a: CampaignAnalysis) -> tuple[pd.DataFrame, str]:
         if column not in c:
             c[column] = pd.Series(dtype=float)
     out = s.merge(c[[*keys, "ratio", "ratio_low", "ratio_high", "ratio_verdict", "weakest"]], on=keys, how="left")
-    out.loc[out.ratio.isna() & out.cluster.map(a.axis("probe").weakest).eq(out.setting), "ratio"] = 1.0
+    out.loc[out.ratio.isna() & out.cluster.map(ProbeAnalysis.of(a).weakest).eq(out.setting), "ratio"] = 1.0
     return out.dropna(subset=["ratio"]), metric

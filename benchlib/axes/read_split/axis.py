@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.axis import Axis, AxisRun, RunContext
+from benchlib.manifest import ReadSplitRecord
 
 __all__ = ["AXIS", "ReadSplitAxis"]
 
@@ -15,6 +16,7 @@ class ReadSplitAxis(Axis):
     title = "the read split"
     order = 20
     asked = "load.read_threads"
+    record = ReadSplitRecord
 
     def active(self, spec: Any) -> bool:
         return bool(spec.load.read_threads > 0)

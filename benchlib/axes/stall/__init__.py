@@ -12,9 +12,10 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from benchlib.axis import AxisRecord
 from benchlib.specs import Strict
 
-__all__ = ["StallPlan", "StallSpec"]
+__all__ = ["StallPlan", "StallRecord", "StallSpec"]
 
 
 class StallSpec(Strict):
@@ -44,8 +45,22 @@ class StallPlan:
         return {"stall_s": self.duration_s}
 
 
-def _facts(m: dict[str, Any]) -> dict[str, Any]:
+class StallRecord(AxisRecord):
+    """What a run's manifest records of its stall (``stall``): the node, the plan, how, and when its applier really
+    stood still (sampler clock; None when the stall never began)."""
+
+    node: str
+    at_s: float
+    duration_s: float
+    how: str = ""
+    started_s: float | None = None
+    ended_s: float | None = None
+    held_s: float | None = None
+
+
+def _facts(s: StallRecord | None) -> dict[str, Any]:
     """The stalled node and how long its applier really stood still (None without a stall)."""
-    s = m.get("stall") or {}
-    return {"stalled_node": s.get("node"), "stalled_for_s": s.get("held_s"), "stalled_from_s": s.get("started_s"),
-            "stalled_to_s": s.get("ended_s")}
+    if s is None:
+        return dict.fromkeys(("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s"))
+    return {"stalled_node": s.node, "stalled_for_s": s.held_s, "stalled_from_s": s.started_s,
+            "stalled_to_s": s.ended_s}

@@ -86,6 +86,8 @@ def findings(a: Any) -> list[str]:
 class StallAnalysis(AxisAnalysis):
     """``a.axis("stall")``: ``measures`` (per run), ``summary`` (per configuration), ``findings``."""
 
+    axis = "stall"
+
     @cached_property
     def measures(self) -> pd.DataFrame:
         return measures(self.a)

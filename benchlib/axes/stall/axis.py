@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.axes.stall import StallSpec, _facts
+from benchlib.axes.stall import StallRecord, StallSpec, _facts
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
 
 __all__ = ["AXIS", "StallAxis"]
@@ -22,6 +22,7 @@ class StallAxis(Axis):
     excludes = {"fault": "[fault]"}
     apart = "a stall is measured beside the load, a fault run drives its own"
     facts_columns = ("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s")
+    record = StallRecord
 
     def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]]:
         from benchlib.axes.stall.plan import variants
@@ -34,7 +35,7 @@ class StallAxis(Axis):
         return hook(ctx)
 
     def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        return _facts(manifest)
+        return _facts(self.recorded(manifest))
 
     def analysis(self, a: Any) -> AxisAnalysis:
         from benchlib.axes.stall.analysis import StallAnalysis

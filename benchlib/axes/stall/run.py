@@ -12,6 +12,7 @@ from typing import Any
 import pymysql
 
 from benchlib import systems
+from benchlib.axes.stall import StallRecord
 from benchlib.axis import AxisRun, RunContext
 from benchlib.errors import BenchlibError
 from benchlib.systems import sql
@@ -83,13 +84,13 @@ class StallRun(AxisRun):
         return {}
 
     def manifest(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"node": self.node, "at_s": self.plan.at_s, "duration_s": self.plan.duration_s,
-                               "how": self.stall.how}
-        if self.t_on is not None and self.origin is not None:
-            out["started_s"] = self.t_on - self.origin
-            out["ended_s"] = self.t_off - self.origin if self.t_off is not None else None
-            out["held_s"] = (self.t_off - self.t_on) if self.t_off is not None else None
-        return out
+        t_on, t_off, origin = self.t_on, self.t_off, self.origin
+        began = t_on is not None and origin is not None
+        return StallRecord(
+            node=self.node, at_s=self.plan.at_s, duration_s=self.plan.duration_s, how=self.stall.how,
+            started_s=t_on - origin if t_on is not None and origin is not None else None,
+            ended_s=t_off - origin if began and t_off is not None and origin is not None else None,
+            held_s=t_off - t_on if began and t_off is not None and t_on is not None else None).model_dump(mode="json")
 
     def close(self) -> None:
         self.done.set()

@@ -1,0 +1,35 @@
+"""Each axis's entry of a run's manifest is typed by the axis's own record: validated when the run is written
+(a bad one is refused, naming the run) and read back typed."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchlib.axis import AXES
+from benchlib.axes.stall import StallRecord
+from benchlib.store import RunWriter, StoreError, read_manifest
+
+STALL = {"node": "async-3", "at_s": 5.0, "duration_s": 5.0, "how": "STOP REPLICA SQL_THREAD", "started_s": 5.2,
+         "ended_s": 10.2, "held_s": 5.0}
+
+
+def test_the_stall_entry_is_written_and_read_as_its_record(tmp_path):
+    done = RunWriter(tmp_path, "r001", {"stall_s": 5.0}).finish(stall=STALL)
+    m = read_manifest(done)
+    stall = AXES.lookup("stall").recorded(m)
+    assert isinstance(stall, StallRecord) and stall.node == "async-3" and stall.held_s == 5.0
+    assert AXES.lookup("stall").facts(m.model_dump()) == {"stalled_node": "async-3", "stalled_for_s": 5.0,
+                                                          "stalled_from_s": 5.2, "stalled_to_s": 10.2}
+    assert AXES.lookup("stall").recorded({"stall": None}) is None
+
+
+def test_an_entry_its_record_refuses_is_not_written(tmp_path):
+    w = RunWriter(tmp_path, "r002", {})
+    with pytest.raises(StoreError, match="r002: its manifest does not validate: stall.node: Field required"):
+        w.finish(stall={k: v for k, v in STALL.items() if k != "node"})
+    w.abandon()
+
+
+@pytest.mark.parametrize("name", ["probe", "read_split", "fault", "stall"])
+def test_every_axis_that_records_something_has_a_typed_record(name):
+    assert AXES.lookup(name).record is not None
