@@ -144,8 +144,8 @@ class GroupReplication(Topology):
         raise self._failure(node, f"not ONLINE within {timeout:.0f} s of joining")
 
     def form(self, timeout: float) -> None:
-        """Node 1 bootstraps the group; the others join together (the group admits them one by one) as soon as
-        node 1 is ONLINE: its START GROUP_REPLICATION returns about a second later."""
+        """Node 1 bootstraps the group; the others join as soon as node 1 is ONLINE (its START GROUP_REPLICATION
+        returns about a second later), one after another as each enters the group's view (``_join``)."""
         first = self.nodes[0]
         with ThreadPoolExecutor(max_workers=1) as pool:
             boot = pool.submit(self._start, first, True)
@@ -159,9 +159,31 @@ class GroupReplication(Topology):
         self.wait_ready(timeout)
 
     def _join(self, nodes: list[NodePlan], members: list[NodePlan]) -> None:
+        """``nodes`` join through ``members``, each as soon as the one before it is in the group's view (still
+        recovering, most likely): a group admits one joiner at a time, and a joiner it refuses meanwhile ("Error
+        on opening a connection to peer node ... when joining a group") tries again only about 5 s later."""
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            for f in [pool.submit(self._start, n, False, members) for n in nodes]:
+            started = []
+            for i, n in enumerate(nodes):
+                started.append(pool.submit(self._start, n, False, members))
+                if i < len(nodes) - 1:
+                    self._until_in_view(n, members[0], started[-1])
+            for f in started:
                 f.result()
+
+    def _until_in_view(self, node: NodePlan, member: NodePlan, joining: Any, timeout: float = 30.0) -> None:
+        """Until ``member`` lists ``node`` in its group (any state), or ``node``'s join is over (it failed: its
+        own error is raised by whoever waits for it), or ``timeout`` (the next joiner goes ahead)."""
+        where = (node.listen_host, node.port)
+        deadline = time.monotonic() + timeout
+        with self.connect(member) as conn:
+            while time.monotonic() < deadline and not joining.done():
+                try:
+                    if any(self._where(r) == where for r in self.members(conn)):
+                        return
+                except pymysql.err.MySQLError:
+                    return
+                time.sleep(0.05)
 
     def members(self, conn) -> list[dict[str, Any]]:
         return sql.query(conn, self.MEMBERS)
