@@ -38,7 +38,7 @@ from benchlib.plugin import Registry
 from benchlib.schema import FRAMES, Schema
 
 __all__ = ["AXES", "Axis", "AxisAnalysis", "AxisRecord", "AxisRun", "RunContext", "fact_columns", "frame_schemas",
-           "run_facts", "tables"]
+           "judged_on_throughput", "run_facts", "tables"]
 
 
 class AxisRecord(BaseModel):
@@ -96,6 +96,10 @@ class Axis:
     excludes: ClassVar[dict[str, str]] = {}
     apart: ClassVar[str] = ""
     drives: ClassVar[bool] = False  # it executes its runs itself (``drive``) instead of hooking the throughput run
+    #: whether its runs are judged on throughput like the matrix's (a fault run is judged by what the fault did, a
+    #: search's open-loop runs by rate); those that are not are marked by their ``marker`` column of the runs table
+    counts_for_throughput: ClassVar[bool] = True
+    marker: ClassVar[str] = ""
     frames: ClassVar[tuple[Schema, ...]] = ()  # the frames its runs write
     facts_columns: ClassVar[tuple[str, ...]] = ()  # its columns of the ``runs`` table
     section: ClassVar[str] = ""  # the key of its findings in the report's (default: its name)
@@ -268,6 +272,15 @@ def run_facts(manifest: dict[str, Any]) -> dict[str, Any]:
     for axis in AXES.values():
         out.update(axis.facts(manifest))
     return out
+
+
+def judged_on_throughput(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a ``runs`` table whose runs are judged on throughput: none of an axis whose runs are not
+    (``Axis.counts_for_throughput``: a fault run, a search's open-loop run)."""
+    for axis in AXES.values():
+        if not axis.counts_for_throughput and axis.marker in table:
+            table = table[table[axis.marker].isna()]
+    return table
 
 
 def fact_columns() -> tuple[str, ...]:

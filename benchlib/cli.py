@@ -17,6 +17,7 @@ from typing import Any, Optional
 import typer
 
 from benchlib import cli_across
+from benchlib.catalogue import BASELINE
 from benchlib.cli_lab import _err, _print_status, _progress, lab_app
 from benchlib.errors import BenchlibError, DiskFullError, disk_full
 
@@ -206,7 +207,7 @@ def study(study_id: str = typer.Argument(..., metavar="STUDY", help="000 | 001 |
 
 @app.command()
 def validate(campaign: Path = typer.Argument(..., help="campaign folder, e.g. runs/quick"),
-             baseline: str = typer.Option("async", help="topology or cluster the ratios are against")) -> None:
+             baseline: str = typer.Option(BASELINE, help="topology or cluster the ratios are against")) -> None:
     """List every problem of a campaign with a severity (failed runs, errors/s, sampling gaps, replicas
     not in sync at start, unstable runs, repetitions that disagree); exit 1 when there are errors."""
     from benchlib.analysis.campaign import analyze
@@ -223,7 +224,7 @@ def validate(campaign: Path = typer.Argument(..., help="campaign folder, e.g. ru
 
 @app.command()
 def publish(campaign: Path = typer.Argument(..., help="campaign folder, e.g. runs/quick"),
-            baseline: str = typer.Option("async", help="topology or cluster the ratios are against"),
+            baseline: str = typer.Option(BASELINE, help="topology or cluster the ratios are against"),
             out: Optional[Path] = typer.Option(None, help="output folder (default: CAMPAIGN/report/<UTC time>/)"),
             notebooks: bool = typer.Option(True, help="also execute the analysis notebooks into the report"),
             static: bool = typer.Option(True, help="PNG and SVG next to the HTML of every chart (needs Chromium)")) -> None:

@@ -14,12 +14,13 @@ from pathlib import Path
 from benchlib import charts
 from benchlib.analysis import views
 from benchlib.analysis.campaign import CampaignAnalysis, analyze
+from benchlib.catalogue import BASELINE
 from benchlib.charts.catalogue import CATALOGUE, dress, show
 
 __all__ = ["CATALOGUE", "dress", "open_campaign", "show", "show_lag", "show_runs", "why"]
 
 
-def open_campaign(campaign: str | Path, *, baseline: str = "async", problems: bool = True) -> CampaignAnalysis:
+def open_campaign(campaign: str | Path, *, baseline: str = BASELINE, problems: bool = True) -> CampaignAnalysis:
     """Set the notebook's chart renderer, analyse ``campaign`` against ``baseline`` and (``problems``) display its
     errors and warnings first, grouped as the report groups them; returns the analysis."""
     charts.use_renderer()

@@ -32,6 +32,7 @@ from benchlib.analysis.headline import headline, ratio_findings as _ratio_findin
 from benchlib.analysis.problems import problems_html
 from benchlib.analysis.interference_findings import events as _events
 from benchlib.analysis.interference_findings import interference_findings, noise_line
+from benchlib.catalogue import BASELINE
 from benchlib.charts.catalogue import CATALOGUE, figures
 from benchlib.page import fold, table
 
@@ -84,7 +85,7 @@ div.invalid{background:#fde0dc;padding:4px 12px;margin:8px 0}
 .how{font-size:14px;color:#444}div.why{font-size:14px;color:#333;margin:.2em 0 .6em}div.why ul{margin:.1em 0}.chart{margin:2em 0;max-width:100%;overflow-x:auto}.files{font-size:13px;color:#555}"""
 
 
-def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = "async", notebooks: bool = True,
+def publish(campaign: str | Path, *, out: Path | None = None, baseline: str = BASELINE, notebooks: bool = True,
             static: bool = True) -> Report:
     campaign = Path(campaign).resolve()
     a = analyze(campaign, baseline=baseline)

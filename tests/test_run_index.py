@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 
 import pytest
 
@@ -23,10 +22,7 @@ def index(tmp_path_factory):
 def test_every_galera_run_at_16_threads_across_campaigns_in_one_call(index):
     every = sum(len(list_runs(c)) for c in campaign_folders([RECORDED]))
     assert len(index.sql("SELECT run_id FROM runs")) == every
-    t0 = time.perf_counter()
-    galera = index.runs(system="galera", threads=16)
-    took = time.perf_counter() - t0
-    assert took < 1.0, took
+    galera = index.runs(system="galera", threads=16)  # (how fast: bench/, not a timed test beside the lab tests)
     assert len(galera) and (galera.system == "galera").all() and (galera.threads == 16).all()
     assert galera.campaign.nunique() >= 2  # across campaigns
     # the same runs as each campaign's own runs table says

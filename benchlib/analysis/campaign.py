@@ -26,7 +26,8 @@ from benchlib.analysis.resources import window_rates
 from benchlib.analysis.runs import (LOAD_KEYS, NOT_CONFIG, AnalysisError, assess_all, config_columns,
                                     config_label, param_columns, read_side, run_inputs)
 from benchlib.analysis.validate import bound_problems, sorted_problems, unreported_tail, validate
-from benchlib.axis import AXES, AxisAnalysis
+from benchlib.axis import AXES, AxisAnalysis, judged_on_throughput
+from benchlib.catalogue import BASELINE
 from benchlib.store import CampaignRecord, load_campaign, read_campaign_record
 
 __all__ = ["HEADLINE_METRICS", "LOAD_KEYS", "NOT_CONFIG", "AnalysisError", "CampaignAnalysis", "analyze",
@@ -75,7 +76,7 @@ class CampaignAnalysis:
         return list(self.axis(axis).findings)
 
 
-def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "async", margin: float | None = None,
+def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = BASELINE, margin: float | None = None,
             target: float | None = None, adjust: bool = True) -> CampaignAnalysis:
     """Every statistic of a campaign. ``baseline`` names a topology or a cluster (default: async); ``margin``
     is delta (default: the campaign spec's ``margin``, else 2%); ``adjust``: the ratios may take the CPU lost to
@@ -102,11 +103,9 @@ def analyze(campaign: str | Path | dict[str, pd.DataFrame], *, baseline: str = "
         table = table.merge(interfered, on="run_id", how="left")
     table = unreported_tail(table, frames.get("intervals", pd.DataFrame()))
     table = read_side(table, frames.get("read_intervals", pd.DataFrame()))
-    # the open-loop runs of sustained-throughput searches are judged by rate (analysis.sustained), not
-    # pooled into configurations or ratios
-    measured = table[table.search.isna()] if "search" in table else table
-    # fault runs are judged by what the fault did (the fault axis: benchlib.analysis.failover), not pooled into throughput configurations
-    measured = measured[measured.fault_at_s.isna()] if "fault_at_s" in measured else measured
+    # a search's open-loop runs (judged by rate) and fault runs (by what the fault did) are not pooled into
+    # configurations or ratios (``Axis.counts_for_throughput``)
+    measured = judged_on_throughput(table)
     configs = configurations(measured, params, batches, target)
     comparisons = baseline_comparisons(measured, params, baseline, margin, adjust)
     if not comparisons.empty:

@@ -13,6 +13,7 @@ import pandas as pd
 from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.series import batch_means
 from benchlib.analysis.stability import assess
+from benchlib.axis import judged_on_throughput
 from benchlib.errors import BenchlibError
 from benchlib.store import RUN_FACTS
 
@@ -39,11 +40,7 @@ def config_columns(params: list[str]) -> list[str]:
 def throughput_runs(table: pd.DataFrame) -> pd.DataFrame:
     """The ok runs judged on throughput: no fault, no rate search (of a ``runs`` table: a campaign's, the run
     index's)."""
-    ok = table[table.status == "ok"]
-    for col in ("fault_at_s", "search"):
-        if col in ok:
-            ok = ok[ok[col].isna()]
-    return ok
+    return judged_on_throughput(table[table.status == "ok"])
 
 
 @dataclass

@@ -18,15 +18,14 @@ from benchlib import catalogue
 from benchlib.analysis.campaign import AnalysisError, CampaignAnalysis, config_columns
 from benchlib.analysis.campaign import config_label as label
 from benchlib.analysis.problems import Problems
+from benchlib.analysis.runs import throughput_runs
 
 
 def measured(a: CampaignAnalysis) -> pd.DataFrame:
     """The successful runs of the campaign's matrix (the open-loop runs of sustained-throughput searches
     are left out: they are judged by rate, in ``sustained``; fault runs too: their throughput holds the fault, and
     they are judged by ``failover_*``)."""
-    runs = a.runs[a.runs.status == "ok"]
-    runs = runs[runs.search.isna()] if "search" in runs else runs
-    return runs[runs.fault_at_s.isna()] if "fault_at_s" in runs else runs
+    return throughput_runs(a.runs)
 
 
 def sustained(a: CampaignAnalysis) -> pd.DataFrame:

@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from benchlib.catalogue import BASELINE
 from benchlib.charts.axes import category_axis, log_axis, short_name, threads_axis
 from benchlib.charts.errors import ChartError
 from benchlib.charts.theme import HEIGHT, OKABE_ITO, TEMPLATE, TOPOLOGY_COLORS, lighter
@@ -91,7 +92,7 @@ def _figure(title: str, **layout) -> go.Figure:
 
 def ratio_bars(df: pd.DataFrame, *, x: str = "topology", y: str = "ratio", color: str | None = None,
                error_low: str | None = "ci_low", error_high: str | None = "ci_high", shade: str | None = "durability",
-               light: str = "relaxed", baseline: str = "async", title: str | None = None,
+               light: str = "relaxed", baseline: str = BASELINE, title: str | None = None,
                confounded: str | None = "confounded_by") -> go.Figure:
     """Ratio against the baseline per topology (and cluster size: put it in ``x``). With ``shade``, both levels
     on one bar: the ``light`` level (relaxed durability) as the wide bar in a lighter shade of the colour, the

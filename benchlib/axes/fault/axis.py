@@ -20,6 +20,8 @@ class FaultAxis(Axis):
     order = 30
     spec = FaultSpec
     drives = True
+    counts_for_throughput = False  # a fault run is judged by what the fault did
+    marker = "fault_at_s"
     excludes = {"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"}
     apart = "[fault] runs measure a fault with their own writer"
     facts_columns = ("fault_at_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",

@@ -16,6 +16,8 @@ class SearchAxis(Axis):
     order = 40
     docs = "docs/campaigns/sustained.md"
     asked = "sustained = true"
+    counts_for_throughput = False  # its open-loop runs are judged by rate (benchlib.analysis.sustained)
+    marker = "search"
 
     def active(self, spec: Any) -> bool:
         return bool(spec.sustained)
