@@ -72,7 +72,7 @@ def breakdown(s: LabSpec) -> None:
     t0 = time.perf_counter()
     steps: list[tuple[float, str]] = []
 
-    def timed(name: str, fn, label):
+    def timed(fn, label):
         def wrapper(self, *args, **kwargs):
             begin = time.perf_counter() - t0
             try:
@@ -82,9 +82,9 @@ def breakdown(s: LabSpec) -> None:
         return wrapper
 
     saved = {n: getattr(GroupReplication, n) for n in ("_start", "wait_ready")}
-    GroupReplication._start = timed("_start", saved["_start"], lambda node, boot, *a: (
+    GroupReplication._start = timed(saved["_start"], lambda node, boot, *a: (
         f"{node.name}: START GROUP_REPLICATION ({'bootstrap' if boot else 'join'}) until ONLINE"))
-    GroupReplication.wait_ready = timed("wait_ready", saved["wait_ready"], lambda *a: "every member sees all ONLINE")
+    GroupReplication.wait_ready = timed(saved["wait_ready"], lambda *a: "every member sees all ONLINE")
 
     def progress(msg: str) -> None:
         steps.append((time.perf_counter() - t0, msg))

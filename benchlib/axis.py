@@ -115,13 +115,6 @@ class Axis:
         """Whether the campaign ``spec`` has this axis (default: it has the axis's table)."""
         return spec.axes.get(self.name) is not None
 
-    def is_in(self, spec: Any) -> bool:
-        return bool(self.active(spec))
-
-    def table(self, spec: Any) -> Any:
-        """Its validated table of ``spec`` (None: the campaign has none)."""
-        return spec.axes.get(self.name)
-
     def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]] | None:
         """Per cluster, its variants (None: it adds none to the planned runs)."""
         return None

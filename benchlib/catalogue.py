@@ -93,19 +93,16 @@ class ServerFacts:
 
 
 SYSTEMS: Registry[SystemFacts] = Registry("system", hint=lambda names: f"systems: {', '.join(sorted(names))}")
-TOPOLOGIES: Registry[TopologyFacts] = Registry("topology", hint=lambda names: f"topologies: {', '.join(names)}")
-for _t in (TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False),
-           TopologyFacts("async", baseline=True, commit_waits=False), TopologyFacts("semisync", semisync_acks=True),
-           TopologyFacts("galera", multi_writer=True, binlog=False, needs_binlog=False),
-           TopologyFacts("group_replication", multi_writer=True), TopologyFacts("aurora", local=False, needs_binlog=False)):
-    TOPOLOGIES.register(_t)
-SERVERS: Registry[ServerFacts] = Registry("server")
-for _s in (
+TOPOLOGIES: Registry[TopologyFacts] = Registry("topology", hint=lambda names: f"topologies: {', '.join(names)}", items=(
+    TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False),
+    TopologyFacts("async", baseline=True, commit_waits=False), TopologyFacts("semisync", semisync_acks=True),
+    TopologyFacts("galera", multi_writer=True, binlog=False, needs_binlog=False),
+    TopologyFacts("group_replication", multi_writer=True), TopologyFacts("aurora", local=False, needs_binlog=False)))
+SERVERS: Registry[ServerFacts] = Registry("server", items=(
     ServerFacts("mariadb", "MariaDB", ("mariadbd", "mysqld")),
     ServerFacts("mysql", "MySQL", ("mysqld",), plugins=True,
                 without="MySQL and Group Replication clusters cannot run; get one: python -m benchlib.servers.debian "
-                        "(./scripts/bootstrap does), or give a spec the basedir of an unpacked server")):
-    SERVERS.register(_s)
+                        "(./scripts/bootstrap does), or give a spec the basedir of an unpacked server")))
 #: the server kinds (``benchlib.systems.dialect.detect``) that speak MySQL's own statements and performance_schema
 MYSQL_FAMILY_KINDS = frozenset({"mysql", "percona", "pxc", "aurora"})
 #: the topology ratios are taken against

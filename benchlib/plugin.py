@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import tomllib
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -60,11 +60,12 @@ class Registry(Mapping[str, T], Generic[T]):
     """Named plug-ins of one kind, in registration order (or by ``order``, a key on the item, when given).
 
     ``what`` names the kind in messages ("axis"); ``key`` gives an item's name (default: its ``name``); ``group`` is
-    the entry-point group loaded on first use; ``error`` and ``hint`` shape the message of a failed ``lookup``."""
+    the entry-point group loaded on first use; ``error`` and ``hint`` shape the message of a failed ``lookup``;
+    ``items`` are registered at once."""
 
     def __init__(self, what: str, *, group: str | None = None, key: Callable[[T], str] | None = None,
                  order: Callable[[T], object] | None = None, error: type[BenchlibError] = SpecError,
-                 hint: Callable[[list[str]], str] | None = None):
+                 hint: Callable[[list[str]], str] | None = None, items: Iterable[T] = ()):
         self.what = what
         self.group = group
         self._key = key or (lambda item: getattr(item, "name"))
@@ -74,6 +75,8 @@ class Registry(Mapping[str, T], Generic[T]):
         self._items: dict[str, T] = {}
         self._loaded = group is None
         self._loading = False
+        for item in items:
+            self.register(item)
 
     # -- registering -------------------------------------------------------------------------------------------
     def register(self, item: T, name: str | None = None) -> T:

@@ -27,16 +27,18 @@ Analysis code: imports nothing from the lab or the runner.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
@@ -109,15 +111,12 @@ class RunWriter:
             "frames": sorted(self.frames),
             **extra,
         }
-        where = ""
-        try:
-            Manifest.model_validate(manifest)  # typed before it is written: a record readers would refuse fails here
-            for axis in axes.AXES.values():  # and each axis's entry by its own record
-                where = f"{axis.name}."
-                axis.recorded(manifest)
-        except ValidationError as exc:
-            said = "; ".join(f"{where}{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise StoreError(f"run {self.run_id}: its manifest does not validate: {said}") from None
+        # typed before it is written: a record readers would refuse fails here; each axis's entry by its own record
+        # (those the core Manifest types already, it validated)
+        self._validated("", lambda: Manifest.model_validate(manifest))
+        for axis in axes.AXES.values():
+            if axis.name not in Manifest.model_fields:
+                self._validated(f"{axis.name}.", lambda: axis.recorded(manifest))
         text = json.dumps(manifest, indent=2, sort_keys=True, default=_recordable)
         self._check(text, "manifest.json")
         (self.tmp / "manifest.json").write_text(text)
@@ -125,6 +124,13 @@ class RunWriter:
             raise StoreError(f"run {self.final} appeared while this one was written: not overwriting it")
         os.rename(self.tmp, self.final)  # atomic: the run appears whole or not at all
         return self.final
+
+    def _validated(self, where: str, validate: Callable[[], Any]) -> None:
+        try:
+            validate()
+        except ValidationError as exc:
+            said = "; ".join(f"{where}{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise StoreError(f"run {self.run_id}: its manifest does not validate: {said}") from None
 
     def finish(self, **extra: Any) -> Path:
         return self._close("ok", None, extra)
@@ -151,11 +157,6 @@ def _recordable(obj: Any) -> Any:
     """What JSON has no word for, as a manifest records it: a path as its text, a numpy number as the number, a
     record (a dataclass, a pydantic model) as its fields, a set as a sorted list. Anything else is refused, naming
     its type: no object silently becomes its ``str()``."""
-    import dataclasses
-    import enum
-
-    from pydantic import BaseModel
-
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "item") and type(obj).__module__ == "numpy":

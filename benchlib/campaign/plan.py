@@ -149,7 +149,7 @@ def _long_last_round(spec: CampaignSpec, runs: list[PlannedRun], source: str) ->
     if long_s <= spec.load.time_s:
         raise SpecError(f"{source}: load.stability_s = {long_s} is not longer than load.time_s = {spec.load.time_s}",
                         hint="stability_s is for a campaign of short runs: leave it out, or make it longer")
-    driven = [a.name for a in AXES.values() if a.drives and a.is_in(spec)]
+    driven = [a.name for a in AXES.values() if a.drives and a.active(spec)]
     if driven or spec.load.rates:
         raise SpecError(f"{source}: load.stability_s lengthens closed-loop runs; this campaign has "
                         f"{f'a [{driven[0]}]' if driven else 'load.rates'}", hint="leave stability_s out")
@@ -163,7 +163,7 @@ def _long_last_round(spec: CampaignSpec, runs: list[PlannedRun], source: str) ->
 def _axis_variants(spec: CampaignSpec, lab: AnyLabSpec, clusters: list[str], source: str) -> dict[str, dict[str, list]]:
     """Per axis the campaign has (``benchlib.axes``, in registration order), per cluster the variants of it its runs
     take; axes that cannot run together are refused first, saying why."""
-    present = [a for a in AXES.values() if a.is_in(spec)]
+    present = [a for a in AXES.values() if a.active(spec)]
     for a in present:
         for b in present:
             if b.name in a.excludes:

@@ -85,12 +85,12 @@ class StallRun(AxisRun):
 
     def manifest(self) -> dict[str, Any]:
         t_on, t_off, origin = self.t_on, self.t_off, self.origin
-        began = t_on is not None and origin is not None
-        return StallRecord(
-            node=self.node, at_s=self.plan.at_s, duration_s=self.plan.duration_s, how=self.stall.how,
-            started_s=t_on - origin if t_on is not None and origin is not None else None,
-            ended_s=t_off - origin if began and t_off is not None and origin is not None else None,
-            held_s=t_off - t_on if began and t_off is not None and t_on is not None else None).model_dump(mode="json")
+        record = StallRecord(node=self.node, at_s=self.plan.at_s, duration_s=self.plan.duration_s, how=self.stall.how)
+        if t_on is not None and origin is not None:  # it began: when, and how long it held (None: still on)
+            record = record.model_copy(update={
+                "started_s": t_on - origin, "ended_s": t_off - origin if t_off is not None else None,
+                "held_s": t_off - t_on if t_off is not None else None})
+        return record.model_dump(mode="json")
 
     def close(self) -> None:
         self.done.set()
