@@ -14,7 +14,11 @@ lives in ``benchlib.systems`` and ``benchlib.sampling``, keyed by the same names
   besides the write node are members, not replicas.
 - A **server** (``SERVERS``) is a binary flavour: its display name.
 
-Adding a system is one ``register(SystemFacts(...))`` here, plus its appliers in ``benchlib.systems``.
+Each system is a package, ``benchlib/systems/<name>/``, declared as an entry point of the ``benchlib.systems`` group
+(``pyproject.toml``) exactly as a third party's system would be: its ``facts.py`` holds a ``SystemFacts`` (``FACTS``)
+with the topologies it brings, pure data this registry loads on first use; its ``system.py`` holds what acts on its
+servers (``benchlib.systems.base``), loaded only by lab-side code. The topologies every replicated server has
+(single, async, semisync) are here.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 from benchlib.plugin import Registry
 
-__all__ = ["BASELINE", "SERVERS", "SYSTEMS", "TOPOLOGIES", "SystemFacts", "TopologyFacts", "family", "get", "is_multi_writer", "local_topologies", "of",
+__all__ = ["BASELINE", "SERVERS", "SYSTEMS", "TOPOLOGIES", "SystemFacts", "TopologyFacts", "Wiring", "house_color", "family", "get", "is_multi_writer", "local_topologies", "of",
            "promise", "register", "server_name", "topology"]
 
 
@@ -46,12 +50,16 @@ class SystemFacts:
     read_settings: tuple[str, ...] = ("eventual",)
     read_settings_described: str = ""  # the settings in a few words, when listing them would not do
     roles: tuple[str, ...] = ()  # a remote lab's node roles, the one that takes the writes first
-    status_probe: str = ""  # the sampler's status probe (benchlib.campaign.sampling.STATUS_PROBES); "": none
+    #: how the sampler reads its cluster's status (a probe kind of ``benchlib.campaign.sampling.STATUS_PROBES``:
+    #: a MySQL-family system is read as MariaDB, MySQL, Galera, PXC, Group Replication or Aurora is); "": none
+    status_probe: str = ""
     modes: tuple[str, ...] = ()  # the modes a remote cluster must name one of (Group Replication's primaries)
     local: bool = True  # the embedded lab can run it
     #: the server variables that say how many threads apply replicated transactions on a node (the first one a node
     #: reports counts; 0 means the one SQL thread applies by itself)
     applier_variables: tuple[str, ...] = ()
+    color: str = ""  # its colour in charts that colour by system ("": its topology's)
+    topologies: tuple[TopologyFacts, ...] = ()  # the topologies it brings (registered with it)
 
     @property
     def automatic_failover(self) -> bool:
@@ -64,6 +72,18 @@ class SystemFacts:
     def described(self) -> str:
         """Its read-consistency settings in a few words."""
         return self.read_settings_described or ", ".join(self.read_settings)
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """How the provisioning playbook orders and wires a topology's nodes: the inventory groups of its node 1 and of
+    the others, node 1's extra server arguments at its first start, and whether the others make their own accounts
+    at their first start (a Galera joiner gets them with its state transfer)."""
+
+    first: tuple[str, ...] = ("first",)
+    others: tuple[str, ...] = ("first", "replicas")
+    first_args: tuple[str, ...] = ()
+    others_make_accounts: bool = True
 
 
 @dataclass(frozen=True)
@@ -80,6 +100,11 @@ class TopologyFacts:
     #: a commit returns only once other nodes have the transaction (semi-sync's acknowledgement, Galera's and the
     #: group's ordering): where those nodes sit, and their round trip, is part of its commit
     commit_waits: bool = True
+    color: str = ""  # its colour in every chart ("": the next free Okabe-Ito colour)
+    roles: tuple[str, str] = ("primary", "replica")  # a lab node's role: node 1's, the others'
+    #: the ports a lab node listens on, by what they serve, as offsets from its client port
+    ports: tuple[tuple[str, int], ...] = (("mysql", 0),)
+    wiring: Wiring = Wiring()  # how provisioning orders and wires its nodes (benchlib.provision)
 
 
 @dataclass(frozen=True)
@@ -92,12 +117,25 @@ class ServerFacts:
     without: str = ""
 
 
-SYSTEMS: Registry[SystemFacts] = Registry("system", hint=lambda names: f"systems: {', '.join(sorted(names))}")
+#: the topologies every replicated server has; the systems' packages bring theirs (Galera's, the group's, Aurora's)
 TOPOLOGIES: Registry[TopologyFacts] = Registry("topology", hint=lambda names: f"topologies: {', '.join(names)}", items=(
-    TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False),
-    TopologyFacts("async", baseline=True, commit_waits=False), TopologyFacts("semisync", semisync_acks=True),
-    TopologyFacts("galera", multi_writer=True, binlog=False, needs_binlog=False),
-    TopologyFacts("group_replication", multi_writer=True), TopologyFacts("aurora", local=False, needs_binlog=False)))
+    TopologyFacts("single", replicas=False, needs_binlog=False, commit_waits=False, color="#000000",
+                  roles=("single", "single"), wiring=Wiring(("first",), ("first",))),
+    TopologyFacts("async", baseline=True, commit_waits=False, color="#0072B2"),  # blue
+    TopologyFacts("semisync", semisync_acks=True, color="#E69F00",  # orange
+                  wiring=Wiring(("first", "semisync_primaries"), ("first", "replicas")))))
+#: the topology ratios are taken against
+BASELINE = next(t.name for t in TOPOLOGIES.values() if t.baseline)
+
+
+def _brings(facts: SystemFacts) -> None:
+    for t in facts.topologies:
+        TOPOLOGIES.register(t)
+
+
+SYSTEMS: Registry[SystemFacts] = Registry("system", group="benchlib.systems", on_register=_brings,
+                                          hint=lambda names: f"systems: {', '.join(sorted(names))}")
+TOPOLOGIES.requires(SYSTEMS)
 SERVERS: Registry[ServerFacts] = Registry("server", items=(
     ServerFacts("mariadb", "MariaDB", ("mariadbd", "mysqld")),
     ServerFacts("mysql", "MySQL", ("mysqld",), plugins=True,
@@ -105,8 +143,6 @@ SERVERS: Registry[ServerFacts] = Registry("server", items=(
                         "(./scripts/bootstrap does), or give a spec the basedir of an unpacked server")))
 #: the server kinds (``benchlib.systems.dialect.detect``) that speak MySQL's own statements and performance_schema
 MYSQL_FAMILY_KINDS = frozenset({"mysql", "percona", "pxc", "aurora"})
-#: the topology ratios are taken against
-BASELINE = next(t.name for t in TOPOLOGIES.values() if t.baseline)
 
 
 def register(facts: SystemFacts) -> SystemFacts:
@@ -152,49 +188,9 @@ def promise(system: object) -> str:
     return facts.promise if facts else ""
 
 
-_REPLICATION_ROLES = ("primary", "replica")
-_GALERA_ROLES = ("writer", "node")
-_GALERA_SETTINGS = tuple(f"wsrep_sync_wait={bits}" for bits in range(16))
-_GALERA_DESCRIBED = ("wsrep_sync_wait=0 to wsrep_sync_wait=15 (a bitmask: 1 reads, 2 UPDATE and DELETE, 4 INSERT and "
-                     "REPLACE, 8 SHOW)")
-_GALERA_APPLIERS = ("wsrep_applier_threads", "wsrep_slave_threads")
-_MYSQL_APPLIERS = ("replica_parallel_workers", "slave_parallel_workers")
-_GR_SETTINGS = ("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER", "BEFORE", "AFTER", "BEFORE_AND_AFTER")
-_GALERA_PROMISE = ("every node of the primary component takes writes; a commit returns once the cluster has ordered it, "
-                   "so the survivors hold every acknowledged write; they go on once the view has dropped the failed "
-                   "node.")
-
-register(SystemFacts(
-    "mariadb", "MariaDB replication", "MariaDB", "MariaDB", "async", failover="promote",
-    promise="nothing fails over by itself (here the lab promotes the most advanced replica, as orchestrator would); "
-            "async acknowledges before any replica has the write, so it can lose what the replicas had not received; "
-            "semi-sync acknowledges once a replica received it (AFTER_SYNC before the commit is visible, AFTER_COMMIT "
-            "after), so a promotion that first applies the relay logs loses none, unless the primary had fallen back "
-            "to async.",
-    read_settings=("eventual", "causal"), roles=_REPLICATION_ROLES, status_probe="mariadb",
-    applier_variables=("slave_parallel_threads", "replica_parallel_threads")))
-register(SystemFacts(
-    "galera", "MariaDB Galera Cluster", "MariaDB", "MariaDB", "galera", multi_writer=True, failover="any",
-    promise=_GALERA_PROMISE, read_settings=_GALERA_SETTINGS, read_settings_described=_GALERA_DESCRIBED,
-    roles=_GALERA_ROLES, status_probe="galera", applier_variables=_GALERA_APPLIERS))
-register(SystemFacts(
-    "pxc", "Percona XtraDB Cluster", "Percona XtraDB Cluster", "MySQL", "galera", multi_writer=True, failover="any",
-    promise=_GALERA_PROMISE, read_settings=_GALERA_SETTINGS, read_settings_described=_GALERA_DESCRIBED,
-    roles=_GALERA_ROLES, status_probe="pxc", local=False, applier_variables=_GALERA_APPLIERS))
-register(SystemFacts(
-    "mysql", "MySQL replication", "MySQL", "MySQL", "async", failover="promote",
-    promise="as MariaDB: nothing fails over by itself (here the lab promotes); async can lose what the replicas had "
-            "not received.",
-    read_settings=("eventual", "causal"), roles=_REPLICATION_ROLES, status_probe="mysql",
-    applier_variables=_MYSQL_APPLIERS))
-register(SystemFacts(
-    "group_replication", "MySQL Group Replication", "MySQL", "MySQL", "group_replication", multi_writer=True,
-    failover="elect",
-    promise="the group elects a new primary once it has expelled the failed one (5 s of suspicion, then "
-            "group_replication_member_expel_timeout); an acknowledged transaction was certified by a majority, so "
-            "none is lost.",
-    read_settings=_GR_SETTINGS, roles=("primary", "secondary"), status_probe="group_replication",
-    modes=("single-primary", "multi-primary"), applier_variables=_MYSQL_APPLIERS))
-register(SystemFacts(
-    "aurora", "Amazon Aurora MySQL", "Aurora MySQL", "Aurora", "aurora", roles=("writer", "reader"), status_probe="aurora",
-    local=False))
+def house_color(name: object) -> str | None:
+    """The colour charts give a topology (or a system) of this name; None when it has none of its own."""
+    if not isinstance(name, str):
+        return None
+    t, s = TOPOLOGIES.get(name), SYSTEMS.get(name)
+    return (t.color if t else "") or (s.color if s else "") or None

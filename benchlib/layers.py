@@ -43,9 +43,9 @@ LAYERS: list[Layer] = [
 #: analysis runs anywhere, on any campaign folder, without a database ...
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store",
                  "packed", "packing", "manifest", "traits", "schema", "sysbench.output", "catalogue", "plugin", "axis",
-                 "axes")
+                 "axes", "systems.*.facts")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")
-#: what analysis-side code never imports
+#: what analysis-side code never imports (but the analysis-side modules among them: a system's facts)
 LAB_SIDE = ("benchlib.lab", "benchlib.remote", "benchlib.labs", "benchlib.sampling", "benchlib.campaign",
             "benchlib.systems", "pymysql")

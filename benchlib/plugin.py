@@ -61,11 +61,15 @@ class Registry(Mapping[str, T], Generic[T]):
 
     ``what`` names the kind in messages ("axis"); ``key`` gives an item's name (default: its ``name``); ``group`` is
     the entry-point group loaded on first use; ``error`` and ``hint`` shape the message of a failed ``lookup``;
-    ``items`` are registered at once."""
+    ``items`` are registered at once; ``on_register`` is told of each item registered (a system registers the
+    topologies it brings); ``found`` finds items when the registry is first read, as a group's entry points are (the
+    systems' lab-side parts, found beside their facts). ``origin`` holds where each entry point's item came from
+    (``"package.module:object"``)."""
 
     def __init__(self, what: str, *, group: str | None = None, key: Callable[[T], str] | None = None,
                  order: Callable[[T], object] | None = None, error: type[BenchlibError] = SpecError,
-                 hint: Callable[[list[str]], str] | None = None, items: Iterable[T] = ()):
+                 hint: Callable[[list[str]], str] | None = None, items: Iterable[T] = (),
+                 on_register: Callable[[T], None] | None = None, found: Callable[[], Iterable[T]] | None = None):
         self.what = what
         self.group = group
         self._key = key or (lambda item: getattr(item, "name"))
@@ -73,7 +77,14 @@ class Registry(Mapping[str, T], Generic[T]):
         self._error = error
         self._hint = hint or (lambda names: f"known {what} names: {', '.join(names) or 'none'}")
         self._items: dict[str, T] = {}
-        self._loaded = group is None
+        self._on_register = on_register
+        self._found = found
+        self._requires: list[Registry] = []
+        self._stamp: tuple[int, ...] = ()  # the versions of the registries it requires, when it last loaded
+        self._from_found: set[str] = set()
+        self.version = 0  # counts registrations and removals (a registry that requires this one loads again)
+        self.origin: dict[str, str] = {}
+        self._loaded = group is None and found is None
         self._loading = False
         for item in items:
             self.register(item)
@@ -83,19 +94,42 @@ class Registry(Mapping[str, T], Generic[T]):
         """Add ``item`` under ``name`` (default: its own; a later one of the same name replaces it); returns it
         (usable as a decorator)."""
         self._items[name if name is not None else self._key(item)] = item
+        self.version += 1
+        if self._on_register is not None:
+            self._on_register(item)
         return item
+
+    def requires(self, other: "Registry") -> None:
+        """Load ``other`` before this one is read (the topologies a system brings come with the systems)."""
+        self._requires.append(other)
 
     def unregister(self, name: str) -> T | None:
         """Remove ``name`` (tests register throwaway plug-ins); returns what was there."""
+        self.origin.pop(name, None)
+        self.version += 1
         return self._items.pop(name, None)
 
     def load(self) -> None:
         """Load the entry points of the group once (each registers its object; a module registers by import)."""
+        for other in self._requires:
+            other.load()
+        stamp = tuple(other.version for other in self._requires)
+        if stamp != self._stamp and self._found is not None and not self._loading:
+            self._loaded = False  # what it finds follows what it requires (a system installed, or taken away)
+        self._stamp = stamp
         if self._loaded or self._loading:
             return
         self._loading = True
         try:
-            for name, value in declared(self.group or ""):
+            if self._found is not None:
+                for name in self._from_found:
+                    self._items.pop(name, None)
+                self._from_found = set()
+                for item in self._found():
+                    if self._key(item) not in self._items:  # one registered by hand stays
+                        self._items[self._key(item)] = item
+                        self._from_found.add(self._key(item))
+            for name, value in declared(self.group) if self.group else ():
                 try:
                     obj = _load(value)
                 except Exception as exc:  # a broken third-party plug-in is named, not a traceback
@@ -104,13 +138,16 @@ class Registry(Mapping[str, T], Generic[T]):
                                       hint="fix or uninstall the package that declares it") from exc
                 if not isinstance(obj, types.ModuleType) and name not in self._items:
                     self.register(obj)  # type: ignore[arg-type]
+                    self.origin[self._key(obj)] = value  # type: ignore[arg-type]
             self._loaded = True
         finally:
             self._loading = False
 
     def reload(self) -> None:
         """Load the group's entry points again: those of packages installed since (the ones loaded stay)."""
-        self._loaded = self.group is None
+        self._loaded = self.group is None and self._found is None
+        for other in self._requires:
+            other.reload()
         self.load()
 
     # -- reading -----------------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def test_the_analysis_installs_and_runs_with_nothing_of_the_lab(analysis_env):
                  "import sys; from benchlib.explore import open_campaign; import benchlib.report; "
                  f"a = open_campaign({str(work / 'topologies')!r}); print(len(a.runs), 'runs'); "
                  "print(sorted(m for m in sys.modules if m.startswith(('benchlib.lab', 'benchlib.provision', "
-                 "'benchlib.remote', 'pymysql', 'asyncssh', 'ansible'))))")
+                 "'benchlib.remote', 'benchlib.systems.base', 'pymysql', 'asyncssh', 'ansible')) "
+                 "or m.startswith('benchlib.systems.') and m.endswith('.system')))")
     assert probe.returncode == 0, probe.stderr[-2000:]
     assert " runs" in probe.stdout and probe.stdout.strip().endswith("[]"), probe.stdout
 

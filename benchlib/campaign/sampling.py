@@ -22,7 +22,7 @@ from benchlib.sampling.heartbeat import Heartbeat
 from benchlib.sampling.probe import Connect
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.probe import Probe, Sampler
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.sampling.status import (GaleraProbe, LivenessProbe, MariaDBReplicationProbe, ServerCountersProbe,
                                       StatusLog)
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.manifest import ClusterFacts, LabFacts
 from benchlib.campaign.sampling import Target
 from benchlib.store import RunWriter

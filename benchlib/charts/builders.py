@@ -19,10 +19,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from benchlib.catalogue import BASELINE
+from benchlib.catalogue import BASELINE, house_color
 from benchlib.charts.axes import category_axis, log_axis, short_name, threads_axis
 from benchlib.charts.errors import ChartError
-from benchlib.charts.theme import HEIGHT, OKABE_ITO, TEMPLATE, TOPOLOGY_COLORS, lighter
+from benchlib.charts.theme import HEIGHT, OKABE_ITO, TEMPLATE, lighter
 
 
 def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
@@ -37,7 +37,7 @@ def _need(df: pd.DataFrame, columns: Iterable[str | None], chart: str) -> None:
 def _colors(values: Iterable) -> dict:
     """One colour per value: a topology's house colour, else the next Okabe-Ito colour no other value has."""
     values = list(dict.fromkeys(values))
-    out = {v: TOPOLOGY_COLORS[str(v)] for v in values if str(v) in TOPOLOGY_COLORS}
+    out = {v: c for v in values if (c := house_color(str(v)))}
     spare = cycle([c for c in OKABE_ITO if c not in out.values()] or OKABE_ITO)
     return {v: out[v] if v in out else next(spare) for v in values}
 

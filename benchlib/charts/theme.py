@@ -1,24 +1,16 @@
-"""The house template and the colours of topologies (Okabe-Ito: safe for colour-blind readers): data only."""
+"""The house template and the colours of topologies (Okabe-Ito: safe for colour-blind readers; each topology's and
+system's own is in its facts, ``benchlib.catalogue``): data only."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from benchlib.catalogue import house_color
+
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
-#: one colour per topology in every chart
-TOPOLOGY_COLORS = {
-    "async": "#0072B2",  # blue
-    "semisync": "#E69F00",  # orange
-    "galera": "#009E73",  # bluish green
-    "group_replication": "#D55E00",  # vermillion
-    "pxc": "#CC79A7",  # reddish purple
-    "aurora": "#56B4E9",  # sky blue
-    "single": "#000000",
-    "mysql": "#999999",
-}
 WIDTH, HEIGHT = 1200, 675  # a blog's 16:9 slot; PNG exported at 2x (2400x1350)
 #: the one typeface of charts and report: metric-compatible with Arial, installed with Chromium (fonts-liberation),
 #: embedded in every SVG (benchlib.charts.fonts) so a chart looks the same wherever it is opened
@@ -27,7 +19,9 @@ FONT = f"{FONT_FAMILY}, Arial, Helvetica, sans-serif"
 
 
 def topology_color(name: str, i: int = 0) -> str:
-    return TOPOLOGY_COLORS.get(str(name), OKABE_ITO[i % len(OKABE_ITO)])
+    """A topology's (or system's) colour in every chart, as its facts declare it (``benchlib.catalogue``); else the
+    ``i``-th Okabe-Ito colour."""
+    return house_color(name) or OKABE_ITO[i % len(OKABE_ITO)]
 
 
 def lighter(hex_color: str, amount: float = 0.55) -> str:

@@ -17,7 +17,7 @@ import pymysql
 
 from benchlib.errors import BenchlibError
 from benchlib.lab import sql
-from benchlib.systems import get as get_system
+from benchlib.systems.base import get as get_system
 
 TABLE = "benchlib.lab_check"
 

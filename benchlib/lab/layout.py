@@ -18,6 +18,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlib import catalogue
 from benchlib.errors import LabError
 from benchlib.lab import placement
 from benchlib.lab.spec import LabSpec
@@ -56,13 +57,9 @@ class NodePlan:
 
     @property
     def role(self) -> str:
-        if self.topology == "galera":
-            return "galera"
-        if self.topology == "single":
-            return "single"
-        if self.topology == "group_replication":
-            return "primary" if self.index == 1 else "secondary"
-        return "primary" if self.index == 1 else "replica"
+        """Node 1's role in its topology, or the others' (``benchlib.catalogue.TopologyFacts.roles``)."""
+        first, others = catalogue.topology(self.topology).roles
+        return first if self.index == 1 else others
 
     @property
     def galera_port(self) -> int:
@@ -83,12 +80,8 @@ class NodePlan:
 
     @property
     def ports(self) -> dict[str, int]:
-        """Every port this node listens on, by what it serves."""
-        if self.topology == "galera":
-            return {"mysql": self.port, "galera": self.galera_port, "IST": self.ist_port, "SST": self.sst_port}
-        if self.topology == "group_replication":
-            return {"mysql": self.port, "group replication": self.gr_port}
-        return {"mysql": self.port}
+        """Every port this node listens on, by what it serves (its topology's, ``TopologyFacts.ports``)."""
+        return {what: self.port + offset for what, offset in catalogue.topology(self.topology).ports}
 
     @property
     def datadir(self) -> Path:

@@ -44,7 +44,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.errors import SpecError
 from benchlib.lab import flavors
 from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,

@@ -24,7 +24,7 @@ from benchlib.lab.layout import NodePlan
 from benchlib.lab.mycnf import GALERA_PROVIDER
 from benchlib.lab.node import log_tail
 from benchlib.servers import Server
-from benchlib.systems import get as get_system
+from benchlib.systems.base import get as get_system
 from benchlib.systems import semisync
 from benchlib.systems.replication import threads_running as replication_threads
 from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting

@@ -103,27 +103,6 @@ def _env_file(node: PlannedNode, plan_service: str) -> str:
             f"SERVICE={shlex.quote(plan_service)}\n")
 
 
-@dataclass(frozen=True)
-class Wiring:
-    """How the playbook orders and wires a topology's nodes: the inventory groups of its node 1 and of the others,
-    node 1's extra server arguments at its first start, and whether the others make their own accounts at their
-    first start (a Galera joiner gets them with its state transfer)."""
-    first: tuple[str, ...]
-    others: tuple[str, ...]
-    first_args: tuple[str, ...] = ()
-    others_make_accounts: bool = True
-
-
-#: topology -> its wiring (the groups are the playbook's: provision.yml)
-WIRING = {
-    "single": Wiring(("first",), ("first",)),
-    "async": Wiring(("first",), ("first", "replicas")),
-    "semisync": Wiring(("first", "semisync_primaries"), ("first", "replicas")),
-    "galera": Wiring(("first", "galera_nodes"), ("joiners", "galera_nodes"), ("--wsrep-new-cluster",), False),
-    "group_replication": Wiring(("first", "group_first"), ("first", "group_joiners")),
-}
-
-
 def inventory(plan: Plan, state: dict[str, Any], archives: dict[str, Path]) -> dict:
     """Ansible's inventory: machines, nodes and the groups the playbooks order their work by (no secrets)."""
     hosts = plan.hosts
@@ -156,7 +135,7 @@ def inventory(plan: Plan, state: dict[str, Any], archives: dict[str, Path]) -> d
                                                           "galera_nodes", "group_first", "group_joiners")}
     nodes: dict[str, Any] = {}
     for node in plan.nodes.values():
-        wiring = WIRING[node.plan.topology]
+        wiring = catalogue.topology(node.plan.topology).wiring
         first = node is plan.first_of(node.plan.cluster)
         p = node.plan
         v = {"ansible_host": plan.hosts.hosts[node.host].address,

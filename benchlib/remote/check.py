@@ -27,7 +27,7 @@ from benchlib import catalogue
 from benchlib.errors import BenchlibError
 from benchlib.lab.wan import handshake_rtt
 from benchlib.sampling.clock import server_offset
-from benchlib.systems import get as get_system
+from benchlib.systems.base import get as get_system
 from benchlib.systems import dialect, semisync
 from benchlib.systems.privileges import ACCESS_DENIED, GRANTS, WRONG_PASSWORD, privilege_message
 

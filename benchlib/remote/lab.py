@@ -22,7 +22,7 @@ import pymysql.cursors
 from benchlib.errors import LabError
 from benchlib.lab.base import NodeInfo, NodeStatus, Progress, quiet
 from benchlib.remote.spec import RemoteLabSpec, RemoteNode
-from benchlib.systems import get as get_system
+from benchlib.systems.base import get as get_system
 from benchlib.manifest import ClusterFacts
 from benchlib.systems.settings import ClusterTarget, SettingRules, apply_setting, plan_settings
 

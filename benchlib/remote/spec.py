@@ -38,7 +38,8 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from benchlib import catalogue, systems
+from benchlib import catalogue
+from benchlib.systems import base as systems
 from benchlib.errors import SpecError
 from benchlib.systems.settings import SettingRules
 from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,

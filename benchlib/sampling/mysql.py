@@ -16,9 +16,10 @@ from __future__ import annotations
 from benchlib.sampling.clock import ClockProbe
 from benchlib.sampling.probe import Connect
 from benchlib.sampling.status import ClusterProbe, StatusLog, as_number
-from benchlib.systems import aurora, dialect, semisync
-from benchlib.systems import group_replication as gr
-from benchlib.systems import mysql
+from benchlib.systems import dialect, semisync
+from benchlib.systems.aurora import system as aurora
+from benchlib.systems.group_replication import system as gr
+from benchlib.systems.mysql import system as mysql
 
 __all__ = ["AuroraProbe", "GroupReplicationProbe", "MySQLReplicationProbe"]
 

@@ -11,40 +11,22 @@ setting promises.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from benchlib import catalogue
 from benchlib.errors import SpecError
 from benchlib.systems import positions
+from benchlib.systems.base import SYSTEMS, ReadSetting
 from benchlib.systems.sql import scalar
 
-__all__ = ["ReadSetting", "SETTINGS", "described", "for_system", "supported"]
+__all__ = ["ReadSetting", "described", "for_system", "mariadb_token", "mysql_token", "replica_settings", "supported"]
 
 
-@dataclass(frozen=True)
-class ReadSetting:
-    name: str  # as a campaign names it
-    doc: str
-    reader: tuple[str, ...] = ()  # run once on each reader's session
-    writer: tuple[str, ...] = ()  # run once on the writer's session
-    #: the writer, after each commit: a token naming what it committed (its GTID), None: no causal wait
-    token: Callable[[Any], str] | None = None
-    #: the reader, before each read: wait until the node has applied ``token``; (connection, token, timeout s) -> done
-    wait: Callable[[Any, str, float], bool] | None = None
-    #: settings (``benchlib.systems`` vocabulary) the sysbench load runs under as well, so that its throughput shows
-    #: the price (GR's AFTER levels); a campaign applies them with the run's other settings
-    load: dict[str, str] | None = None
-    #: a read under it may wait (a causal wait, or the server holding it until the node has caught up): its reader
-    #: needs a thread of its own; readers that never wait share one and read together (one wake-up a tick)
-    waits: bool = True
-
-
-def _mariadb_token(conn) -> str:
+def mariadb_token(conn) -> str:
     return scalar(conn, "SELECT @@SESSION.last_gtid") or ""
 
 
-def _mysql_token(conn) -> str:  # pymysql does not expose the OK packet's GTID: the executed set is a superset
+def mysql_token(conn) -> str:  # pymysql does not expose the OK packet's GTID: the executed set is a superset
     return positions.GTID.read(conn, True)
 
 
@@ -57,47 +39,13 @@ _REPLICA = {
     "eventual": "reads whatever the replica has applied",
     "causal": "waits until the replica has applied the writer's last acknowledged transaction, then reads",
 }
-_GALERA_BITS = "1 reads, 2 UPDATE and DELETE, 4 INSERT and REPLACE, 8 SHOW"
-_GR = {
-    "EVENTUAL": "reads what the member has applied (the default)",
-    "BEFORE_ON_PRIMARY_FAILOVER": "as EVENTUAL, except on a new primary until it applied its backlog",
-    "BEFORE": "each transaction waits until the member applied every earlier transaction of the group",
-    "AFTER": "a read-write transaction's commit returns once every member applied it",
-    "BEFORE_AND_AFTER": "BEFORE and AFTER together",
-}
+EVENTUAL = ReadSetting("eventual", _REPLICA["eventual"], waits=False)
 
 
-def _gr(level: str, doc: str) -> ReadSetting:
-    statement = (f"SET SESSION group_replication_consistency = '{level}'",)
-    writes = level in ("AFTER", "BEFORE_AND_AFTER")  # the writer pays: its commits wait for every member
-    # the load runs under the level when it makes writers pay, else under EVENTUAL (an earlier run may have set AFTER)
-    return ReadSetting(level, doc, reader=statement, writer=statement,
-                       load={"gr_consistency": level if writes else "EVENTUAL"},
-                       waits=level not in ("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER"))
-
-
-SETTINGS: dict[str, dict[str, ReadSetting]] = {
-    "mariadb": {
-        "eventual": ReadSetting("eventual", _REPLICA["eventual"], waits=False),
-        "causal": ReadSetting("causal", _REPLICA["causal"], token=_mariadb_token,
-                              wait=_waits_for(positions.MARIADB)),
-    },
-    "mysql": {
-        "eventual": ReadSetting("eventual", _REPLICA["eventual"], waits=False),
-        "causal": ReadSetting("causal", _REPLICA["causal"], token=_mysql_token, wait=_waits_for(positions.GTID)),
-    },
-    "galera": {
-        f"wsrep_sync_wait={bits}": ReadSetting(f"wsrep_sync_wait={bits}",
-                                               f"wsrep_sync_wait bitmask {bits} ({_GALERA_BITS})",
-                                               reader=(f"SET SESSION wsrep_sync_wait = {bits}",),
-                                               waits=bool(bits & 1))  # bit 1: a SELECT waits for the node to catch up
-        for bits in range(16)
-    },
-    "group_replication": {level: _gr(level, doc) for level, doc in _GR.items()},
-    "aurora": {"eventual": ReadSetting("eventual", "an Aurora replica reads the shared storage as of its last redo "
-                                                   "record applied", waits=False)},
-}
-SETTINGS["pxc"] = SETTINGS["galera"]
+def replica_settings(token: Callable[[Any], str], where: positions.Positions) -> dict[str, ReadSetting]:
+    """A replicated system's settings: eventual (the default), and causal reads that wait for the writer's token."""
+    return {"eventual": EVENTUAL, "causal": ReadSetting("causal", _REPLICA["causal"], token=token,
+                                                        wait=_waits_for(where))}
 
 
 def supported(system: str) -> list[str]:
@@ -108,9 +56,10 @@ def supported(system: str) -> list[str]:
 
 def for_system(system: str, name: str | None) -> ReadSetting:
     """``name`` of ``system`` (None: its default); a SpecError listing what it supports when it has no such."""
-    known = SETTINGS.get(system, {})
+    found = SYSTEMS.get(system)
+    known = found.read_settings if found else {}
     if name is None:
-        return next(iter(known.values()), ReadSetting("eventual", _REPLICA["eventual"], waits=False))
+        return next(iter(known.values()), EVENTUAL)
     if name not in known:
         raise SpecError(f"{system} has no read consistency {name!r}", hint=f"{system} supports {described(system)}")
     return known[name]

@@ -9,10 +9,24 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from benchlib.systems import dialect as q
-from benchlib.systems.mysql import MYSQL8_APPLIER_SQL
 from benchlib.systems.sql import query
 
 __all__ = ["MARIADB", "MYSQL", "Names", "reads", "readiness", "replica_problems", "threads_running"]
+
+
+#: every worker of one channel: what it applies and applied, with their commit timestamps (MySQL 8 and later)
+MYSQL8_APPLIER_SQL = """
+SELECT w.WORKER_ID, w.SERVICE_STATE, c.SERVICE_STATE AS IO_STATE,
+       UNIX_TIMESTAMP(SYSDATE(6)) AS NOW_TS,
+       UNIX_TIMESTAMP(w.APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP) AS APPLYING_ICT,
+       UNIX_TIMESTAMP(w.LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP) AS APPLIED_ICT,
+       UNIX_TIMESTAMP(w.LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP) AS APPLIED_END,
+       c.LAST_QUEUED_TRANSACTION AS LAST_QUEUED,
+       UNIX_TIMESTAMP(c.LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP) AS QUEUED_END
+FROM performance_schema.replication_applier_status_by_worker w
+JOIN performance_schema.replication_connection_status c USING (CHANNEL_NAME)
+WHERE CHANNEL_NAME = %s
+"""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from benchlib import charts
-from benchlib.charts.theme import HEIGHT, TOPOLOGY_COLORS, lighter
+from benchlib.catalogue import house_color
+from benchlib.charts.theme import HEIGHT, lighter
 
 
 def fig_json(fig) -> dict:
@@ -33,8 +34,8 @@ def test_ratio_bars_relaxed_is_a_lighter_wider_bar_behind_durable_each_whisker_i
     named = [t for t in j["data"] if t.get("showlegend") is not False]
     assert [t["name"] for t in named] == ["semisync relaxed", "galera relaxed", "semisync durable", "galera durable"]
     relaxed, durable = named[0], named[2]
-    assert durable["marker"]["color"] == TOPOLOGY_COLORS["semisync"]
-    assert relaxed["marker"]["color"] == lighter(TOPOLOGY_COLORS["semisync"])
+    assert durable["marker"]["color"] == house_color("semisync")
+    assert relaxed["marker"]["color"] == lighter(house_color("semisync"))
     assert relaxed["width"] > durable["width"] and j["layout"]["barmode"] == "overlay"
     # one interval per bar, each on an invisible bar in its own half: durable's over the left half, relaxed's over
     # the right; an unbounded interval (galera relaxed) gets none (plotly would draw it as a cap on the bar's top)
@@ -78,7 +79,7 @@ def test_category_ticks_are_short_upright_lines_in_natural_order():
 
 def test_a_named_cluster_never_takes_a_topology_colour_in_use():
     colours = charts.builders._colors(["semi", "local", "galera"])
-    assert colours["galera"] == TOPOLOGY_COLORS["galera"]
+    assert colours["galera"] == house_color("galera")
     assert len(set(colours.values())) == 3
 
 
@@ -86,7 +87,7 @@ def test_same_topology_same_colour_in_every_chart():
     for fig in (charts.throughput_vs_threads(BY_THREADS), charts.latency_vs_threads(BY_THREADS, y_mean="lat_mean_ms")):
         j = fig_json(fig)
         colors = {t["name"].split()[0]: t["line"]["color"] for t in j["data"]}
-        assert colors == {"async": TOPOLOGY_COLORS["async"], "galera": TOPOLOGY_COLORS["galera"]}
+        assert colors == {"async": house_color("async"), "galera": house_color("galera")}
         assert j["layout"]["template"]["layout"]["width"] == 1200  # a 1200x675 slot
 
 
@@ -110,7 +111,7 @@ def test_stability_shades_the_steady_window_and_annotates_flags():
     both = fig_json(charts.stability_over_time(iv, trim={"a": 10, "b": 0}, labels={"a": "W", "b": "F"},
                                                color_by={"a": "semisync", "b": "semisync"}))
     lines = [t["line"] for t in both["data"][::2]]
-    assert {x["color"] for x in lines} == {TOPOLOGY_COLORS["semisync"]}  # a semi-sync run in semi-sync's colour
+    assert {x["color"] for x in lines} == {house_color("semisync")}  # a semi-sync run in semi-sync's colour
     assert [x["dash"] for x in lines] == ["solid", "dash"]  # its two runs told apart by dash
     avg = fig_json(charts.stability_over_time(iv, average_by="config"))
     assert [t["name"] for t in avg["data"] if t.get("showlegend", True)] == ["c1"]
@@ -165,7 +166,7 @@ def test_catch_up_bars_with_min_max_whiskers():
                        "catch_up_min": [0.1, 2.0], "catch_up_max": [0.4, 5.0]})
     j = fig_json(charts.catch_up(df, error_low="catch_up_min", error_high="catch_up_max"))
     bars, whiskers = j["data"]
-    assert bars["type"] == "bar" and bars["marker"]["color"] == TOPOLOGY_COLORS["galera"] and "error_y" not in bars
+    assert bars["type"] == "bar" and bars["marker"]["color"] == house_color("galera") and "error_y" not in bars
     assert whiskers["error_y"]["array"] == pytest.approx([0.2, 2.0])
     assert whiskers["error_y"]["arrayminus"] == pytest.approx([0.1, 1.0]) and whiskers["showlegend"] is False
     assert j["layout"]["barmode"] == "overlay"  # one bar per category, centred: no empty slot per other colour
@@ -183,7 +184,7 @@ def test_sustained_vs_peak_draws_the_bracket_and_marks_flow_control():
     sustained = [d for d in j["data"] if d["name"].endswith("sustained")]
     assert len(peaks) == len(sustained) == 2 and j["layout"]["barmode"] == "overlay"
     assert peaks[0]["width"] > sustained[0]["width"]  # the peak is the wider bar behind
-    assert sustained[1]["marker"]["color"] == TOPOLOGY_COLORS["galera"]
+    assert sustained[1]["marker"]["color"] == house_color("galera")
     assert sustained[1]["error_y"]["array"] == pytest.approx([180.0])
     assert [a["text"] for a in j["layout"]["annotations"]] == ["FC_LIMITED"]
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from benchlib import charts
-from benchlib.charts.theme import TOPOLOGY_COLORS
+from benchlib.catalogue import house_color
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "campaigns"
 
@@ -51,7 +51,7 @@ def test_stale_fractions_draw_each_interval_and_none_stale_as_a_hollow_point_wit
     assert {y for t in hollow for y in t["y"]} == {"gr BEFORE", "galera wsrep_sync_wait=0"}
     assert all(x == 0 for t in hollow for x in t["x"])
     assert sorted(a for t in hollow for a in t["error_x"]["array"]) == pytest.approx([0.6, 0.75])
-    assert full[0]["marker"]["color"] == TOPOLOGY_COLORS["group_replication"]
+    assert full[0]["marker"]["color"] == house_color("group_replication")
     assert j["layout"]["xaxis"]["ticksuffix"] == "%"
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from benchlib.lab import sql
-from benchlib.systems.galera import galera_number, provider_option
+from benchlib.systems.galera.system import galera_number, provider_option
 from tests.conftest import example_spec, lab_of, frozen_at, kill9
 from tests.lab.test_async import rows_on, write_rows
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.systems import group_replication as gr
+from benchlib.systems.group_replication import system as gr
 from benchlib.sampling.clock import Offset
 from benchlib.sampling.mysql import AuroraProbe, GroupReplicationProbe, MySQLReplicationProbe
 from benchlib.sampling.status import GaleraProbe

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.systems import invariants as inv
 
 W = inv.Window(["p", "r1", "r2"], 10.0, 30.0)

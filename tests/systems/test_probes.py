@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.systems import aurora, dialect, mysql, privileges, semisync
-from benchlib.systems import group_replication as gr
+from benchlib.systems import dialect, privileges, semisync
+from benchlib.systems.aurora import system as aurora
+from benchlib.systems.mysql import system as mysql
+from benchlib.systems.group_replication import system as gr
 from benchlib.systems.dialect import ServerKind
-from benchlib.systems.mysql import ApplierState
+from benchlib.systems.mysql.system import ApplierState
 
 
 @pytest.mark.parametrize("variables,system,version", [
@@ -81,7 +83,7 @@ def test_group_replication_member_stats():
 
 
 def test_galera_provider_options_read_back():
-    from benchlib.systems.galera import galera_number, provider_option
+    from benchlib.systems.galera.system import galera_number, provider_option
 
     text = "base_port = 4567; gcs.fc_limit = 4K; gcs.fc_factor = 1.0; gcs.fc_single_primary = NO"
     assert provider_option(text, "gcs.fc_limit") == "4K" and galera_number("4K") == 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.errors import SettingError
 from benchlib.systems.settings import SettingRules
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pandas as pd
 import pymysql
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.campaign.folder import CampaignError
 from benchlib.campaign.setup import Audit, RunSetup, dataset_tables, wait_serving
 from benchlib.errors import BenchlibError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.axes.stall import StallPlan
 from benchlib.errors import SpecError
 

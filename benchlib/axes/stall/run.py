@@ -11,7 +11,7 @@ from typing import Any
 
 import pymysql
 
-from benchlib import systems
+from benchlib.systems import base as systems
 from benchlib.axes.stall import StallRecord
 from benchlib.axis import AxisRun, RunContext
 from benchlib.errors import BenchlibError

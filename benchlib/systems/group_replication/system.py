@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchlib.systems.mysql import MYSQL8_APPLIER_SQL
+from benchlib.systems.replication import MYSQL8_APPLIER_SQL
 from benchlib.systems.settings import COMMON, Setting, read_var, set_global
 from benchlib.systems.sql import query
 from benchlib.systems.values import choice, int_range
+from benchlib.systems import failover, positions
+from benchlib.systems import invariants as inv
+from benchlib.systems.base import ReadSetting, Stall, System
+from benchlib.systems.group_replication.facts import CONSISTENCY
+from benchlib.systems.mysql.system import RESTART_SETTINGS
 
-__all__ = ["GROUP_MEMBER_STATS_SQL", "GROUP_REPLICATION_CHANNEL", "GROUP_THROTTLE_SQL", "SETTINGS", "VARIABLES",
+__all__ = ["SYSTEM", "GROUP_MEMBER_STATS_SQL", "GROUP_REPLICATION_CHANNEL", "GROUP_THROTTLE_SQL", "SETTINGS", "VARIABLES",
            "group_member_stats", "group_throttle", "node_status", "readiness", "reads"]
 
 
@@ -142,3 +147,22 @@ def reads(kind, writer: bool) -> list[tuple[str, str, Any]]:
     """What the sampler reads on a member (privilege probe, SQL, parameters): its stats and its applier."""
     return [("performance_schema", GROUP_MEMBER_STATS_SQL, None),
             ("performance_schema", MYSQL8_APPLIER_SQL, (GROUP_REPLICATION_CHANNEL,))]
+
+
+def _consistency(level: str, doc: str) -> ReadSetting:
+    statement = (f"SET SESSION group_replication_consistency = '{level}'",)
+    writes = level in ("AFTER", "BEFORE_AND_AFTER")  # the writer pays: its commits wait for every member
+    # the load runs under the level when it makes writers pay, else under EVENTUAL (an earlier run may have set AFTER)
+    return ReadSetting(level, doc, reader=statement, writer=statement,
+                       load={"gr_consistency": level if writes else "EVENTUAL"},
+                       waits=level not in ("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER"))
+
+
+SYSTEM = System("group_replication", SETTINGS, node_status, readiness, reads, frozenset({"mysql", "percona"}),
+                invariants=(inv.group_membership, inv.nodes_answer), positions=positions.GTID,
+                locate=failover.gr_primary,
+                stall=Stall((f"STOP REPLICA SQL_THREAD FOR CHANNEL '{GROUP_REPLICATION_CHANNEL}'",),
+                            (f"START REPLICA SQL_THREAD FOR CHANNEL '{GROUP_REPLICATION_CHANNEL}'",),
+                            "the member's applier channel stopped (it goes on certifying and queueing)"),
+                restart_settings=RESTART_SETTINGS, variables=VARIABLES, counters=COUNTERS,
+                read_settings={level: _consistency(level, doc) for level, doc in CONSISTENCY.items()})

@@ -14,8 +14,13 @@ from typing import Any
 from benchlib.systems.settings import COMMON, Setting
 from benchlib.systems.sql import global_status
 from benchlib.systems.values import float_range, int_range, sql_literal
+from benchlib.systems import failover, positions
+from benchlib.systems import invariants as inv
+from benchlib.systems.base import NO_RESTART, ReadSetting, Stall, System
+from benchlib.systems.mariadb.system import COUNTERS
+from benchlib.systems.mysql.system import RESTART_SETTINGS
 
-__all__ = ["SETTINGS", "VARIABLES", "galera_number", "node_status", "provider_option", "readiness", "reads"]
+__all__ = ["SYSTEM", "SETTINGS", "VARIABLES", "galera_number", "node_status", "provider_option", "readiness", "reads"]
 
 
 #: recorded in each run's manifest (PXC 8.0.26+ names the appliers wsrep_applier_threads)
@@ -120,3 +125,20 @@ def readiness(conn, writer: bool, size: int, node: str) -> list[str]:
 def reads(kind, writer: bool) -> list[tuple[str, str, Any]]:
     """What the sampler reads on a Galera node (privilege probe, SQL, parameters)."""
     return [("status", "SHOW GLOBAL STATUS LIKE 'wsrep%'", None)]
+
+
+_BITS = "1 reads, 2 UPDATE and DELETE, 4 INSERT and REPLACE, 8 SHOW"
+#: a session's wsrep_sync_wait bitmask (bit 1: a SELECT waits for the node to catch up)
+READ_SETTINGS = {f"wsrep_sync_wait={bits}": ReadSetting(f"wsrep_sync_wait={bits}",
+                                                         f"wsrep_sync_wait bitmask {bits} ({_BITS})",
+                                                         reader=(f"SET SESSION wsrep_sync_wait = {bits}",),
+                                                         waits=bool(bits & 1))
+                 for bits in range(16)}
+STALL = Stall(("FLUSH TABLES WITH READ LOCK",), ("UNLOCK TABLES",),
+              "FLUSH TABLES WITH READ LOCK held on the node (a backup's lock): its applier waits")
+INVARIANTS = (inv.galera_membership, inv.nodes_answer)
+
+SYSTEM = System("galera", SETTINGS, node_status, readiness, reads, frozenset({"mariadb_galera", "pxc"}),
+                no_restart=NO_RESTART, invariants=INVARIANTS, positions=positions.GALERA, locate=failover.galera_node,
+                stall=STALL, restart_settings=RESTART_SETTINGS, variables=VARIABLES, counters=COUNTERS,
+                read_settings=READ_SETTINGS)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-__all__ = ["AURORA_REPLICAS_SQL", "aurora_replicas", "reads"]
+from benchlib.systems.base import ReadSetting, System
+
+__all__ = ["SYSTEM", "AURORA_REPLICAS_SQL", "aurora_replicas", "reads"]
 
 AURORA_REPLICAS_SQL = ("SELECT SERVER_ID, SESSION_ID, REPLICA_LAG_IN_MILLISECONDS, LAST_UPDATE_TIMESTAMP, CPU "
                        "FROM information_schema.replica_host_status WHERE SESSION_ID = 'MASTER_SESSION_ID' "
@@ -27,3 +29,13 @@ def aurora_replicas(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, fl
 def reads(kind, writer: bool) -> list[tuple[str, str, Any]]:
     """What the sampler reads of an Aurora cluster, on its writer (privilege probe, SQL, parameters)."""
     return [("aurora_replicas", AURORA_REPLICAS_SQL, None)] if writer else []
+
+
+def _no_status(conn, role: str) -> dict[str, Any]:
+    return {}
+
+
+SYSTEM = System("aurora", {}, _no_status, reads=reads, kinds=frozenset({"aurora"}),
+                sweeps_nothing="Aurora's parameters are set in its DB cluster parameter group, not from SQL",
+                read_settings={"eventual": ReadSetting("eventual", "an Aurora replica reads the shared storage as of "
+                                                                   "its last redo record applied", waits=False)})

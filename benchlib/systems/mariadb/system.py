@@ -14,8 +14,12 @@ from benchlib.systems import semisync
 from benchlib.systems.settings import COMMON, Setting, read_var
 from benchlib.systems.sql import global_status, scalar, slave_status
 from benchlib.systems.values import choice, int_range
+from benchlib.systems import consistency, positions, replication
+from benchlib.systems import invariants as inv
+from benchlib.systems.base import NO_RESTART, Stall, System
+from benchlib.systems.mysql.system import RESTART_SETTINGS
 
-__all__ = ["SETTINGS", "VARIABLES", "node_status"]
+__all__ = ["SYSTEM", "SETTINGS", "VARIABLES", "node_status"]
 
 
 #: recorded in each run's manifest
@@ -71,3 +75,12 @@ def single_status(conn, role: str) -> dict[str, Any]:
 #: round trip of each acknowledgement
 COUNTERS = ("Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written", "Rpl_semi_sync_master_tx_wait_time",
             "Rpl_semi_sync_master_tx_waits", "Rpl_semi_sync_master_net_wait_time", "Rpl_semi_sync_master_net_waits")
+
+
+SYSTEM = System("mariadb", SETTINGS, node_status, replication.readiness, replication.reads, frozenset({"mariadb"}),
+                no_restart=NO_RESTART, invariants=(inv.semisync_holds, inv.replica_threads, inv.nodes_answer),
+                positions=positions.MARIADB,
+                stall=Stall(("STOP SLAVE SQL_THREAD",), ("START SLAVE SQL_THREAD",),
+                            "the replica's SQL thread stopped (what a long DDL on a serial applier does to what follows)"),
+                restart_settings=RESTART_SETTINGS, variables=VARIABLES, counters=COUNTERS,
+                read_settings=consistency.replica_settings(consistency.mariadb_token, positions.MARIADB))

@@ -13,11 +13,15 @@ from typing import Any, Iterable, Mapping
 
 from benchlib.systems import dialect
 from benchlib.systems import semisync
+from benchlib.systems.replication import MYSQL8_APPLIER_SQL
 from benchlib.systems.settings import COMMON, Setting
 from benchlib.systems.sql import global_status, query
 from benchlib.systems.values import int_range, parse_bool, sql_literal
+from benchlib.systems import consistency, positions, replication
+from benchlib.systems import invariants as inv
+from benchlib.systems.base import Stall, System
 
-__all__ = ["MYSQL8_APPLIER_SQL", "MYSQL_BACKLOG_SQL", "RESTART_SETTINGS", "SETTINGS", "VARIABLES", "ApplierState",
+__all__ = ["SYSTEM", "MYSQL8_APPLIER_SQL", "MYSQL_BACKLOG_SQL", "RESTART_SETTINGS", "SETTINGS", "VARIABLES", "ApplierState",
            "detect", "gtid_count", "mysql8_lag_us", "node_status"]
 
 
@@ -80,20 +84,6 @@ def node_status(conn, role: str) -> dict[str, Any]:
 
 # ---- MySQL 8 performance_schema apply lag ---------------------------------------------------------------------
 
-MYSQL8_APPLIER_SQL = """
-SELECT w.WORKER_ID, w.SERVICE_STATE, c.SERVICE_STATE AS IO_STATE,
-       UNIX_TIMESTAMP(SYSDATE(6)) AS NOW_TS,
-       UNIX_TIMESTAMP(w.APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP) AS APPLYING_ICT,
-       UNIX_TIMESTAMP(w.LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP) AS APPLIED_ICT,
-       UNIX_TIMESTAMP(w.LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP) AS APPLIED_END,
-       c.LAST_QUEUED_TRANSACTION AS LAST_QUEUED,
-       UNIX_TIMESTAMP(c.LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP) AS QUEUED_END
-FROM performance_schema.replication_applier_status_by_worker w
-JOIN performance_schema.replication_connection_status c USING (CHANNEL_NAME)
-WHERE CHANNEL_NAME = %s
-"""
-
-
 @dataclass
 class ApplierState:
     """What mysql8_lag_us remembers between polls."""
@@ -148,3 +138,12 @@ def gtid_count(gtid_set: str | None) -> int:
             lo, _, hi = interval.partition("-")
             total += (int(hi) if hi else int(lo)) - int(lo) + 1
     return total
+
+
+SYSTEM = System("mysql", SETTINGS, node_status, replication.readiness, replication.reads,
+                frozenset({"mysql", "percona"}), invariants=(inv.semisync_holds, inv.replica_threads, inv.nodes_answer),
+                positions=positions.GTID,
+                stall=Stall(("STOP REPLICA SQL_THREAD",), ("START REPLICA SQL_THREAD",),
+                            "the replica's SQL thread stopped (what a long DDL on a serial applier does to what follows)"),
+                restart_settings=RESTART_SETTINGS, variables=VARIABLES, counters=COUNTERS,
+                read_settings=consistency.replica_settings(consistency.mysql_token, positions.GTID))

@@ -1,0 +1,17 @@
+"""What MySQL replication is, as pure data the analysis may read (``benchlib.catalogue``): the entry point of its package."""
+
+from __future__ import annotations
+
+from benchlib.catalogue import SystemFacts
+
+__all__ = ["FACTS"]
+
+#: the variables that say how many workers apply replicated transactions (MySQL 8.0.26 renamed them)
+APPLIER_VARIABLES = ("replica_parallel_workers", "slave_parallel_workers")
+
+FACTS = SystemFacts(
+    "mysql", "MySQL replication", "MySQL", "MySQL", "async", failover="promote",
+    promise="as MariaDB: nothing fails over by itself (here the lab promotes); async can lose what the replicas had "
+            "not received.",
+    read_settings=("eventual", "causal"), roles=("primary", "replica"), status_probe="mysql",
+    applier_variables=APPLIER_VARIABLES, color="#999999")
