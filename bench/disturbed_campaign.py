@@ -140,7 +140,7 @@ def main() -> None:
 
                 shutil.copytree(folder, args.keep / name, ignore=shutil.ignore_patterns("report", "notebooks", ".lock"))
     finally:
-        lab.down()
+        lab.close(down=True)
     keys = list(next(iter(out.values())))
     print(f"\n{'':14}" + "".join(f"{n:>24}" for n in out))
     for k in keys:

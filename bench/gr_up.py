@@ -61,7 +61,7 @@ def one_run(s: LabSpec, cold: bool) -> tuple[float, float, float]:
         time.sleep(2)  # idle
         _, pss = memory_mib(list(lab.record.pids.values()))
     finally:
-        lab.down()
+        lab.close(down=True)
     return elapsed, elapsed - phases.get("servers started", 0.0), pss
 
 
@@ -91,7 +91,7 @@ def breakdown(s: LabSpec) -> None:
 
     try:
         lab = LocalLab.up(s, progress=progress)
-        lab.down()
+        lab.close(down=True)
     finally:
         for n, fn in saved.items():
             setattr(GroupReplication, n, fn)

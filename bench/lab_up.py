@@ -53,7 +53,7 @@ def one_run(spec: LabSpec, cold: bool) -> tuple[float, tuple[float, float]]:
         time.sleep(2)  # idle
         mem = memory_mib(list(lab.record.pids.values()))
     finally:
-        lab.down()
+        lab.close(down=True)
     return elapsed, mem
 
 

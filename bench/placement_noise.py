@@ -133,7 +133,7 @@ def main() -> None:
                     f"{r.cluster} {r.tps_mean:.0f}" for r in a.runs.itertuples(index=False)), flush=True)
     finally:
         _resume(lab)
-        lab.down()
+        lab.close(down=True)
     df = pd.DataFrame(rows)
     df.to_csv(work / "noise.csv", index=False)
     ok = df[df.status == "ok"]

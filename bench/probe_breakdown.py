@@ -86,7 +86,7 @@ def main() -> None:
         for kind, vals in result.items():
             print(f"{kind:<12} {statistics.median(v[0] for v in vals):>14.2f} {statistics.median(v[1] for v in vals):>14.2f}")
     finally:
-        lab.down()
+        lab.close(down=True)
 
 
 if __name__ == "__main__":

@@ -75,10 +75,10 @@ def main() -> None:
             try:
                 measure(args, lab, rlab, list(hosts.hosts), work)
             finally:
-                rlab.down()  # SSH connections closed before the client hosts go away
+                rlab.close(down=True)  # SSH connections closed before the client hosts go away
     finally:
         os.environ.pop(PASSWORD_ENV, None)
-        lab.down()
+        lab.close(down=True)
 
 
 def measure(args, lab: LocalLab, rlab: RemoteLab, names: list[str], work: Path) -> None:
@@ -114,9 +114,9 @@ def measure(args, lab: LocalLab, rlab: RemoteLab, names: list[str], work: Path) 
     # the same path to the server as the client hosts' (socat forwarder, namespace address), from here
     forwarded = rlab.endpoint("async-1").config()
     variants = {
-        "here, direct": lambda: lab.load_driver().run("async-1", opts),
+        "here, direct": lambda: lab.hooks.load_driver().run("async-1", opts),
         "here, forwarded": lambda: run_sysbench(opts.argv("run", *opts.run_args()), forwarded),
-        "2 hosts, merged": lambda: rlab.load_driver().run("async-1", opts),
+        "2 hosts, merged": lambda: rlab.hooks.load_driver().run("async-1", opts),
     }
     print(f"throughput, {opts.workload}, {args.threads} threads, {args.seconds} s runs, rotated order")
     tps: dict[str, list[float]] = {v: [] for v in variants}

@@ -57,7 +57,7 @@ def main() -> None:
     try:
         opts = SysbenchOptions(workload="oltp_read_write", tables=4, table_size=10000, threads=8, time_s=args.seconds)
         prepare_dataset(lab, "async-1", opts)
-        driver = lab.load_driver()
+        driver = lab.hooks.load_driver()
 
         pids = [lab.pid(n) for n in lab.layout.nodes]
 
@@ -123,7 +123,7 @@ def main() -> None:
               f"medians {statistics.median(tps[True]):.1f} vs {statistics.median(tps[False]):.1f} TPS")
         print(f"sampler CPU under load: median {statistics.median(loaded_cpu):.1f}% of one core")
     finally:
-        lab.down()
+        lab.close(down=True)
 
 
 if __name__ == "__main__":

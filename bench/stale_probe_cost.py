@@ -41,7 +41,7 @@ from sampler_cost import exact_cpu  # noqa: E402
 
 def sampled(lab, probe: ProbeOptions, on: bool):
     """The async cluster's sampling, with the stale-read probe (the probe axis's run hook) or without."""
-    hook = ProbeRun(RunContext(lab, "async", [n.name for n in lab.cluster_nodes("async")], lab.system("async"),
+    hook = ProbeRun(RunContext(lab, "async", [n.name for n in lab.cluster_nodes("async")], lab.spec.system_of("async"),
                                None, "bench", ProbeVariant(probe))) if on else None
     return build_sampling(lab, ["async"], extra=hook.probes() if hook else None).start(), hook
 
@@ -82,7 +82,7 @@ def main() -> None:
             return
         opts = SysbenchOptions(workload="oltp_read_write", tables=4, table_size=10000, threads=8, time_s=args.seconds)
         prepare_dataset(lab, "async-1", opts)
-        driver = lab.load_driver()
+        driver = lab.hooks.load_driver()
         for _ in range(2):  # the first runs after prepare are slower
             driver.run("async-1", opts)
         order = []
@@ -108,7 +108,7 @@ def main() -> None:
               f"(95% interval {np.exp(d.mean() - half):.3f}-{np.exp(d.mean() + half):.3f}, {len(d)} pairs; "
               f"pairs {', '.join(f'{x:.3f}' for x in ratios)})")
     finally:
-        lab.down()
+        lab.close(down=True)
 
 
 if __name__ == "__main__":

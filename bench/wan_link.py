@@ -94,7 +94,7 @@ def main() -> None:
         time.sleep(5)
         print(f"relay CPU idle (lab up, no traffic): {100 * (cpu_seconds(relay) - idle0) / 5:.1f}% of one core")
     finally:
-        lab.down()
+        lab.close(down=True)
 
 
 if __name__ == "__main__":

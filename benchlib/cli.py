@@ -331,7 +331,7 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
     lab = LocalLab.up(lab_spec, progress=_progress)
     try:
         _print_status(lab)
-        for line in lab.check().lines():
+        for line in lab.health.check().lines():
             typer.echo(line)
         folder = runs_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         campaign_started = time.monotonic()
@@ -339,7 +339,7 @@ def demo(spec: Path = typer.Option(DEMO_CAMPAIGN, help="campaign to run on its l
         campaign_s = time.monotonic() - campaign_started
     finally:
         if not keep:
-            lab.down()
+            lab.close(down=True)
             typer.echo(f"lab {lab.name} is down")
     from benchlib.report import publish as publish_report
 

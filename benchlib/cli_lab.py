@@ -25,7 +25,7 @@ def _progress(text: str) -> None:
 def _print_status(lab) -> None:
     from benchlib.lab.status import format_status
 
-    for line in format_status(lab.name, lab.status()):
+    for line in format_status(lab.name, lab.health.status()):
         typer.echo(line)
 
 
@@ -49,7 +49,7 @@ def lab_status(name: Optional[str] = typer.Argument(None, help="lab name or lab 
     lab = open_target(name)
     try:
         if as_json:
-            typer.echo(json.dumps([asdict(s) for s in lab.status()], indent=2, default=str))
+            typer.echo(json.dumps([asdict(s) for s in lab.health.status()], indent=2, default=str))
         else:
             _print_status(lab)
     finally:
@@ -71,7 +71,7 @@ def lab_down(name: Optional[str] = typer.Argument(None, help="lab name (default:
     from benchlib.lab.lab import LocalLab
 
     lab = LocalLab.open(name)
-    lab.down()
+    lab.close(down=True)
     typer.echo(f"lab {lab.name} is down")
 
 
@@ -82,7 +82,7 @@ def lab_heal(name: Optional[str] = typer.Argument(None, help="lab name"),
     from benchlib.lab.lab import LocalLab
 
     lab = LocalLab.open(name)
-    restarted = lab.heal(timeout=timeout, progress=_progress)
+    restarted = lab.health.heal(timeout=timeout, progress=_progress)
     typer.echo(f"restarted: {', '.join(restarted)}" if restarted else "every node was up")
     _print_status(lab)
 
@@ -103,7 +103,7 @@ def lab_set(assignments: list[str] = typer.Argument(..., help="setting=value, e.
         settings[key.strip()] = value.strip()
     lab = open_target(name)
     try:
-        for c, applied in lab.set(settings, cluster=cluster).items():
+        for c, applied in lab.tuning.set(settings, cluster=cluster).items():
             typer.echo(f"{c}: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
     finally:
         lab.close()
@@ -138,7 +138,7 @@ def lab_check(name: Optional[str] = typer.Argument(None, help="lab name, or a la
 
     lab = open_target(name)
     try:
-        result = lab.check()
+        result = lab.health.check()
     finally:
         lab.close()
     for line in result.lines():

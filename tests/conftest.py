@@ -217,8 +217,8 @@ class LabFactory:
     def teardown(self) -> list[str]:
         problems = []
         for lab in self.labs:
-            lab.refresh()
-            lab.down()
+            lab.tuning.refresh()
+            lab.close(down=True)
             problems += leftovers(lab)
         self.labs.clear()
         return problems

@@ -74,7 +74,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     if not isinstance(setup, RunSetup):
         return setup
     nodes, write_node, facts, extra = setup.nodes, setup.write_node, setup.facts, setup.extra
-    driver = lab.load_driver()
+    driver = lab.hooks.load_driver()
     extra["warmup_s"] = warmup_s
     ctx = RunContext(lab, cluster, nodes, str(facts.system), opts, writer.run_id, axes=dict(axes or {}), driver=driver,
                      stall_s=stall_s)

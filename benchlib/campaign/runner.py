@@ -140,9 +140,9 @@ class CampaignSession:
             raise CampaignError(f"lab {self.lab_spec.name} is up with a different spec than the campaign's",
                                 hint=f"benchlib lab down {self.lab_spec.name} (the campaign brings it up as "
                                      "specified), or point the campaign at the running lab's spec") from None
-        self.progress.say(f"using {self.lab.describe()}")
+        self.progress.say(f"using {self.lab.health.describe()}")
         self.host_noise()
-        stopped = self.lab.load_driver().stop_strays()
+        stopped = self.lab.hooks.load_driver().stop_strays()
         if stopped:
             self.folder.event("stray_load", stopped=stopped)
             self.progress.say(f"stopped a load a previous start left running: {', '.join(stopped)}")
@@ -165,7 +165,7 @@ class CampaignSession:
         if self.lab is None:
             return
         if self.owned and not keep_lab:
-            self.lab.down()
+            self.lab.close(down=True)
         else:
             self.lab.close()
 
@@ -177,10 +177,10 @@ class CampaignSession:
         self.progress.start(k, n, run)
         self.heal(before=run.run_id)
         if run.settings:
-            lab.set(run.settings, cluster=run.cluster)
+            lab.tuning.set(run.settings, cluster=run.cluster)
         if self.before_run:
             self.before_run(lab, run)
-        writer = RunWriter(self.folder.path, run.run_id, run.params, secrets=lab.secrets())
+        writer = RunWriter(self.folder.path, run.run_id, run.params, secrets=lab.hooks.secrets())
         on_interval = self.on_interval
         hook = (lambda iv: on_interval(lab, run, iv)) if on_interval is not None else None
         spec = self.campaign
@@ -246,11 +246,11 @@ class CampaignSession:
 
     def heal(self, **where: str) -> None:
         lab = self.need_lab()
-        lab.refresh()
-        if not lab.broken():
+        lab.tuning.refresh()
+        if not lab.health.broken():
             return
         try:
-            restarted = lab.heal(progress=lambda _: None)
+            restarted = lab.health.heal(progress=lambda _: None)
         except BenchlibError as exc:
             raise CampaignError(f"the lab could not be healed ({', '.join(f'{k} {v}' for k, v in where.items())}): "
                                 f"{exc.message}", hint="benchlib lab status shows the nodes; the campaign resumes "

@@ -154,8 +154,8 @@ class LabSampling:
 def build_sampling(lab: "Lab", clusters: list[str] | None = None, *, write_every: float = 0.1,
                    read_every: float = 0.02, extra: list[Probe] | None = None) -> LabSampling:
     """The sampling of ``clusters`` (default: all), their nodes and systems as the lab has them: see ``sample``."""
-    targets = [Target(c, [n.name for n in lab.cluster_nodes(c)], systems.get(lab.system(c)))
-               for c in clusters or lab.clusters()]
+    targets = [Target(c, [n.name for n in lab.cluster_nodes(c)], systems.get(lab.spec.system_of(c)))
+               for c in clusters or list(lab.spec.clusters)]
     return sample(lab, targets, write_every=write_every, read_every=read_every, extra=extra)
 
 
@@ -168,12 +168,12 @@ def sample(lab: "Lab", targets: list[Target], *, write_every: float = 0.1, read_
     heartbeats: dict[str, Heartbeat] = {}
     probes: list[Probe] = []
     every = [n for t in targets for n in t.nodes]
-    extras = lab.extra_probes(every, log, clock)
+    extras = lab.hooks.extra_probes(every, log, clock)
     clocks = next((p for p in extras if isinstance(p, ClockProbe)), None)
     for t in targets:
         nodes = t.nodes
         if len(nodes) > 1:
-            trigger = set(nodes[1:]) if lab.heartbeat_triggers(t.cluster) else set()
+            trigger = set(nodes[1:]) if lab.hooks.heartbeat_triggers(t.cluster) else set()
             hb = Heartbeat(lab.connect, nodes[0], nodes[1:], trigger_on=trigger, write_every=write_every,
                            read_every=read_every, clock=clock)
             heartbeats[t.cluster] = hb

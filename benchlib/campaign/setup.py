@@ -44,7 +44,7 @@ def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
         if family == "oltp":  # another size may be there: start clean
             for i in range(1, opts.tables + 1):
                 sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
-    lab.load_driver().prepare(writer, opts)
+    lab.hooks.load_driver().prepare(writer, opts)
     with lab.connect(writer) as conn:
         with conn.cursor() as cur:
             cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
@@ -76,7 +76,7 @@ def wait_serving(lab: "Lab", nodes: list[str], timeout: float = 30.0) -> str | N
 
 def nodes_down(lab: "Lab", nodes: list[str]) -> str | None:
     """A reason naming the nodes of ``nodes`` that are not running (None: all up)."""
-    down = [n for n in nodes if not lab.is_up(n)]
+    down = [n for n in nodes if not lab.health.is_up(n)]
     return f"{', '.join(down)} went down during the run" if down else None
 
 
@@ -152,7 +152,7 @@ class RunSetup:
         return None
 
     def lab_record(self, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-        return LabFacts(name=self.lab.name, kind=self.lab.kind, cluster=self.cluster, topology=self.facts.topology,
+        return LabFacts(name=self.lab.name, kind=self.lab.spec.kind, cluster=self.cluster, topology=self.facts.topology,
                         system=self.facts.system, nodes=self.nodes, settings=settings or {},
                         facts=self.facts).model_dump(mode="json")
 
@@ -161,13 +161,13 @@ class RunSetup:
               context: dict[str, Any] | None = None, serving_timeout: float = 30.0) -> "RunSetup | Path":
         """The setup of a run on ``cluster``, its dataset prepared; the failed run's folder instead when a node is
         down or does not serve queries within ``serving_timeout`` (the reason names it)."""
-        facts = lab.facts(cluster)
+        facts = lab.hooks.facts(cluster)
         setup = cls(lab, cluster, lab.cluster_nodes(cluster), facts, systems.get(str(facts.system)), opts, writer)
         refused = nodes_down(lab, setup.nodes) or wait_serving(lab, setup.nodes, timeout=serving_timeout)
         if refused:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())
         prepare_dataset(lab, setup.write_node, opts)
-        setup.extra = {**(context or {}), "sysbench": asdict(opts), "lab": setup.lab_record(lab.settings(cluster))}
+        setup.extra = {**(context or {}), "sysbench": asdict(opts), "lab": setup.lab_record(lab.tuning.settings(cluster))}
         return setup
 
     def record_servers(self) -> None:
@@ -179,7 +179,7 @@ class RunSetup:
                 variables[n] = sql.global_variables(conn, recorded)
         self.extra["server_variables"] = variables
         self.facts = self.facts.model_copy(update={"version": variables.get(self.write_node, {}).get("version")})
-        self.extra["lab"] = self.lab_record(self.lab.settings(self.cluster))
+        self.extra["lab"] = self.lab_record(self.lab.tuning.settings(self.cluster))
 
     def audit(self, tables: list[str], timeout: float = 30.0) -> Audit:
         """Compare every node of the run (the write node first) with the write node: see the module docstring."""

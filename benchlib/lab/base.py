@@ -1,19 +1,23 @@
 """The ``Lab`` protocol: what a campaign, the sampler and the CLI need of a lab, local or remote.
 
-The embedded lab (``benchlib.lab.lab.LocalLab``: servers this machine starts) and a remote lab
-(``benchlib.remote.lab.RemoteLab``: servers benchlib only connects to) implement it alike, so
-nothing above them asks which one it has. Where they differ, the lab says so through the
-protocol itself: ``heal`` restarts nodes locally and refuses remotely with the reason;
-``load_driver`` runs sysbench here or on the client hosts; ``extra_probes`` samples local
-processes or remote clocks. What only some labs can do is a capability, offered or lacked:
-``faults()`` (inject, release, promote, rejoin: ``FaultControl``) and ``proxy()`` (``ProxyControl``) give it or
-None, and ``lacks(capability)`` says why not.
+The embedded lab (``benchlib.lab.lab.LocalLab``: servers this machine starts), a remote lab
+(``benchlib.remote.lab.RemoteLab``: servers benchlib only connects to) and a lab benchlib provisioned on real hosts
+(``benchlib.provision.lab.ProvisionedLab``) implement it alike, so nothing above them asks which one it has.
+
+The core is ten members: its ``name`` and ``spec`` (whose ``kind`` says local or remote), its nodes (``cluster_nodes``; the clusters are the
+spec's), ``connect``, ``close``, and its capabilities. Every lab has three: ``health`` (``Health``: is a node up, what
+is broken, heal, status, check), ``tuning`` (``Tuning``: runtime settings) and ``hooks`` (``RunHooks``: the load
+driver, the run's facts and secrets, the sampler's extra probes and triggers). Where labs differ, the capability
+says so itself: ``health.heal`` restarts nodes locally and refuses remotely with the reason; ``hooks.load_driver``
+runs sysbench here or on the client hosts; ``hooks.extra_probes`` samples local processes or remote clocks. What
+only some labs can do is offered or lacked: ``faults()`` (inject, release, promote, rejoin: ``FaultControl``) and
+``proxy()`` (``ProxyControl``) give it or None, and the spec's ``lacks(capability)`` says why not.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from benchlib.manifest import ClusterFacts
@@ -22,7 +26,8 @@ if TYPE_CHECKING:
     from benchlib.systems.settings import SettingRules
     from benchlib.sysbench.driver import LoadDriver
 
-__all__ = ["CAPABILITIES", "Fault", "FaultControl", "Lab", "ProxyControl", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress", "Promotion", "quiet"]
+__all__ = ["CAPABILITIES", "Fault", "FaultControl", "Health", "Lab", "LabSpecLike", "NodeInfo", "NodeStatus", "Progress",
+           "Promotion", "ProxyControl", "RunHooks", "Tuning", "quiet"]
 
 Progress = Callable[[str], None]
 
@@ -93,46 +98,72 @@ class LabSpecLike(Protocol):
     """What every lab's spec has (``benchlib.lab.spec.LabSpec``, ``benchlib.remote.spec.RemoteLabSpec``)."""
 
     name: str
+    kind: str  # "local" | "remote" (a lab benchlib provisioned is a remote lab whose spec names its provisioning)
     counters: list[str]  # SHOW GLOBAL STATUS counters sampled beyond each system's own
+
+    @property
+    def clusters(self) -> Mapping[str, Any]:
+        """Its clusters by name."""
+
+    def system_of(self, cluster: str) -> str:
+        """The system ``cluster`` runs (``benchlib.catalogue``)."""
+
+    def lacks(self, capability: str) -> str:
+        """Why a lab of this spec lacks ``capability`` (one of ``CAPABILITIES``); "": it has it."""
 
     def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
 
 
 @runtime_checkable
 class Lab(Protocol):
-    """A lab of one or more clusters (see the module docstring)."""
+    """A lab of one or more clusters: its core, ten members (see the module docstring); what it does beyond reaching
+    its nodes is in its capabilities: ``health``, ``tuning``, ``hooks``, and, where it has them, ``faults()`` and
+    ``proxy()``."""
 
     name: str
-    kind: str  # "local" | "remote"
 
     @property
     def spec(self) -> LabSpecLike: ...
 
-    def describe(self) -> str:
-        """One line for a person: which lab, where its servers are, where the load comes from."""
-
-    def clusters(self) -> list[str]: ...
-
     def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
         """The nodes of ``cluster``, the one that takes the writes first."""
-
-    def system(self, cluster: str) -> str: ...
 
     def connect(self, node: Any, *, database: str | None = None, timeout: float = 5.0) -> Any:
         """A pymysql connection (DictCursor, autocommit) with the lab's administrative account; ``timeout``: the
         connect timeout, s."""
 
+    def close(self, *, down: bool = False) -> None:
+        """Release connections (SSH, watch connections); the servers are left as they are. ``down``: take the lab
+        down as well (a remote lab: close, never stop a server)."""
+
+    @property
+    def health(self) -> "Health":
+        """Is it up, what is broken, heal it, its status and readiness check."""
+
+    @property
+    def tuning(self) -> "Tuning":
+        """Its runtime settings: the rules, what is applied, apply more."""
+
+    @property
+    def hooks(self) -> "RunHooks":
+        """What a run takes from it: the load driver, the facts it records, the secrets the store refuses, the
+        sampler's extra probes and triggers."""
+
+    def faults(self) -> "FaultControl | None":
+        """Its faults (inject, release, promote, rejoin); None: it has none (``spec.lacks("faults")`` says why)."""
+
+    def proxy(self) -> "ProxyControl | None":
+        """A proxy in front of a cluster's writes; None: it has none (``spec.lacks("proxy")`` says why)."""
+
+
+@runtime_checkable
+class Health(Protocol):
+    """A lab's health: its nodes up or not, what is broken and the heal, its status and readiness check."""
+
+    def describe(self) -> str:
+        """One line for a person: which lab, where its servers are, where the load comes from."""
+
     def is_up(self, node: Any) -> bool: ...
-
-    def setting_rules(self, cluster: str) -> "SettingRules": ...
-
-    def settings(self, cluster: str) -> dict[str, Any]:
-        """The runtime settings applied so far (recorded in every run's manifest)."""
-
-    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
-        """Apply runtime settings (read back); returns {cluster: {setting: value}}."""
-
-    def refresh(self) -> None: ...
 
     def broken(self) -> list[str]:
         """What ``heal`` would have to repair, cheaply."""
@@ -145,38 +176,43 @@ class Lab(Protocol):
 
     def status(self) -> list[NodeStatus]: ...
 
+    def check(self) -> Any:
+        """Is the lab ready for a campaign? A result with ``ok``, ``problems`` and ``lines()`` (one per finding)."""
+
+
+@runtime_checkable
+class Tuning(Protocol):
+    """A lab's runtime settings, by the rules every lab shares (``benchlib.systems.settings.plan_settings``)."""
+
+    def setting_rules(self, cluster: str) -> "SettingRules": ...
+
+    def settings(self, cluster: str) -> dict[str, Any]:
+        """The runtime settings applied so far (recorded in every run's manifest)."""
+
+    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
+        """Apply runtime settings (read back); returns {cluster: {setting: value}}."""
+
+    def refresh(self) -> None:
+        """Read again what the lab's record says (another process may have changed it)."""
+
+
+@runtime_checkable
+class RunHooks(Protocol):
+    """What a run takes from a lab beyond its nodes: the sampling hooks and what it records."""
+
     def load_driver(self) -> "LoadDriver": ...
 
-    # -- capabilities: what some labs offer and others lack ------------------------------------------------------
-    def faults(self) -> "FaultControl | None":
-        """Its faults (inject, release, promote, rejoin); None: it has none (``lacks("faults")`` says why)."""
+    def facts(self, cluster: str) -> "ClusterFacts":
+        """What analysis needs to know of ``cluster`` for every run (system, nodes, RTT, durability, binlog)."""
 
-    def proxy(self) -> "ProxyControl | None":
-        """A proxy in front of a cluster's writes; None: it has none (``lacks("proxy")`` says why)."""
-
-    def lacks(self, capability: str) -> str:
-        """Why this lab lacks ``capability`` (one of ``CAPABILITIES``); "": it has it."""
+    def secrets(self) -> list[str]:
+        """Every password this lab uses: the run store refuses to write any of them."""
 
     def extra_probes(self, nodes: list[str], log: "StatusLog", clock: Callable[[], float]) -> list["Probe"]:
         """Probes the placement provides (processes of a local lab, server clocks of a remote one)."""
 
     def heartbeat_triggers(self, cluster: str) -> bool:
         """Whether replicas of ``cluster`` get the apply-time trigger (needs privileges a remote account lacks)."""
-
-    def secrets(self) -> list[str]:
-        """Every password this lab uses: the run store refuses to write any of them."""
-
-    def facts(self, cluster: str) -> "ClusterFacts":
-        """What analysis needs to know of ``cluster`` for every run (system, nodes, RTT, durability, binlog)."""
-
-    def check(self) -> Any:
-        """Is the lab ready for a campaign? A result with ``ok``, ``problems`` and ``lines()`` (one per finding)."""
-
-    def close(self) -> None:
-        """Release connections (SSH, watch connections); the servers are left as they are."""
-
-    def down(self) -> None:
-        """Take the lab down (a remote lab: close, never stop a server)."""
 
 
 #: what a lab may offer beyond the core (``Lab.faults()``, ``Lab.proxy()``); a campaign that needs one asks the lab

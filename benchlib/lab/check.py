@@ -38,10 +38,10 @@ class CheckResult:
 def check(lab, timeout: float = 10.0) -> CheckResult:
     """Check a ``benchlib.lab.lab.LocalLab`` (see the module docstring)."""
     result = CheckResult()
-    status = {s.name: s for s in lab.status()}
-    for cluster in lab.clusters():
+    status = {s.name: s for s in lab.health.status()}
+    for cluster in list(lab.spec.clusters):
         nodes = lab.cluster_nodes(cluster)
-        system = get_system(lab.system(cluster))
+        system = get_system(lab.spec.system_of(cluster))
         for i, n in enumerate(nodes):
             s = status[n.name]
             if not s.up:

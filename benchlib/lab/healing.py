@@ -50,7 +50,7 @@ def heal(lab: Any, timeout: float, progress: Progress) -> tuple[list[str], list[
         restarted.append(lab.topology(cluster).nodes[0].name)
     for cluster in lab.spec.clusters:
         topo = lab.topology(cluster)
-        dead = [n for n in topo.nodes if not lab.is_up(n)]
+        dead = [n for n in topo.nodes if not lab.health.is_up(n)]
         if not dead:
             continue
         # a node killed a moment ago may still hold its port and socket: wait until it is gone
@@ -85,7 +85,7 @@ def _restore(lab: Any, cluster: str, promoted: NodePlan, timeout: float) -> str:
     topo = lab.topology(cluster)
 
     def stop(nodes: list[NodePlan]) -> None:
-        running = [(p, n.marker) for n in nodes if (p := lab.pid(n)) and lab.is_up(n)]
+        running = [(p, n.marker) for n in nodes if (p := lab.pid(n)) and lab.health.is_up(n)]
         procs.stop(running, graceful=True, timeout=timeout)
         procs.wait_gone([p for n in nodes if (p := lab.pid(n))], 30)
 

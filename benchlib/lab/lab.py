@@ -5,7 +5,8 @@ step tears down everything the attempt created and raises one ``BenchlibError``.
 ``LocalLab.open(name)`` attaches to a running lab for status, settings, heal and down.
 Machine-wide housekeeping (labs left by crashed runs) is ``benchlib.lab.cleanup``.
 
-What only some labs can do is in ``benchlib.lab.capabilities`` (``faults()``, ``proxy()``).
+Its capabilities are in ``benchlib.lab.capabilities``: ``health``, ``tuning`` and ``hooks``, which every lab has,
+and ``faults()`` and ``proxy()``, which only some have.
 """
 
 from __future__ import annotations
@@ -15,26 +16,22 @@ import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import pymysql
 
 from benchlib.errors import BenchlibError, LabError, LabSpecMismatch, NodeStartError
-from benchlib.lab import build, flavors, healing, isolation, procs, secrets, sql, state, wan
+from benchlib.lab import build, flavors, procs, secrets, sql, state, wan
 from benchlib.lab import node as nodeops
-from benchlib.lab.base import NodeInfo, NodeStatus, Progress
+from benchlib.lab.base import NodeInfo, Progress
 from benchlib.lab.base import quiet as _quiet
 from benchlib.lab.layout import Layout, NodePlan, build_layout, lab_root
+from benchlib.lab.capabilities import LocalFaults, LocalHealth, LocalHooks, LocalProxy, LocalTuning
 from benchlib.lab.spec import LabSpec, load_spec
 from benchlib.lab.state import list_labs
 from benchlib.lab.topology import ClusterContext, Topology, for_cluster
-from benchlib.manifest import ClusterFacts
 from benchlib.servers import Server
 from benchlib.servers import find as find_server
-from benchlib.systems.settings import SettingRules, plan_settings
 
-if TYPE_CHECKING:
-    from benchlib.lab.capabilities import LocalFaults, LocalProxy
 
 __all__ = ["LocalLab"]
 
@@ -42,14 +39,18 @@ __all__ = ["LocalLab"]
 class LocalLab:
     """A lab this machine runs (see the module docstring and ``benchlib.lab.base.Lab``)."""
 
-    kind = "local"
+    health: LocalHealth
+    tuning: LocalTuning
+    hooks: LocalHooks
 
     def __init__(self, layout: Layout, record: state.LabRecord, creds: secrets.Credentials):
         self.layout = layout
         self.record = record
         self.creds = creds
         self._servers: dict[str, Server] = {}
-        self._healed_how: list[str] = []  # what the last heal did, in words (heal_report)
+        self.health = LocalHealth(self)
+        self.tuning = LocalTuning(self)
+        self.hooks = LocalHooks(self)
 
     # -- attach -------------------------------------------------------------------------
     @property
@@ -83,9 +84,6 @@ class LocalLab:
         layout = build_layout(spec, root, record.base_port, record.net_index)
         return cls(layout, record, secrets.load(lab_dir))
 
-    def refresh(self) -> None:
-        self.record = state.read(self.dir) or self.record
-
     def flavor(self, cluster: str) -> flavors.Flavor:
         """The server flavour a cluster runs (its spec's ``system``)."""
         return self.spec.clusters[cluster].flavor
@@ -108,22 +106,10 @@ class LocalLab:
     def _node_of(self, node: NodePlan | NodeInfo | str) -> NodePlan:
         return node if isinstance(node, NodePlan) else self.node(node if isinstance(node, str) else node.name)
 
-    def clusters(self) -> list[str]:
-        return list(self.spec.clusters)
-
-    def describe(self) -> str:
-        return f"lab {self.name} ({len(self.layout.nodes)} servers on this machine)"
-
     def cluster_nodes(self, cluster: str) -> list[NodeInfo]:
-        system = self.system(cluster)
+        system = self.spec.system_of(cluster)
         return [NodeInfo(n.name, n.cluster, n.role, system, n.listen_host, n.port)
                 for n in self.layout.cluster_nodes(cluster)]
-
-    def system(self, cluster: str) -> str:
-        return self.spec.system_of(cluster)
-
-    def setting_rules(self, cluster: str) -> SettingRules:
-        return self.spec.setting_rules(cluster)
 
     def connect(self, node: NodePlan | NodeInfo | str, *, user: str = "root", tcp: bool = False,
                 database: str | None = None, read_timeout: float = 60.0, timeout: float = 5.0):
@@ -137,8 +123,8 @@ class LocalLab:
 
     def topology(self, cluster: str) -> Topology:
         return for_cluster(ClusterContext(cluster, self.spec.clusters[cluster], self.layout.cluster_nodes(cluster),
-                                          self.connect, lambda: self.settings(cluster), self.creds.password,
-                                          self.setting_rules(cluster), self.flavor(cluster), self.server(cluster),
+                                          self.connect, lambda: self.tuning.settings(cluster), self.creds.password,
+                                          self.spec.setting_rules(cluster), self.flavor(cluster), self.server(cluster),
                                           self._restart))
 
     def _restart(self, nodes: list[NodePlan], timeout: float = 120.0) -> None:
@@ -146,9 +132,6 @@ class LocalLab:
         procs.wait_gone([p for n in nodes if (p := self.pid(n))], 60)
         self.start_nodes(nodes)
         self.wait_connectable(nodes, timeout, "restart")
-
-    def settings(self, cluster: str) -> dict[str, Any]:
-        return dict(self.record.settings.get(cluster, {}))
 
     def pid(self, node: NodePlan | NodeInfo | str) -> int | None:
         name = node if isinstance(node, str) else node.name
@@ -158,51 +141,11 @@ class LocalLab:
         node = self._node_of(node)
         return nodeops.is_up(node, self.pid(node))
 
-    def secrets(self) -> list[str]:
-        return list(self.creds.passwords.values())
-
-    def load_driver(self):
-        """sysbench on this machine, as the lab's ``bench`` account over TCP."""
-        from benchlib.sysbench.driver import Endpoint, LocalDriver
-
-        def endpoint(name: str) -> Endpoint:
-            n = self.node(name)
-            return Endpoint(n.listen_host, n.port, "bench", self.creds.password("bench"))
-
-        return LocalDriver(endpoint, self.dir / "loads", cpus=lambda node: self.node(node).cpus)
-
-    def extra_probes(self, nodes: list[str], log, clock) -> list:
-        """Every local server process (CPU, context switches, storage I/O, threads, memory), this host (CPU per
-        core, load, pressure, disks, network) and the CPU its other processes took (``ForeignCpuProbe``: neither
-        the lab's, whose command lines hold the lab directory, nor benchlib's own)."""
-        from benchlib.sampling.foreign import ForeignCpuProbe
-        from benchlib.sampling.host import HostProbe, ProcessProbe
-
-        return [ProcessProbe({n: p for n in nodes if (p := self.pid(n))}, log, clock), HostProbe(log, clock),
-                ForeignCpuProbe(log, clock, markers=(str(self.dir),))]
-
-    def heartbeat_triggers(self, cluster: str) -> bool:
-        return self.topology(cluster).heartbeat_triggers()
-
-    def facts(self, cluster: str) -> ClusterFacts:
-        c = self.spec.clusters[cluster]
-        nodes = []
-        for n in self.layout.cluster_nodes(cluster):
-            site = self.layout.sites.get(n.site) if n.site else None
-            nodes.append({"name": n.name, "role": n.role, "host": n.listen_host, "port": n.port, "site": n.site,
-                          "rtt_ms": site.rtt_ms if site else 0.0})
-        return ClusterFacts(system=self.system(cluster), topology=c.topology, placement="local", nodes=nodes,
-                            durability=self.spec.settings_for(cluster).durability,
-                            binlog=bool(getattr(c, "binlog", True)), server=self.server(cluster).label,
-                            cpus=self.layout.cluster_nodes(cluster)[0].cpus)
-
-    def close(self) -> None:
-        """Nothing to release: the servers keep running until ``down``."""
-
-    def check(self):
-        from benchlib.lab.check import check
-
-        return check(self)
+    def close(self, *, down: bool = False) -> None:
+        """Nothing to release: the servers keep running; ``down``: stop every process of the lab, remove its network
+        and its directory."""
+        if down:
+            self._destroy()
 
     def client_option_file(self, user: str) -> Path:
         """A mode-600 [client] option file holding ``user``'s password (for mariadb, sysbench and other clients)."""
@@ -242,7 +185,7 @@ class LocalLab:
                 )
             lab = cls.open(spec.name, root)
             progress(f"lab {spec.name} exists: healing")
-            lab.heal(timeout=timeout, progress=progress)
+            lab.health.heal(timeout=timeout, progress=progress)
             return lab
         lab = cls(*build.allocate(spec, root))
         try:
@@ -313,112 +256,23 @@ class LocalLab:
                     abort.set()
                     raise
 
-    # -- status ----------------------------------------------------------------------------
-    def status(self) -> list[NodeStatus]:
-        out = []
-        for node in self.layout.nodes.values():
-            up = self.is_up(node)
-            detail: dict[str, Any] = {}
-            if up:
-                try:
-                    with sql.connect(node, self.creds, timeout=2) as conn:
-                        detail = self.topology(node.cluster).node_status(node, conn)
-                except pymysql.err.MySQLError as exc:
-                    detail = {"error": str(exc.args[-1] if exc.args else exc)}
-            out.append(NodeStatus(node.name, node.cluster, node.topology, node.role, node.site, node.port,
-                                  self.pid(node) if up else None, up, detail, self.system(node.cluster),
-                                  node.listen_host))
-        return out
-
-    # -- heal ---------------------------------------------------------------------------------
-    def broken(self) -> list[str]:
-        """What heal would repair, cheaply (no connections): nodes not running, WAN links down, clusters whose
-        replica a fault run promoted, and why the last heal failed."""
-        out = [n.name for n in self.layout.nodes.values() if not self.is_up(n)]
-        if self.layout.sites and not wan.is_up(self.layout, self.record.shaper, self.record.link_pid):
-            out.append("WAN links")
-        if self.layout.sites and isolation.leftovers(self.layout):
-            out.append("nodes cut off from their cluster")
-        out += [f"{c} (promoted {n})" for c, n in self.record.promoted.items()]
-        out += [f"{c} (roles after a rejoin)" for c in self.record.moved]
-        if self.record.broken:
-            out.append(f"the last heal failed: {self.record.broken}")
-        return out
-
-    def heal(self, *, timeout: float = 120.0, progress: Progress = _quiet) -> list[str]:
-        """Restart every node that is not running and wait until it has rejoined; give a promoted cluster its
-        original primary back. A heal that fails marks the lab broken with the reason (``broken``) until one
-        succeeds."""
-        try:
-            self._healed_how = []
-            restarted, self._healed_how = healing.heal(self, timeout, progress)
-        except BenchlibError as exc:
-            self._mark_broken(exc.message)
-            raise
-        if self.record.broken:
-            self._mark_broken("")
-        return restarted
-
-    def _mark_broken(self, reason: str) -> None:
-        with state.update(self.dir) as rec:
-            rec.broken = reason
-        self.record.broken = reason
-
     # -- capabilities: the embedded lab runs its servers, so it has every one ----------------------------------------
     def faults(self) -> "LocalFaults":
         """Its faults (``benchlib.lab.base.FaultControl``): this lab kills, freezes and cuts its own servers, promotes
         a replica and starts a killed node again (``benchlib.lab.capabilities``)."""
-        from benchlib.lab.capabilities import LocalFaults
-
         return LocalFaults(self)
 
     def proxy(self) -> "LocalProxy":
         """Its proxy (``benchlib.lab.base.ProxyControl``): HAProxy in front of a cluster."""
-        from benchlib.lab.capabilities import LocalProxy
-
         return LocalProxy(self)
 
-    def lacks(self, capability: str) -> str:
-        return self.spec.lacks(capability)
-
-    def heal_report(self) -> list[str]:
-        return list(self._healed_how)
-
     def reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
-        for key, value in self.settings(topo.cluster).items():
+        for key, value in self.tuning.settings(topo.cluster).items():
             whole = topo.ctx.rules.settings[key].apply is not None  # a whole-cluster applier (semi-sync on or off)
             topo.apply_setting(key, value, topo.nodes if whole else nodes)
 
-    # -- runtime settings ------------------------------------------------------------------------
-    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
-        """Apply runtime settings to every cluster that has them (or to ``cluster``), without restart, by the rules
-        every lab shares (``benchlib.systems.settings.plan_settings``); each is read back and recorded, so heal
-        applies it again. Returns {cluster: {setting: value}}."""
-        plan = plan_settings(settings, {c: self.setting_rules(c) for c in self.clusters()}, cluster, self.name)
-        applied: dict[str, dict[str, Any]] = {}
-        for c, key, value in plan:
-            topo = self.topology(c)
-            topo.apply_setting(key, value, topo.nodes)
-            applied.setdefault(c, {})[key] = value
-            with state.update(self.dir) as rec:
-                _record_setting(rec.settings, c, key, value)
-            _record_setting(self.record.settings, c, key, value)
-        return applied
-
     # -- teardown -------------------------------------------------------------------------------
-    def down(self) -> None:
-        """Stop every process of the lab, remove its network and its directory."""
-        self._destroy()
-
     def _destroy(self) -> None:
         procs.kill_lab_processes(self.dir, self.record.pids, self.layout)
         wan.down(self.layout, self.record.shaper, self.record.link_pid)
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _record_setting(settings: dict[str, dict[str, Any]], cluster: str, key: str, value: Any) -> None:
-    """Remember a setting last in order: heal re-applies settings in the order they were made, so a
-    later ``sync_binlog`` still wins over an earlier ``durability`` and the other way round."""
-    mine = settings.setdefault(cluster, {})
-    mine.pop(key, None)
-    mine[key] = value

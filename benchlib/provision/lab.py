@@ -32,10 +32,11 @@ import pymysql
 from benchlib.errors import LabError
 from benchlib.lab import faults as lab_faults
 from benchlib.lab import secrets as lab_secrets
-from benchlib.lab.base import Fault, Promotion, quiet
+from benchlib.lab.base import Fault, Progress, Promotion, quiet
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import write_private
 from benchlib.lab.topology import Async, ClusterContext, Topology, for_cluster
+from benchlib.remote.capabilities import RemoteHealth
 from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import RemoteLabSpec
 
@@ -43,44 +44,22 @@ __all__ = ["ProvisionedFaults", "ProvisionedLab"]
 
 
 class ProvisionedLab(RemoteLab):
+    """A remote lab whose servers benchlib provisioned (a ``benchlib.lab.base.Lab``): it heals them and has faults."""
+
+    health: ProvisionedHealth
     def __init__(self, spec: RemoteLabSpec):
         super().__init__(spec)
         assert spec.provisioned is not None
         self.folder = Path(spec.provisioned)
-        self._healed_how: list[str] = []
         self._fault_ssh = None
         self._fault_lock = threading.Lock()
         self._plan = None
         self._forwards: dict[str, int] = {}  # node -> the port here that reaches its server's socket
         self._creds = None
-
-    def describe(self) -> str:
-        return super().describe().replace("remote lab", "provisioned lab", 1)
+        self.health = ProvisionedHealth(self)
 
     def faults(self) -> "ProvisionedFaults":  # type: ignore[override]
         return ProvisionedFaults(self)
-
-    def heal(self, *, timeout: float = 120.0, progress=quiet) -> list[str]:
-        """Give a promoted cluster its original primary back, then start every node that does not answer and wait
-        until it is back in its cluster (Ansible's heal.yml on those nodes only); returns the nodes started again."""
-        from benchlib.provision.build import heal
-
-        self._healed_how = []
-        restarted = []
-        for cluster, promoted in self.promoted().items():
-            old = self.topology(cluster).nodes[0].name
-            progress(f"{cluster}: {old} made primary again from {promoted}'s data ...")
-            self._healed_how.append(self._restore(cluster, promoted, timeout))
-            restarted.append(old)
-        down = self.broken()
-        if down:
-            progress(f"restarting {', '.join(down)} on their hosts ...")
-            self._healed_how += heal(self.folder, down, quiet=True)
-        self.refresh()
-        return restarted + [n for n in down if n not in restarted]
-
-    def heal_report(self) -> list[str]:
-        return list(self._healed_how)
 
     def plan(self):
         """The provisioning plan of these servers (their ports and hosts), from the folder it kept."""
@@ -146,8 +125,8 @@ class ProvisionedLab(RemoteLab):
         """The embedded lab's topology of ``cluster`` over the provisioned servers (its SQL as their root)."""
         planned = self.plan().cluster_nodes(cluster)
         return for_cluster(ClusterContext(cluster, self.plan().lab.clusters[cluster], [p.plan for p in planned],
-                                          self.admin_connect, lambda: self.settings(cluster),
-                                          self._credentials().password, self.setting_rules(cluster),
+                                          self.admin_connect, lambda: self.tuning.settings(cluster),
+                                          self._credentials().password, self.spec.setting_rules(cluster),
                                           planned[0].flavor, planned[0].server.server))
 
     # -- promotion: which cluster has another primary, and the original one given back -------------------------------
@@ -202,13 +181,46 @@ class ProvisionedLab(RemoteLab):
                  to_key, self._as_root(dst.name, f"rm -rf {d} && mkdir -m 750 {d} && tar -C {d} -xf - && "
                                                  f"chown -R mysql:mysql {d}"))
 
-    def close(self) -> None:
-        super().close()
+    def close(self, *, down: bool = False) -> None:
+        super().close(down=down)
         with self._fault_lock:
             if self._fault_ssh is not None:
                 self._fault_ssh.close()
                 self._fault_ssh = None
             self._forwards.clear()  # their listeners closed with the connections
+
+
+class ProvisionedHealth(RemoteHealth):
+    """``benchlib.lab.base.Health`` of a provisioned lab: benchlib built these servers, so it starts them again."""
+
+    def __init__(self, lab: ProvisionedLab):
+        super().__init__(lab)
+        self._healed_how: list[str] = []
+
+    def describe(self) -> str:
+        return super().describe().replace("remote lab", "provisioned lab", 1)
+
+    def heal(self, *, timeout: float = 120.0, progress: Progress = quiet) -> list[str]:
+        """Give a promoted cluster its original primary back, then start every node that does not answer and wait
+        until it is back in its cluster (Ansible's heal.yml on those nodes only); returns the nodes started again."""
+        from benchlib.provision.build import heal
+
+        lab = self.lab
+        self._healed_how = []
+        restarted = []
+        for cluster, promoted in lab.promoted().items():
+            old = lab.topology(cluster).nodes[0].name
+            progress(f"{cluster}: {old} made primary again from {promoted}'s data ...")
+            self._healed_how.append(lab._restore(cluster, promoted, timeout))
+            restarted.append(old)
+        down = self.broken()
+        if down:
+            progress(f"restarting {', '.join(down)} on their hosts ...")
+            self._healed_how += heal(lab.folder, down, quiet=True)
+        return restarted + [n for n in down if n not in restarted]
+
+    def heal_report(self) -> list[str]:
+        return list(self._healed_how)
 
 
 PROMOTED = "promoted.json"
@@ -277,7 +289,7 @@ class ProvisionedFaults:
         if not isinstance(topo, Async):
             raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
         done = lab_faults.promote(topo, next(n for n in topo.nodes if n.name == failed),
-                                  lambda n: self.lab.is_up(n.name), timeout)
+                                  lambda n: self.lab.health.is_up(n.name), timeout)
         self.lab.record_promotion(cluster, done.primary)
         return done
 

@@ -252,6 +252,10 @@ class RemoteLabSpec(NoSecrets):
     def system_of(self, cluster: str) -> str:
         return self.clusters[cluster].system
 
+    def nodes(self) -> list[str]:
+        """Every node's name, cluster by cluster."""
+        return [n.name for c in self.clusters.values() for n in c.nodes]
+
     def nodes_of(self, cluster: str) -> list[str]:
         """The nodes of ``cluster``, the one that takes the writes first."""
         c = self.clusters[cluster]

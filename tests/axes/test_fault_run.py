@@ -49,7 +49,7 @@ def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_prim
     events = run.frames["fault_events"]
     assert {"fault", "primary", "writer_moved", "load_restarted", "heal"} <= set(events.event)
     # healed: the original write node is the primary again, the promoted node its replica, the data identical
-    assert "async-1 rebuilt from a copy of" in m.heal["how"][0] and not async_lab.broken()
+    assert "async-1 rebuilt from a copy of" in m.heal["how"][0] and not async_lab.health.broken()
     assert not m.audit["mismatches"]
     with async_lab.connect("async-2") as conn:
         row = sql.query(conn, "SHOW SLAVE STATUS")[0]
@@ -135,7 +135,7 @@ def test_a_frozen_galera_node_stalls_the_cluster_until_released_and_is_back_afte
     row = measures(c["runs"], c).iloc[0]
     # a silent member holds every commit until it answers again (or is evicted): about the freeze
     assert 1.0 < row.unavailability_s < 6 and row.lost == 0
-    assert not lab.broken() and not [p for p in lab.check().problems if "galera" in p]
+    assert not lab.health.broken() and not [p for p in lab.health.check().problems if "galera" in p]
 
 
 def test_a_heal_that_fails_marks_the_lab_broken_and_stops_the_fault_run(async_lab, tmp_path):
@@ -148,8 +148,8 @@ def test_a_heal_that_fails_marks_the_lab_broken_and_stops_the_fault_run(async_la
         with pytest.raises(CampaignError, match="could not be healed after fault run b1"):
             execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "b1"), plan(target="replica"))
         assert not (tmp_path / "b1").exists()  # no half-written run
-        assert any(p.startswith("the last heal failed: ") and "async-3" in p for p in async_lab.broken())
+        assert any(p.startswith("the last heal failed: ") and "async-3" in p for p in async_lab.health.broken())
     finally:
         cnf.write_text(good)
-    async_lab.heal()
-    assert async_lab.broken() == [] and async_lab.is_up("async-3")
+    async_lab.health.heal()
+    assert async_lab.health.broken() == [] and async_lab.health.is_up("async-3")

@@ -70,7 +70,7 @@ def test_async_loses_the_writes_it_acknowledged_while_cut_off_and_the_ledger_nam
     assert len(after) and (after.node == new).all() and after.present.astype(bool).all()
     assert m.semisync is None  # async runs no semi-sync
     assert m.ledger["reads_of_lost"] > 0  # a client beside it read writes that the failover then lost
-    assert not lab.broken() and not isolation.leftovers(lab.layout) and not m.audit["mismatches"]
+    assert not lab.health.broken() and not isolation.leftovers(lab.layout) and not m.audit["mismatches"]
 
 
 @needs_root
@@ -142,7 +142,7 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
     assert (ledger[ledger.t_sent_s > cut].node == "gr-1").all()  # the client stayed beside it
     after = acked[acked.t_sent_s > back]
     assert after.shape[0] > 25, (back, after.t_sent_s.min(), m.ledger)  # acknowledged again once the cut ended
-    assert m.ledger["lost"] == 0 and not group.broken()
+    assert m.ledger["lost"] == 0 and not group.health.broken()
 
 
 @needs_root
@@ -181,10 +181,10 @@ def test_survivors_without_the_majoritys_last_writes_are_not_forced_on_the_group
             isolation.forget(group.layout, node)  # lost hosts: nothing they queued reaches gr-3 afterwards
     finally:
         isolation.release(group.layout, "gr-3")
-    assert sorted(group.heal(timeout=180)) == ["gr-1", "gr-2"]
-    said = " ".join(group.heal_report())
+    assert sorted(group.health.heal(timeout=180)) == ["gr-1", "gr-2"]
+    said = " ".join(group.health.heal_report())
     assert "the group formed again around gr-1" in said, said
-    status = {s.name: s.detail for s in group.status() if s.cluster == "gr"}
+    status = {s.name: s.detail for s in group.health.status() if s.cluster == "gr"}
     assert {d["member_state"] for d in status.values()} == {"ONLINE"} and status["gr-1"]["member_role"] == "PRIMARY"
     with group.connect("gr-3") as conn:
         assert sql.scalar(conn, "SELECT COUNT(*) FROM benchlib.majority") == 1

@@ -167,7 +167,7 @@ def test_a_primary_killed_mid_run_is_named_as_the_cause(lab, tmp_path):
         run = read_run(execute_run(lab, "async", replace(OPTS, time_s=15), writer(lab, tmp_path, "primary"),
                                    on_interval=kill_primary))
     finally:
-        lab.heal()
+        lab.health.heal()
     reason = run.manifest.reason
     assert run.manifest.status == "failed" and reason.startswith("FAILED: async-1 went down during the run"), reason
     assert "unexpected line" not in reason
@@ -186,7 +186,7 @@ def test_a_frozen_node_is_named_within_seconds(fresh_labs, tmp_path):
             os.kill(pid, signal.SIGSTOP)
             frozen.append(time.monotonic())
 
-    w = RunWriter(tmp_path, "frozen", {"workload": OPTS.workload}, secrets=lab.secrets())
+    w = RunWriter(tmp_path, "frozen", {"workload": OPTS.workload}, secrets=lab.hooks.secrets())
     try:
         run = read_run(execute_run(lab, "galera", replace(OPTS, time_s=30), w, stall_s=4, catch_up_timeout=120,
                                    on_interval=freeze))
@@ -206,7 +206,7 @@ def test_a_node_that_refuses_queries_is_named_before_the_load(labs, tmp_path):
     lab = labs.up(example_spec("galera-3.toml", "t-refuse"))
     with lab.connect("galera-3") as conn:
         sql.execute(conn, "SET GLOBAL wsrep_reject_queries = ALL")
-    w = RunWriter(tmp_path, "refused", {"workload": OPTS.workload}, secrets=lab.secrets())
+    w = RunWriter(tmp_path, "refused", {"workload": OPTS.workload}, secrets=lab.hooks.secrets())
     try:
         t0 = time.monotonic()
         run = read_run(execute_run(lab, "galera", OPTS, w, sync_timeout=2))

@@ -57,8 +57,8 @@ def test_a_node_killed_mid_run_fails_that_run_heals_the_lab_and_the_campaign_goe
     assert table.loc[first, "status"] == "failed" and f"{victim} went down during the run" in table.loc[first, "reason"]
     assert table.loc[second, "status"] == "ok"
     assert killed[0] - t0 < 30 and result.healed == [victim]
-    lab.refresh()
-    assert not lab.broken()  # healed, and the lab was the user's: still up
+    lab.tuning.refresh()
+    assert not lab.health.broken()  # healed, and the lab was the user's: still up
     events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
     assert {"event": "heal", "restarted": [victim], "after": first}.items() <= next(
         e for e in events if e["event"] == "heal").items()
@@ -126,7 +126,7 @@ def test_ctrl_c_then_resume_through_the_notebook_and_no_password_anywhere(tmp_pa
         leaks = [str(p) for p in files if any(pw in p.read_bytes() for pw in passwords)]
         assert not leaks
     finally:
-        lab.down()
+        lab.close(down=True)
     assert not leftovers(lab)
 
 
@@ -243,7 +243,7 @@ def test_no_load_outlives_its_campaign_and_resume_stops_a_stray_one(labs, tmp_pa
     stray = subprocess.Popen(opts.argv("run", *opts.run_args()), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
-        stray.stdin.write(lab.load_driver().endpoint("async-1").config())
+        stray.stdin.write(lab.hooks.load_driver().endpoint("async-1").config())
         stray.stdin.close()
         record_pid(loads, stray.pid)
         result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none", keep_lab=True)

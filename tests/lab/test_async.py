@@ -36,7 +36,7 @@ async_lab = lab_of("async-1p2r.toml", "t-async")
 
 
 def test_status_shows_roles_and_threads(async_lab):
-    status = {s.name: s for s in async_lab.status()}
+    status = {s.name: s for s in async_lab.health.status()}
     assert status["async-1"].role == "primary" and status["async-1"].up
     for r in ("async-2", "async-3"):
         assert status[r].role == "replica"
@@ -57,7 +57,7 @@ def test_bench_account_reaches_primary_over_tcp(async_lab):
 
 
 def test_runtime_parallel_apply_and_durability(async_lab):
-    applied = async_lab.set({"parallel_threads": 4, "parallel_mode": "conservative", "durability": "relaxed"})
+    applied = async_lab.tuning.set({"parallel_threads": 4, "parallel_mode": "conservative", "durability": "relaxed"})
     assert applied["async"] == {"parallel_threads": 4, "parallel_mode": "conservative", "durability": "relaxed"}
     for r in ("async-2", "async-3"):
         with async_lab.connect(r) as conn:
@@ -65,15 +65,15 @@ def test_runtime_parallel_apply_and_durability(async_lab):
                                             "innodb_flush_log_at_trx_commit"])
             assert v == {"slave_parallel_threads": "4", "slave_parallel_mode": "conservative", "sync_binlog": "0",
                          "innodb_flush_log_at_trx_commit": "2"}
-        assert {s.name: s for s in async_lab.status()}[r].detail["sql_running"] == "Yes"
+        assert {s.name: s for s in async_lab.health.status()}[r].detail["sql_running"] == "Yes"
     write_rows(async_lab, "async-1", "t2", list(range(50)))
     wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
     assert rows_on(async_lab, "async-3", "t2") == list(range(50))
-    async_lab.set({"parallel_threads": 0, "durability": "durable"})
+    async_lab.tuning.set({"parallel_threads": 0, "durability": "durable"})
 
 
 def test_semisync_switched_on_and_off_at_runtime(async_lab):
-    async_lab.set({"semisync": "on"})
+    async_lab.tuning.set({"semisync": "on"})
     with async_lab.connect("async-1") as conn:
         before = int(sql.global_status(conn, "Rpl_semi_sync_master_yes_tx")["rpl_semi_sync_master_yes_tx"])
         st = sql.global_status(conn, "Rpl_semi_sync_master_")
@@ -83,18 +83,18 @@ def test_semisync_switched_on_and_off_at_runtime(async_lab):
     with async_lab.connect("async-1") as conn:
         after = int(sql.global_status(conn, "Rpl_semi_sync_master_yes_tx")["rpl_semi_sync_master_yes_tx"])
     assert after > before  # the commit waited for a replica's ack
-    async_lab.set({"semisync": "off"})
+    async_lab.tuning.set({"semisync": "off"})
     with async_lab.connect("async-1") as conn:
         assert sql.global_status(conn, "Rpl_semi_sync_master_status")["rpl_semi_sync_master_status"] == "OFF"
 
 
 def test_bad_runtime_settings_are_refused(async_lab):
     with pytest.raises(SettingError, match="expects an integer from 0 to 16383"):
-        async_lab.set({"parallel_threads": "many"})
+        async_lab.tuning.set({"parallel_threads": "many"})
     with pytest.raises(SettingError, match="is not a runtime setting"):
-        async_lab.set({"fc_limit": 10})  # a Galera setting on an async lab
+        async_lab.tuning.set({"fc_limit": 10})  # a Galera setting on an async lab
     with pytest.raises(SettingError, match="cannot change on a running lab"):
-        async_lab.set({"replicas": 3})
+        async_lab.tuning.set({"replicas": 3})
 
 
 def test_killed_replica_and_primary_heal_and_resume_from_gtid(async_lab):
@@ -103,10 +103,10 @@ def test_killed_replica_and_primary_heal_and_resume_from_gtid(async_lab):
     kill9(async_lab, "async-3")
     write_rows(async_lab, "async-1", "t4", [2, 3])  # written while the replica is down
     kill9(async_lab, "async-1")
-    status = {s.name: s for s in async_lab.status()}
+    status = {s.name: s for s in async_lab.health.status()}
     assert not status["async-1"].up and not status["async-3"].up
     assert status["async-2"].up
-    restarted = async_lab.heal()
+    restarted = async_lab.health.heal()
     assert sorted(restarted) == ["async-1", "async-3"]
     write_rows(async_lab, "async-1", "t4", [4])
     wait_caught_up(async_lab, "async-1", ["async-2", "async-3"])
@@ -117,12 +117,12 @@ def test_killed_replica_and_primary_heal_and_resume_from_gtid(async_lab):
 
 
 def test_heal_restores_runtime_settings(async_lab):
-    async_lab.set({"parallel_threads": 2})
+    async_lab.tuning.set({"parallel_threads": 2})
     kill9(async_lab, "async-2")
-    async_lab.heal()
+    async_lab.health.heal()
     with async_lab.connect("async-2") as conn:
         assert sql.scalar(conn, "SELECT @@GLOBAL.slave_parallel_threads") == 2
-    async_lab.set({"parallel_threads": 0})
+    async_lab.tuning.set({"parallel_threads": 0})
 
 
 def test_up_on_existing_lab_heals_it(async_lab):
@@ -130,8 +130,8 @@ def test_up_on_existing_lab_heals_it(async_lab):
 
     kill9(async_lab, "async-2")
     again = LocalLab.up(async_lab.spec)
-    assert all(s.up for s in again.status())
-    async_lab.refresh()
+    assert all(s.up for s in again.health.status())
+    async_lab.tuning.refresh()
 
 
 semisync_lab = lab_of("semisync-1p2r.toml", "t-semi")
@@ -153,7 +153,7 @@ def test_semisync_lab_is_ready_with_all_clients(semisync_lab):
 
 def test_semisync_primary_heals_with_semisync_back_on(semisync_lab):
     kill9(semisync_lab, "semi-1")
-    semisync_lab.heal()
+    semisync_lab.health.heal()
     with semisync_lab.connect("semi-1") as conn:
         st = sql.global_status(conn, "Rpl_semi_sync_master_")
     assert st["rpl_semi_sync_master_status"] == "ON" and int(st["rpl_semi_sync_master_clients"]) == 2
@@ -163,20 +163,20 @@ def test_single_lab(labs):
     lab = labs.up(example_spec("single.toml", "t-single"))
     write_rows(lab, "solo-1", "x", [1, 2])
     assert rows_on(lab, "solo-1", "x") == [1, 2]
-    [status] = lab.status()
+    [status] = lab.health.status()
     assert status.role == "single" and status.detail["gtid_binlog_pos"]
 
 
 def test_recorded_settings_keep_the_order_they_were_made(async_lab):
-    async_lab.set({"sync_binlog": 5})
-    async_lab.set({"durability": "relaxed"})
-    async_lab.set({"sync_binlog": 7})  # made last: must win when heal re-applies everything
+    async_lab.tuning.set({"sync_binlog": 5})
+    async_lab.tuning.set({"durability": "relaxed"})
+    async_lab.tuning.set({"sync_binlog": 7})  # made last: must win when heal re-applies everything
     kill9(async_lab, "async-1")
-    async_lab.heal()
+    async_lab.health.heal()
     with async_lab.connect("async-1") as conn:
         assert sql.scalar(conn, "SELECT @@GLOBAL.sync_binlog") == 7
         assert sql.scalar(conn, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == 2
-    async_lab.set({"durability": "durable"})
+    async_lab.tuning.set({"durability": "durable"})
 
 
 def test_heal_right_after_sigkill(async_lab):
@@ -186,5 +186,5 @@ def test_heal_right_after_sigkill(async_lab):
 
     for _ in range(3):
         os.kill(async_lab.pid("async-2"), signal.SIGKILL)
-        assert async_lab.heal() == ["async-2"]
-        assert all(s.up for s in async_lab.status())
+        assert async_lab.health.heal() == ["async-2"]
+        assert all(s.up for s in async_lab.health.status())

@@ -1,12 +1,15 @@
-"""Every kind of lab implements the ``Lab`` protocol: every member, with the protocol's parameters (the embedded
-lab, a remote lab, a lab benchlib provisioned on real hosts)."""
+"""Every kind of lab implements the ``Lab`` protocol, a core of ten members, and its capabilities: every member, with
+the protocol's parameters (the embedded lab, a remote lab, a lab benchlib provisioned on real hosts)."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import typing
 
 import pytest
 
+from benchlib.lab import base
 from benchlib.lab.base import Lab
 from benchlib.lab.lab import LocalLab
 from benchlib.provision.lab import ProvisionedLab
@@ -14,17 +17,19 @@ from benchlib.remote.lab import RemoteLab
 
 LABS = [LocalLab, RemoteLab, ProvisionedLab]
 
-MEMBERS = sorted(n for n in dir(Lab) if not n.startswith("_") or n == "__init__") + sorted(Lab.__annotations__)
+MEMBERS = sorted({*(n for n in vars(Lab) if not n.startswith("_")), *Lab.__annotations__})
 METHODS = sorted(n for n, v in vars(Lab).items() if callable(v) and not n.startswith("_"))
+CAPABILITIES = {"health": base.Health, "tuning": base.Tuning, "hooks": base.RunHooks}
 
 
 @pytest.mark.parametrize("cls", LABS)
 def test_every_protocol_member_is_there(cls):
-    missing = [n for n in {*METHODS, "spec", *Lab.__annotations__}
-               if not hasattr(cls, n) and n not in getattr(cls, "__annotations__", {})
+    annotated = typing.get_type_hints(cls)
+    missing = [n for n in MEMBERS if not hasattr(cls, n) and n not in annotated
                and n not in inspect.signature(cls.__init__).parameters and n not in ("name",)]
     assert not missing, f"{cls.__name__} lacks {missing}"
-    assert cls.kind in ("local", "remote", "provisioned")
+    for name, protocol in CAPABILITIES.items():  # each capability it always has: a class of its own, typed
+        _implements(annotated[name], protocol)
 
 
 @pytest.mark.parametrize("cls", LABS)
@@ -42,30 +47,34 @@ def test_methods_take_the_protocol_parameters(cls, method):
                for q in extra), f"{cls.__name__}.{method} needs parameters the protocol does not give: {extra}"
 
 
+def _implements(cls: type, protocol: type) -> None:
+    """``cls`` has each method of ``protocol``, with its parameters in order (and more of its own with defaults)."""
+    for method in sorted(n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")):
+        assert hasattr(cls, method), f"{cls.__name__} has no {method}"
+        want = inspect.signature(getattr(protocol, method)).parameters
+        have = inspect.signature(getattr(cls, method)).parameters
+        assert list(want) == [n for n in have if n in want], f"{cls.__name__}.{method}"
+        extra = [q for n, q in have.items() if n not in want]
+        assert all(q.default is not inspect.Parameter.empty for q in extra), f"{cls.__name__}.{method}: {extra}"
+
+
 @pytest.mark.parametrize("control, protocol", [("benchlib.lab.capabilities:LocalFaults", "FaultControl"),
                                               ("benchlib.lab.capabilities:LocalProxy", "ProxyControl"),
-                                              ("benchlib.provision.lab:ProvisionedFaults", "FaultControl")])
+                                              ("benchlib.provision.lab:ProvisionedFaults", "FaultControl"),
+                                              ("benchlib.provision.lab:ProvisionedHealth", "Health")])
 def test_each_lab_s_capabilities_take_their_protocols_parameters(control, protocol):
     """What a lab offers beyond the core (``faults()``, ``proxy()``) implements its capability's protocol: the
-    embedded lab's faults and proxy, a provisioned lab's faults."""
-    import importlib
-
-    from benchlib.lab import base
-
+    embedded lab's faults and proxy, a provisioned lab's faults and health."""
     module, _, name = control.partition(":")
-    proto, cls = getattr(base, protocol), getattr(importlib.import_module(module), name)
-    for method in sorted(n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")):
-        assert hasattr(cls, method), f"{name} has no {method}"
-        want = inspect.signature(getattr(proto, method)).parameters
-        have = inspect.signature(getattr(cls, method)).parameters
-        assert list(want) == [n for n in have if n in want], f"{name}.{method}"
+    _implements(getattr(importlib.import_module(module), name), getattr(base, protocol))
 
 
 def test_the_lab_core_is_small_and_a_remote_lab_offers_no_faults_saying_why():
     from benchlib.lab.base import CAPABILITIES
     from benchlib.remote.spec import NO_FAULTS, RemoteLabSpec
 
-    assert len(METHODS) <= 26 and not {"inject", "release", "promote", "rejoin", "front"} & set(METHODS)
+    assert len(MEMBERS) <= 10, MEMBERS
+    assert not {"inject", "release", "promote", "rejoin", "front", "heal", "set", "status"} & set(METHODS)
     assert RemoteLab.faults(None) is None and RemoteLab.proxy(None) is None  # type: ignore[arg-type]
     spec = RemoteLabSpec.model_validate({"kind": "remote", "name": "r", "credentials": {"user": "u", "password_env": "P"},
                                          "clusters": {"c": {"system": "mariadb", "nodes": [

@@ -34,7 +34,7 @@ def test_check_reports_a_down_node(lab):
         assert not result.ok
         assert any(p.startswith("async-3 is down") for p in result.problems)
     finally:
-        lab.heal()
+        lab.health.heal()
     assert check(lab).ok
 
 

@@ -101,17 +101,17 @@ def _replicates(lab, cluster: str, value: int) -> None:
 
 
 def test_every_cluster_replicates_a_write_to_every_node(lab):
-    for cluster in lab.clusters():
+    for cluster in list(lab.spec.clusters):
         _replicates(lab, cluster, 1)
 
 
 def test_a_killed_node_is_healed_back_into_its_cluster(lab):
-    cluster = lab.clusters()[0]
+    cluster = list(lab.spec.clusters)[0]
     victim = lab.cluster_nodes(cluster)[-1].name
     kill9(lab, victim)
-    assert lab.broken() == [victim]
-    assert lab.heal(timeout=120) == [victim]
-    assert lab.broken() == [] and lab.check().ok, lab.check().problems
+    assert lab.health.broken() == [victim]
+    assert lab.health.heal(timeout=120) == [victim]
+    assert lab.health.broken() == [] and lab.health.check().ok, lab.health.check().problems
     _replicates(lab, cluster, 2)  # and it replicates again
 
 

@@ -54,7 +54,7 @@ def test_a_registered_flavour_runs_a_real_lab_without_editing_the_lab_package(co
     lab = fresh_labs.up(spec)
     assert lab.flavor("a") is copied_flavor
     assert all(n.cnf.read_text().splitlines()[1] == "[server]" for n in lab.layout.nodes.values())
-    assert not lab.heartbeat_triggers("a")
+    assert not lab.hooks.heartbeat_triggers("a")
     with lab.connect("a-1") as conn:
         sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE TABLE benchlib.f (id INT PRIMARY KEY)",
                     "INSERT INTO benchlib.f VALUES (7)")
@@ -62,5 +62,5 @@ def test_a_registered_flavour_runs_a_real_lab_without_editing_the_lab_package(co
     with lab.connect("a-2") as conn:
         assert sql.scalar(conn, copied_flavor.replication.wait, (position, 10)) == 0
         assert sql.scalar(conn, "SELECT id FROM benchlib.f") == 7
-    assert lab.check().ok
-    assert lab.facts("a").system == "mariadb" and lab.facts("a").server.startswith("MariaDB ")
+    assert lab.health.check().ok
+    assert lab.hooks.facts("a").system == "mariadb" and lab.hooks.facts("a").server.startswith("MariaDB ")

@@ -31,7 +31,7 @@ def wait_rows(lab, node, table, expected, timeout=10.0):
 
 
 def test_cluster_synced_with_full_size(galera_lab):
-    for s in galera_lab.status():
+    for s in galera_lab.health.status():
         assert s.up and s.role == "galera"
         assert s.detail["wsrep_state"] == "Synced" and s.detail["cluster_status"] == "Primary"
         assert s.detail["cluster_size"] == 3 and s.detail["ready"] == "ON"
@@ -52,7 +52,7 @@ def test_write_on_one_node_reads_back_everywhere(galera_lab):
 
 
 def test_flow_control_and_appliers_change_at_runtime(galera_lab):
-    galera_lab.set({"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8, "durability": "relaxed"})
+    galera_lab.tuning.set({"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8, "durability": "relaxed"})
     for node in galera_lab.layout.nodes.values():
         with galera_lab.connect(node) as conn:
             opts = sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options")
@@ -60,13 +60,13 @@ def test_flow_control_and_appliers_change_at_runtime(galera_lab):
             assert float(provider_option(opts, "gcs.fc_factor")) == 0.8
             assert sql.scalar(conn, "SELECT @@GLOBAL.wsrep_slave_threads") == 8
             assert sql.scalar(conn, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == 2
-    assert galera_lab.settings("galera") == {"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8,
+    assert galera_lab.tuning.settings("galera") == {"fc_limit": 256, "fc_factor": 0.8, "applier_threads": 8,
                                               "durability": "relaxed"}
-    galera_lab.set({"fc_limit": 4096})  # Galera shows it back as "4K"
+    galera_lab.tuning.set({"fc_limit": 4096})  # Galera shows it back as "4K"
     with galera_lab.connect("galera-2") as conn:
         assert galera_number(provider_option(sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options"),
                                              "gcs.fc_limit")) == 4096
-    galera_lab.set({"fc_limit": 256})  # as the next test expects
+    galera_lab.tuning.set({"fc_limit": 256})  # as the next test expects
 
 
 @pytest.mark.parametrize("text,value", [("16", 16), ("4K", 4096), ("2M", 2 * 1024**2), ("0.5", 0.5)])
@@ -77,13 +77,13 @@ def test_galera_numbers(text, value):
 def test_killed_node_shows_down_then_rejoins_by_ist(galera_lab):
     victim = galera_lab.node("galera-2")
     kill9(galera_lab, victim.name)
-    assert not {s.name: s for s in galera_lab.status()}["galera-2"].up
+    assert not {s.name: s for s in galera_lab.health.status()}["galera-2"].up
     write_rows(galera_lab, "galera-1", "g2", list(range(20)))  # missed by the dead node
-    assert galera_lab.heal() == ["galera-2"]
+    assert galera_lab.health.heal() == ["galera-2"]
     assert rows_on(galera_lab, "galera-2", "g2") == list(range(20))
     log = victim.error_log.read_text()
     assert "IST received" in log or "Receiving IST" in log, "rejoined without IST"
-    for s in galera_lab.status():
+    for s in galera_lab.health.status():
         assert s.detail["cluster_size"] == 3 and s.detail["wsrep_state"] == "Synced"
     with galera_lab.connect(victim) as conn:  # runtime settings were restored on the restarted node
         assert provider_option(sql.scalar(conn, "SELECT @@GLOBAL.wsrep_provider_options"), "gcs.fc_limit") == "256"
@@ -92,11 +92,11 @@ def test_killed_node_shows_down_then_rejoins_by_ist(galera_lab):
 def test_whole_cluster_killed_recovers_its_primary_component(galera_lab):
     write_rows(galera_lab, "galera-1", "g3", [1])
     kill9(galera_lab, *galera_lab.layout.nodes)
-    assert not any(s.up for s in galera_lab.status())
-    galera_lab.heal()
+    assert not any(s.up for s in galera_lab.health.status())
+    galera_lab.health.heal()
     for n in ("galera-1", "galera-2", "galera-3"):
         assert rows_on(galera_lab, n, "g3") == [1]
-    status = galera_lab.status()
+    status = galera_lab.health.status()
     assert all(s.detail["cluster_size"] == 3 for s in status)
     # positions were recovered from InnoDB (not restarted as undefined, which resets the seqno to 0)
     assert len({s.detail["last_committed"] for s in status}) == 1 and status[0].detail["last_committed"] > 0
@@ -122,7 +122,7 @@ def test_a_run_during_which_a_node_leaves_the_primary_component_is_invalid(galer
     opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=2, time_s=14)
     with frozen_at(galera_lab.pid("galera-3"), 2, 7.0) as freeze:
         folder = execute_run(galera_lab, "galera", opts, RunWriter(tmp_path, "isolated", {},
-                                                                   secrets=galera_lab.secrets()),
+                                                                   secrets=galera_lab.hooks.secrets()),
                              on_interval=freeze, stall_s=15, catch_up_timeout=30)
     m = read_run(folder).manifest
     assert m.status == "invalid", m.reason
@@ -130,6 +130,6 @@ def test_a_run_during_which_a_node_leaves_the_primary_component_is_invalid(galer
     assert ("galera-1", "saw the cluster at 2 of 3 nodes") in whats, m.breaches
     assert ("galera-3", "did not answer the sampler") in whats, m.breaches
     deadline = time.monotonic() + 60
-    while not galera_lab.check().ok and time.monotonic() < deadline:
+    while not galera_lab.health.check().ok and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert galera_lab.check().ok, galera_lab.check().problems
+    assert galera_lab.health.check().ok, galera_lab.health.check().problems

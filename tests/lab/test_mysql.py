@@ -49,10 +49,10 @@ def lab(labs):
 def group(lab):
     """The lab, its group whole: a test that kills members starts from every member ONLINE, whatever the test before
     it left (a failure there must not fail every test after it); a group that is not is restarted whole."""
-    if not lab.check().ok:
-        kill9(lab, *[n.name for n in lab.cluster_nodes("gr") if lab.is_up(n)])
-        lab.heal(timeout=120)
-        assert lab.check().ok, lab.check().problems
+    if not lab.health.check().ok:
+        kill9(lab, *[n.name for n in lab.cluster_nodes("gr") if lab.health.is_up(n)])
+        lab.health.heal(timeout=120)
+        assert lab.health.check().ok, lab.health.check().problems
     return lab
 
 
@@ -71,7 +71,7 @@ def _write_and_read(lab, cluster: str, down: tuple[str, ...] = ()) -> None:
 
 
 def test_every_topology_comes_up_and_replicates(lab):
-    status = {s.name: s for s in lab.status()}
+    status = {s.name: s for s in lab.health.status()}
     assert all(s.up for s in status.values())
     assert status["ss-1"].detail["semisync"] == "ON" and status["ss-1"].detail["semisync_clients"] == 2
     assert [status[f"gr-{i}"].detail["member_role"] for i in (1, 2, 3)] == ["PRIMARY", "SECONDARY", "SECONDARY"]
@@ -81,12 +81,12 @@ def test_every_topology_comes_up_and_replicates(lab):
             assert sql.scalar(conn, "SELECT @@version").startswith("9."), name
     for cluster in ("ss", "gr", "one"):
         _write_and_read(lab, cluster)
-    assert lab.system("ss") == "mysql" and lab.system("gr") == "group_replication"
-    assert lab.facts("gr").server.startswith("MySQL 9.")
+    assert lab.spec.system_of("ss") == "mysql" and lab.spec.system_of("gr") == "group_replication"
+    assert lab.hooks.facts("gr").server.startswith("MySQL 9.")
 
 
 def test_runtime_settings_are_read_back(lab):
-    applied = lab.set({"parallel_threads": 4, "semisync_wait_point": "AFTER_COMMIT", "semisync_replica_count": 2,
+    applied = lab.tuning.set({"parallel_threads": 4, "semisync_wait_point": "AFTER_COMMIT", "semisync_replica_count": 2,
                        "gr_applier_threshold": 100, "gr_consistency": "BEFORE_ON_PRIMARY_FAILOVER",
                        "durability": "relaxed"})
     assert applied["ss"]["parallel_threads"] == 4 and applied["gr"]["gr_applier_threshold"] == 100
@@ -100,19 +100,19 @@ def test_runtime_settings_are_read_back(lab):
             assert sql.scalar(conn, "SELECT @@GLOBAL.group_replication_flow_control_applier_threshold") == 100
             assert sql.scalar(conn, "SELECT @@GLOBAL.group_replication_consistency") == "BEFORE_ON_PRIMARY_FAILOVER"
             assert sql.scalar(conn, "SELECT @@GLOBAL.sync_binlog") == 0
-    lab.set({"semisync": False}, cluster="ss")
+    lab.tuning.set({"semisync": False}, cluster="ss")
     with lab.connect("ss-1") as conn:
         assert sql.global_status(conn, "Rpl_semi_sync_source_status")["rpl_semi_sync_source_status"] == "OFF"
-    lab.set({"semisync": True, "semisync_replica_count": 1, "durability": "durable"})
+    lab.tuning.set({"semisync": True, "semisync_replica_count": 1, "durability": "durable"})
     with pytest.raises(SettingError, match="fc_limit"):
-        lab.set({"fc_limit": 10}, cluster="gr")
+        lab.tuning.set({"fc_limit": 10}, cluster="gr")
     # the secondaries' applier threads: each secondary leaves the group, takes the value and rejoins
-    assert lab.set({"applier_threads": 2}) == {"gr": {"applier_threads": 2}}
+    assert lab.tuning.set({"applier_threads": 2}) == {"gr": {"applier_threads": 2}}
     for n in ("gr-2", "gr-3"):
         with lab.connect(n) as conn:
             assert sql.scalar(conn, "SELECT @@GLOBAL.replica_parallel_workers") == 2
-    assert lab.check().ok, lab.check().problems  # every member ONLINE again
-    lab.set({"applier_threads": 4}, cluster="gr")
+    assert lab.health.check().ok, lab.health.check().problems  # every member ONLINE again
+    lab.tuning.set({"applier_threads": 4}, cluster="gr")
 
 
 @pytest.mark.usefixtures("group")
@@ -125,7 +125,7 @@ def test_a_run_during_which_a_member_is_expelled_is_invalid(lab, tmp_path):
 
     opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=2, time_s=16)
     with frozen_at(lab.pid("gr-3"), 2, 9.0) as freeze:
-        folder = execute_run(lab, "gr", opts, RunWriter(tmp_path, "expel", {}, secrets=lab.secrets()),
+        folder = execute_run(lab, "gr", opts, RunWriter(tmp_path, "expel", {}, secrets=lab.hooks.secrets()),
                              on_interval=freeze, stall_s=15, catch_up_timeout=5)
     m = read_run(folder).manifest
     assert m.status == "invalid", m.reason
@@ -141,9 +141,9 @@ def _rejoin(lab, member: str) -> None:
         sql.execute(conn, "STOP GROUP_REPLICATION")
         sql.execute(conn, "START GROUP_REPLICATION")
     deadline = time.monotonic() + 60
-    while not lab.check().ok and time.monotonic() < deadline:  # RECOVERING, then ONLINE
+    while not lab.health.check().ok and time.monotonic() < deadline:  # RECOVERING, then ONLINE
         time.sleep(0.5)
-    assert lab.check().ok, lab.check().problems
+    assert lab.health.check().ok, lab.health.check().problems
 
 
 def test_the_check_reads_every_group_member(lab):
@@ -151,7 +151,7 @@ def test_the_check_reads_every_group_member(lab):
     with lab.connect("gr-3") as conn:
         sql.execute(conn, "STOP GROUP_REPLICATION")
     try:
-        problems = lab.check().problems
+        problems = lab.health.check().problems
         assert any(p.startswith("gr-3: Group Replication member is OFFLINE, not ONLINE") for p in problems), problems
         assert any(p.startswith("gr-1: 2 of the group's 3 members are ONLINE") for p in problems), problems
     finally:
@@ -186,8 +186,8 @@ def test_killed_primary_fails_over_and_heal_restores_the_intended_primary(lab):
     kill9(lab, "gr-1")
     # suspicion (5 s), expulsion (member_expel_timeout 0 here), then the election: seconds when idle, longer on a loaded CI
     assert _elected(lab, "gr-2", 2, within_s=90) in ("gr-2", "gr-3")
-    assert lab.heal(timeout=120) == ["gr-1"]
-    roles = {s.name: s.detail["member_role"] for s in lab.status() if s.cluster == "gr"}
+    assert lab.health.heal(timeout=120) == ["gr-1"]
+    roles = {s.name: s.detail["member_role"] for s in lab.health.status() if s.cluster == "gr"}
     assert roles == {"gr-1": "PRIMARY", "gr-2": "SECONDARY", "gr-3": "SECONDARY"}
     _write_and_read(lab, "gr")
 
@@ -196,8 +196,8 @@ def test_killed_primary_fails_over_and_heal_restores_the_intended_primary(lab):
 def test_heal_right_after_a_kill_waits_for_the_expulsion(lab):
     """Healed at once, the restarted member must not join while the group still lists its killed self."""
     kill9(lab, "gr-2")
-    assert lab.heal(timeout=120) == ["gr-2"]
-    assert {s.detail["member_state"] for s in lab.status() if s.cluster == "gr"} == {"ONLINE"}
+    assert lab.health.heal(timeout=120) == ["gr-2"]
+    assert {s.detail["member_state"] for s in lab.health.status() if s.cluster == "gr"} == {"ONLINE"}
     _write_and_read(lab, "gr")
 
 
@@ -206,8 +206,8 @@ def test_a_group_that_lost_its_majority_is_healed(lab):
     """Two of three members killed: the survivor cannot expel them (no majority); heal forces it to a group of
     itself, then the two rejoin."""
     kill9(lab, "gr-2", "gr-3")
-    assert sorted(lab.heal(timeout=120)) == ["gr-2", "gr-3"]
-    status = {s.name: s.detail for s in lab.status() if s.cluster == "gr"}
+    assert sorted(lab.health.heal(timeout=120)) == ["gr-2", "gr-3"]
+    status = {s.name: s.detail for s in lab.health.status() if s.cluster == "gr"}
     assert {d["member_state"] for d in status.values()} == {"ONLINE"}
     assert status["gr-1"]["member_role"] == "PRIMARY"
     _write_and_read(lab, "gr")
@@ -224,10 +224,10 @@ def test_a_member_the_donors_cannot_serve_from_binlogs_is_recovered_by_clone(lab
             sql.execute(conn, "FLUSH BINARY LOGS")
             last = sql.query(conn, "SHOW BINARY LOGS")[-1]["Log_name"]
             sql.execute(conn, f"PURGE BINARY LOGS TO '{last}'")
-    assert lab.heal(timeout=120) == ["gr-3"]
+    assert lab.health.heal(timeout=120) == ["gr-3"]
     log = lab.layout.nodes["gr-3"].error_log.read_text()
     assert "Cloning from a remote group donor" in log
-    assert {s.detail["member_state"] for s in lab.status() if s.cluster == "gr"} == {"ONLINE"}
+    assert {s.detail["member_state"] for s in lab.health.status() if s.cluster == "gr"} == {"ONLINE"}
     _write_and_read(lab, "gr")
 
 
@@ -240,11 +240,11 @@ def test_a_member_holding_transactions_the_group_lacks_is_rebuilt_by_clone_and_t
                     "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE TABLE IF NOT EXISTS benchlib.alone (id INT PRIMARY KEY)",
                     "INSERT INTO benchlib.alone VALUES (1)")
     kill9(lab, "gr-3")
-    assert lab.broken() == ["gr-3"]
-    assert lab.heal(timeout=180) == ["gr-3"]  # a killed member healed back (a plain one: the other heal tests)
-    said = " ".join(lab.heal_report())
+    assert lab.health.broken() == ["gr-3"]
+    assert lab.health.heal(timeout=180) == ["gr-3"]  # a killed member healed back (a plain one: the other heal tests)
+    said = " ".join(lab.health.heal_report())
     assert "gr-3 held transactions the group lacked" in said and "gr-3 by clone" in said, said
-    assert {s.detail["member_state"] for s in lab.status() if s.cluster == "gr"} == {"ONLINE"}
+    assert {s.detail["member_state"] for s in lab.health.status() if s.cluster == "gr"} == {"ONLINE"}
     with lab.connect("gr-3") as conn:
         assert sql.scalar(conn, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'alone'") == 0
     _write_and_read(lab, "gr")
@@ -253,8 +253,8 @@ def test_a_member_holding_transactions_the_group_lacks_is_rebuilt_by_clone_and_t
 @pytest.mark.usefixtures("group")
 def test_a_whole_group_killed_is_bootstrapped_again(lab):
     kill9(lab, "gr-1", "gr-2", "gr-3")
-    assert sorted(lab.heal(timeout=120)) == ["gr-1", "gr-2", "gr-3"]
-    status = {s.name: s.detail for s in lab.status() if s.cluster == "gr"}
+    assert sorted(lab.health.heal(timeout=120)) == ["gr-1", "gr-2", "gr-3"]
+    status = {s.name: s.detail for s in lab.health.status() if s.cluster == "gr"}
     assert {d["member_state"] for d in status.values()} == {"ONLINE"}
     assert status["gr-1"]["member_role"] == "PRIMARY"
     _write_and_read(lab, "gr")
@@ -262,9 +262,9 @@ def test_a_whole_group_killed_is_bootstrapped_again(lab):
 
 def test_killed_replica_is_healed(lab):
     kill9(lab, "ss-3")
-    assert lab.heal(timeout=120) == ["ss-3"]
+    assert lab.health.heal(timeout=120) == ["ss-3"]
     _write_and_read(lab, "ss")
-    st = {s.name: s.detail for s in lab.status()}
+    st = {s.name: s.detail for s in lab.health.status()}
     assert st["ss-1"]["semisync_clients"] == 2
 
 
@@ -309,12 +309,12 @@ def test_runs_on_mysql_clusters_sample_lag_group_stats_and_throttling(lab, tmp_p
     secrets = list(lab.creds.passwords.values())
     # a quota of at most 20 transactions a second once a member's queue passes 1: without the cap the quota is the
     # lagging member's capacity, and whether the writer exceeded it was chance (in 4 runs of 7 here; 4 of 4 capped)
-    lab.set({"gr_applier_threshold": 1, "gr_certifier_threshold": 1, "gr_flow_control_period": 1,
+    lab.tuning.set({"gr_applier_threshold": 1, "gr_certifier_threshold": 1, "gr_flow_control_period": 1,
              "gr_max_quota": 20}, cluster="gr")
     try:
         run = read_run(execute_run(lab, "gr", opts, RunWriter(tmp_path, "gr", {}, secrets=secrets)))
     finally:
-        lab.set({"gr_applier_threshold": 25000, "gr_certifier_threshold": 25000, "gr_max_quota": 0}, cluster="gr")
+        lab.tuning.set({"gr_applier_threshold": 25000, "gr_certifier_threshold": 25000, "gr_max_quota": 0}, cluster="gr")
     assert run.manifest.status == "ok", run.manifest.reason
     cl = run.frames["cluster"]
     assert {"gr_applier_queue", "gr_backlog", "gr_checked", "gr_throttle_time_ns", "gr_throttle_count"} <= set(cl.metric)

@@ -59,10 +59,10 @@ def test_replication_crosses_the_link(wan_lab):
 def test_semisync_commit_costs_one_rtt(wan_lab):
     lat = statistics.median(commit_latencies_ms(wan_lab, "semi-1", "lat_semi"))
     assert 99 <= lat <= 110, lat  # the ack comes back from 100 ms away
-    wan_lab.set({"semisync": "off"})
+    wan_lab.tuning.set({"semisync": "off"})
     lat_async = statistics.median(commit_latencies_ms(wan_lab, "semi-1", "lat_async"))
     assert lat_async < 5, lat_async
-    wan_lab.set({"semisync": "on"})
+    wan_lab.tuning.set({"semisync": "on"})
 
 
 def test_a_semisync_run_whose_far_replica_is_cut_off_is_invalid(wan_lab, tmp_path):
@@ -77,14 +77,14 @@ def test_a_semisync_run_whose_far_replica_is_cut_off_is_invalid(wan_lab, tmp_pat
     from benchlib.sysbench.options import SysbenchOptions
 
     opts = SysbenchOptions(workload="oltp_write_only", tables=1, table_size=1000, threads=4, time_s=8)
-    wan_lab.set({"semisync_timeout_ms": 300})
+    wan_lab.tuning.set({"semisync_timeout_ms": 300})
     try:  # the relay is the link: stopped, no packet crosses
         with frozen_at(wan_lab.record.link_pid, 2, 3.0) as cut:
             folder = execute_run(wan_lab, "semi", opts, RunWriter(tmp_path, "cut", {"cluster": "semi"},
-                                                                  secrets=wan_lab.secrets()),
+                                                                  secrets=wan_lab.hooks.secrets()),
                                  on_interval=cut, catch_up_timeout=60)
     finally:
-        wan_lab.set({"semisync_timeout_ms": 10000})
+        wan_lab.tuning.set({"semisync_timeout_ms": 10000})
     m = read_run(folder).manifest
     assert m.status == "invalid", m.reason
     assert re.match(r"INVALID: semi-1 fell back to async at \d+\.\d s( for \d+\.\d s)?: [\d,]+ commits without a "
@@ -109,7 +109,7 @@ def test_jitter_and_galera_across_sites(fresh_labs):
     spec = example_spec("wan-galera.toml", "t-wang", clusters={"galera": {"topology": "galera", "nodes": 3}},
                         sites={"west": {"nodes": ["galera-3"], "rtt_ms": 40, "jitter_ms": 4}})
     lab = fresh_labs.up(spec)
-    assert all(s.detail["cluster_size"] == 3 for s in lab.status())
+    assert all(s.detail["cluster_size"] == 3 for s in lab.health.status())
     m = wan.measure_rtt(lab.node("galera-3"), samples=21)
     # jitter is applied (the round trips spread) around the requested RTT; packets never overtake each
     # other on a link, so one may wait behind an earlier, more delayed one: the upper bound is loose, and
@@ -129,7 +129,7 @@ def test_jitter_and_galera_across_sites(fresh_labs):
 def test_down_removes_namespace_relay_and_tun(fresh_labs):
     lab = fresh_labs.up(example_spec("wan-semisync.toml", "t-wandown"))
     assert lab.layout.hub_tun in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    lab.down()
+    lab.close(down=True)
     assert leftovers(lab) == []
 
 
@@ -143,8 +143,8 @@ def test_relay_killed_then_heal_restores_the_link(fresh_labs):
     assert not procs.wait_gone([lab.record.link_pid], 10)
     assert not wan.is_up(lab.layout, lab.record.shaper, lab.record.link_pid)
     pids = dict(lab.record.pids)
-    assert lab.heal() == []  # the relay alone is restored: the servers behind it keep running
-    lab.refresh()
+    assert lab.health.heal() == []  # the relay alone is restored: the servers behind it keep running
+    lab.tuning.refresh()
     assert lab.record.pids == pids
     assert wan.is_up(lab.layout, lab.record.shaper, lab.record.link_pid)
     assert abs(wan.measure_rtt(lab.node("semi-2"))["median_ms"] - 100) <= 2
@@ -173,7 +173,7 @@ def test_netem_shaper_plumbing(fresh_labs, monkeypatch):
     assert sorted(calls) == sorted([(f"bl{n}v1", None, 15, 0), ("bl%ds1" % n, east, 15, 0),
                                     (f"bl{n}v2", None, 50, 5), ("bl%ds2" % n, west, 50, 5)])
     # two sites talk through the root namespace: galera-2 and galera-3 are in one primary component
-    assert all(s.detail["cluster_size"] == 3 for s in lab.status())
+    assert all(s.detail["cluster_size"] == 3 for s in lab.health.status())
     write_rows(lab, "galera-2", "n", [1])
     assert causal_rows(lab, "galera-3", "n") == [1]
     assert wan.is_up(lab.layout, "netem", None)

@@ -211,7 +211,7 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
 
         cost = analyze(tmp_path / "runs" / "provfail").axis("fault").failover.set_index("run_id")
         print("failover across the far site:", {r: round(v, 2) for r, v in cost.unavailability_s.items()})
-        assert RemoteLab(load_lab_spec(built.remote_spec)).broken() == []
+        assert RemoteLab(load_lab_spec(built.remote_spec)).health.broken() == []
         for node in ("galera-1", "gr-1"):  # killed through systemd, and started again as the unit's main process
             main = plab.run_on_host(node, f"systemctl show -P ExecMainPID benchlib@{node}").strip()
             assert main == plab.run_on_host(node, f"/usr/local/sbin/benchlib-node status {node}").strip() != "0", node

@@ -72,7 +72,7 @@ def remote(labs, client_hosts, tmp_path_factory):
 
 def test_lab_check_passes_on_a_healthy_remote_lab(remote):
     lab, d = remote
-    result = RemoteLab(load_remote_spec(d / "remote.toml")).check()
+    result = RemoteLab(load_remote_spec(d / "remote.toml")).health.check()
     text = "\n".join(format_remote_check(result))
     assert result.ok, text
     assert set(result.offsets) == {*ROLES, "c1", "c2"}  # every server and client host has a clock offset
@@ -84,13 +84,13 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     lab, d = remote
     spec = load_remote_spec(d / "remote.toml")
     monkeypatch.setenv("BENCHLIB_TEST_DB_PASSWORD", "not-the-password")
-    wrong = RemoteLab(spec).check(clients=False)
+    wrong = RemoteLab(spec).health.check(clients=False)
     assert [f.message for f in wrong.problems] == [
         "async-1: the server refused the login of 'rbench' (wrong password, or no such account for this host): "
         "check the password in $BENCHLIB_TEST_DB_PASSWORD"]
     monkeypatch.undo()
 
-    weak = RemoteLab(load_remote_spec(d / "weak.toml")).check(clients=False)
+    weak = RemoteLab(load_remote_spec(d / "weak.toml")).health.check(clients=False)
     assert len(weak.problems) == 1, weak.problems
     assert re.match(r"async-2: 'rweak' lacks a privilege the replica_status probe needs \(.*SLAVE MONITOR.*\); "
                     r"add it: GRANT REPLICATION CLIENT ON \*\.\* TO rweak", weak.problems[0].message)
@@ -100,7 +100,7 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     (d / "semi.toml").write_text(text.replace('[clusters.async]\nsystem = "mariadb"\n',
                                               '[clusters.async]\nsystem = "mariadb"\ntopology = "semisync"\n')
                                  + '[sites.far]\nnodes = ["galera-3"]\nrtt_ms = 50\n')
-    labelled = RemoteLab(load_remote_spec(d / "semi.toml")).check(clients=False)
+    labelled = RemoteLab(load_remote_spec(d / "semi.toml")).health.check(clients=False)
     # a declared site of a lab benchlib did not build: its round trip from here is said, not judged
     assert any(re.fullmatch(r"note galera-3: \d+\.\d ms round trip from here \(site far: rtt_ms = 50\)", line)
                for line in labelled.lines()), labelled.lines()
@@ -112,7 +112,7 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     with lab.connect("async-2") as conn:
         sql.execute(conn, "STOP SLAVE")
     try:
-        stopped = RemoteLab(spec).check(clients=False)
+        stopped = RemoteLab(spec).health.check(clients=False)
         assert [f.message for f in stopped.problems] == [
             "async-2: replication is stopped (IO thread: No, SQL thread: No): run START REPLICA on async-2"]
         cli = subprocess.run([sys.executable, "-m", "benchlib.cli", "lab", "check", str(d / "remote.toml")],
@@ -123,7 +123,7 @@ def test_lab_check_names_each_problem_once(remote, monkeypatch):
     finally:
         with lab.connect("async-2") as conn:
             sql.execute(conn, "START SLAVE")
-    assert lab.broken() == []
+    assert lab.health.broken() == []
 
 
 def test_a_setting_that_needs_a_restart_is_refused(remote):
@@ -171,7 +171,7 @@ def test_campaign_from_two_client_hosts_reports_like_a_local_one(remote, tmp_pat
     assert far.ran == [] and len(far.skipped) == 4
     assert local.counts == far.counts == {"ok": 4}, (local.table(), far.table())
     assert list((far.path / "notebooks").glob("*.ipynb"))
-    assert lab.broken() == []  # the remote campaign never touched the servers' processes
+    assert lab.health.broken() == []  # the remote campaign never touched the servers' processes
 
     for run in far.plan:
         folder = far.path / run.run_id
@@ -235,7 +235,7 @@ def test_server_hosts_with_ssh_report_their_metrics_and_an_unreachable_one_warns
     assert set(rl.spec.server_hosts()) == {"async-1", "galera-1"}  # one per address, named by its first node
     log = StatusLog()
     try:
-        probes = {p.host: p for p in rl.extra_probes(list(ROLES), log, time.monotonic) if isinstance(p, HostProbe)}
+        probes = {p.host: p for p in rl.hooks.extra_probes(list(ROLES), log, time.monotonic) if isinstance(p, HostProbe)}
         assert set(probes) == {"c1", "c2", "async-1", "galera-1"}
         for p in probes.values():
             p.setup()
@@ -244,7 +244,7 @@ def test_server_hosts_with_ssh_report_their_metrics_and_an_unreachable_one_warns
                 p.sample(time.monotonic())
             time.sleep(0.3)
         # only the async cluster's server host for a run on that cluster
-        assert {p.host for p in rl.extra_probes(["async-1", "async-2"], log, time.monotonic)
+        assert {p.host for p in rl.hooks.extra_probes(["async-1", "async-2"], log, time.monotonic)
                 if isinstance(p, HostProbe)} == {"c1", "c2", "async-1"}
     finally:
         rl.close()
@@ -288,7 +288,7 @@ def test_lab_check_names_a_node_that_does_not_answer(remote):
     text = (d / "remote.toml").read_text()
     port = re.search(r'name = "galera-3", host = "[0-9.]+", port = (\d+)', text).group(1)
     (d / "unreachable.toml").write_text(text.replace(f"port = {port},", "port = 9,"))
-    result = RemoteLab(load_remote_spec(d / "unreachable.toml")).check(clients=False)
+    result = RemoteLab(load_remote_spec(d / "unreachable.toml")).health.check(clients=False)
     assert [f.message.split(" (")[0] for f in result.problems] == ["galera-3: cannot connect to 198.18.251.1:9"]
     assert "check the address, the port, and that the server runs" in result.problems[0].message
     # galera-1 and galera-2 see a cluster of 3 still: the spec is the one that is wrong here, not the cluster
@@ -320,9 +320,9 @@ def test_a_node_lost_mid_run_fails_the_run_and_stops_the_campaign(remote, tmp_pa
         marker = f"BENCHLIB_LOAD=r{lab.name}".encode()  # this remote lab's loads (another test's may run beside it)
         assert [p for p in left.stdout.split() if _environ_has(p, marker)] == []  # nothing left on the client hosts
     finally:
-        lab.refresh()
-        lab.heal()
-    assert lab.broken() == []
+        lab.tuning.refresh()
+        lab.health.heal()
+    assert lab.health.broken() == []
 
 
 def _environ_has(pid: str, entry: bytes) -> bool:

@@ -99,7 +99,7 @@ class FaultRun(Controller):
         self.fault = self.schedule[0].fault
         control = lab.faults()
         if control is None:
-            return self.writer.fail(f"FAILED: the lab cannot {self.fault.kind} {plan.target}: {lab.lacks('faults')}",
+            return self.writer.fail(f"FAILED: the lab cannot {self.fault.kind} {plan.target}: {lab.spec.lacks('faults')}",
                                     lab=setup.lab_record())
         self.control: "FaultControl" = control
         for p in self.schedule:
@@ -135,7 +135,7 @@ class FaultRun(Controller):
         if plan.proxy != "none":
             proxies = lab.proxy()
             if proxies is None:
-                return self.writer.fail(f"FAILED: no {plan.proxy} in front of {self.cluster}: {lab.lacks('proxy')}",
+                return self.writer.fail(f"FAILED: no {plan.proxy} in front of {self.cluster}: {lab.spec.lacks('proxy')}",
                                         **setup.extra)
             self.front = proxies.front(self.cluster, self.proxied_node)
             front = self.front
@@ -204,7 +204,7 @@ class FaultRun(Controller):
                 return f"the writes moved to {self.router.node}" if self.router.node != here else None
 
             on_second = self.on_second
-            loaded = self.lab.load_driver().run(here, replace(opts, time_s=max(1, int(left))), stall_s=self.stall_s,
+            loaded = self.lab.hooks.load_driver().run(here, replace(opts, time_s=max(1, int(left))), stall_s=self.stall_s,
                                                 source=f"{self.writer.run_id}/raw/sysbench.txt",
                                                 on_interval=(lambda iv: on_second(iv, None)) if on_second else None,
                                                 abort_if=moved)
@@ -221,7 +221,7 @@ class FaultRun(Controller):
             while self.clock() - self.load_t0 < opts.time_s - 2:
                 mark = self.clock()
                 time.sleep(0.1)
-                if self.ledger.acked_since(mark - 0.1) and self.lab.is_up(self.router.node):
+                if self.ledger.acked_since(mark - 0.1) and self.lab.health.is_up(self.router.node):
                     break
             target = self.router.node
             if self.clock() - self.load_t0 < opts.time_s - 2:
@@ -267,13 +267,13 @@ class FaultRun(Controller):
         nodes = self.setup.nodes
         deadline = time.monotonic() + wait_s
         while True:
-            problems = [p for p in self.lab.check().problems if any(n in p for n in nodes)]
+            problems = [p for p in self.lab.health.check().problems if any(n in p for n in nodes)]
             if not problems:
                 return
             if time.monotonic() > deadline:
                 break
             time.sleep(1.0)
-        stuck = sorted({n for n in nodes for p in problems if n in p and self.lab.is_up(n)})
+        stuck = sorted({n for n in nodes for p in problems if n in p and self.lab.health.is_up(n)})
         if stuck:
             self.control.inject("", Fault("kill", tuple(stuck)))
             self.events.add("heal", ",".join(stuck), f"not back {wait_s:g} s after the release ({problems[0]}): "
@@ -286,12 +286,12 @@ class FaultRun(Controller):
         killed = {p.step.target for p in self.schedule if p.step.do == "kill"}
         if self.promotion is None and any(p.step.do != "kill" and p.step.target not in killed for p in self.schedule):
             self.settle()  # a node that was only held may not come back by itself (a promoted cluster is rebuilt)
-        lab.refresh()
+        lab.tuning.refresh()
         restarted: list[str] = []
         how: list[str] = []  # this run's heal only: a lab that healed itself still reports the last heal's words
         try:
-            if lab.broken():
-                restarted, how = lab.heal(timeout=self.plan.heal_timeout_s), lab.heal_report()
+            if lab.health.broken():
+                restarted, how = lab.health.heal(timeout=self.plan.heal_timeout_s), lab.health.heal_report()
         except BenchlibError as exc:
             self.writer.abandon()
             raise CampaignError(f"the lab could not be healed after fault run {self.writer.run_id}: {exc.message}",
