@@ -42,15 +42,29 @@ __all__ = ["AXES", "Axis", "AxisAnalysis", "AxisRecord", "AxisRun", "RunContext"
 
 
 class AxisRecord(BaseModel):
-    """What a run's manifest records under an axis's name, typed (``Axis.record``): validated when the run is
-    written and when it is read; read by attribute or, like a plain table, by key."""
+    """What a run's manifest records under an axis's name (its entry of ``axes``), typed (``Axis.record``):
+    validated when the run is written and when it is read; read by attribute or, like a plain table, by key
+    (``r.lost``, ``r["lost"]``, ``r.get("lost")``); fields benchlib does not know are kept. The core's own
+    sub-records (the consistency audit) are records of this shape too."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def __getitem__(self, key: str) -> Any:
         if key in type(self).model_fields or key in (self.model_extra or {}):
             return getattr(self, key)
-        return default
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in type(self).model_fields or key in (self.model_extra or {}))
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
 
 class AxisAnalysis:
@@ -130,17 +144,19 @@ class Axis:
 
     # -- its records ---------------------------------------------------------------------------------------------
     def recorded(self, manifest: Any) -> Any:
-        """Its entry of a run's manifest (a dict or a ``Manifest``) as its typed ``record``; None where the run
-        has none. Raises ``ValueError`` (pydantic's) when the entry does not validate."""
-        entry = manifest.get(self.name) if isinstance(manifest, dict) else getattr(manifest, self.name, None)
+        """Its entry of a run's manifest (a dict or a ``Manifest``: ``axes[name]``) as its typed ``record``; None
+        where the run has none. Raises ``ValueError`` (pydantic's) when the entry does not validate."""
+        entries = manifest.get("axes") if isinstance(manifest, dict) else getattr(manifest, "axes", None)
+        entry = (entries or {}).get(self.name)
         if not entry:
             return None
         if self.record is None or isinstance(entry, self.record):
             return entry
         return self.record.model_validate(entry.model_dump() if isinstance(entry, BaseModel) else entry)
 
-    def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        """Its columns of the ``runs`` table from one run's manifest (a dict)."""
+    def facts(self, record: Any) -> dict[str, Any]:
+        """Its columns of the ``runs`` table from its entry of one run's manifest (its ``recorded``: None where the
+        run had none)."""
         return {}
 
     # -- analysis and publishing ---------------------------------------------------------------------------------
@@ -259,11 +275,11 @@ def tables() -> dict[str, type[BaseModel]]:
     return {a.name: a.spec for a in AXES.values() if a.spec is not None}
 
 
-def run_facts(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Every axis's columns of the ``runs`` table from one manifest."""
+def run_facts(manifest: Any) -> dict[str, Any]:
+    """Every axis's columns of the ``runs`` table from one manifest (a dict or a ``Manifest``)."""
     out: dict[str, Any] = {}
     for axis in AXES.values():
-        out.update(axis.facts(manifest))
+        out.update(axis.facts(axis.recorded(manifest)))
     return out
 
 

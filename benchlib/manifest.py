@@ -9,12 +9,16 @@ upgraders so that a run written by an older benchlib reads like a new one:
   with their round-trip times, durability, binary log) were not recorded; they are derived here, once,
   from the lab spec the format-1 manifest carries (``campaign.lab_spec``), so analysis never reads lab
   spec shapes or node names itself.
-- format 2 -> 3: what an axis adds to a run is a typed sub-record (``AuditRecord``, ``ProbeRecord``,
-  ``ReadSplitRecord``, ``FaultRecord``, ``LedgerRecord``), absent (None) where the run had none; format 2
+- format 2 -> 3: what an axis adds to a run is a typed sub-record, absent (None) where the run had none; format 2
   wrote an empty table ({}) there.
+- format 3 -> 4: what each axis adds to a run is its entry of ``axes``, by the axis's name (``axes.fault``,
+  ``axes.probe``, ``axes.read_split``, ``axes.stall``, a third party's own), typed by the axis's record
+  (``benchlib.axis.Axis.record``, in the axis's package); the core manifest names no axis. A fault run's entry
+  holds what format 3 kept beside it (failover, ``fault_at_s`` as ``happened_s``, ``fault_steps`` as
+  ``steps_done``, semisync, promotion, heal, survivor, ledger, proxy).
 
-A sub-record reads by attribute (``m.ledger.lost``) and, as the plain tables older code and notebooks read, by key
-(``m.ledger["lost"]``, ``m.ledger.get("lost")``); fields benchlib does not know are kept.
+A record reads by attribute (``m.axis("fault").ledger``, ``m.audit.mismatches``) and, as the plain tables older code
+and notebooks read, by key (``m.axis("fault")["ledger"]``); fields benchlib does not know are kept.
 """
 
 from __future__ import annotations
@@ -24,14 +28,15 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchlib import catalogue
+from benchlib.axis import AxisRecord
 from benchlib.errors import StoreError
 
-__all__ = ["FORMAT_VERSION", "AuditRecord", "CampaignRecord", "ClusterFacts", "FaultRecord", "LabFacts", "LedgerRecord",
-           "Manifest", "ProbeRecord", "ReadSplitRecord", "SUB_RECORDS", "UPGRADERS", "upgrade"]
+__all__ = ["FORMAT_VERSION", "AuditRecord", "CampaignRecord", "ClusterFacts", "LabFacts", "Manifest", "UPGRADERS",
+           "upgrade"]
 
 MARGIN = 0.02  # the equivalence margin delta when a campaign sets none
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 class _Open(BaseModel):
@@ -78,29 +83,7 @@ class LabFacts(_Open):
     facts: ClusterFacts = Field(default_factory=ClusterFacts)
 
 
-class _Record(_Open):
-    """A sub-record: typed fields, read by attribute or, like the plain table it was in format 2, by key."""
-
-    def __getitem__(self, key: str) -> Any:
-        if key in type(self).model_fields or key in (self.model_extra or {}):
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            value = self[key]
-        except KeyError:
-            return default
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (key in type(self).model_fields or key in (self.model_extra or {}))
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-
-class AuditRecord(_Record):
+class AuditRecord(AxisRecord):
     """The consistency audit after the run (``campaign.setup.Audit``): does every node hold the write node's data?"""
 
     nodes: list[str] = Field(default_factory=list)
@@ -117,64 +100,13 @@ class AuditRecord(_Record):
         return None if self.skipped else not self.mismatches
 
 
-class ProbeRecord(_Record):
-    """The stale-read probe's options and the read consistency its readers ran under."""
-
-    consistency: str | None = None
-    default: str | None = None  # the system's default read consistency
-    read_rate: float | None = None
-    write_rate: float | None = None
-    wait_timeout_s: float | None = None
-
-
-class ReadSplitRecord(_Record):
-    """The read side of a read-split load: its nodes, the read consistency of its sessions and their statements,
-    sysbench's summary per node."""
-
-    threads: int | None = None
-    consistency: str | None = None
-    nodes: list[str] = Field(default_factory=list)
-    statements: list[str] = Field(default_factory=list)
-    summary: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-
-class FaultRecord(_Record):
-    """A fault run's fault, as planned and resolved (``benchlib.axes.fault``)."""
-
-    kind: str | None = None  # kill | freeze | cut | host_loss | isolation ...
-    target: str | None = None
-    nodes: list[str] = Field(default_factory=list)
-    site: str | None = None
-    at_s: float | None = None
-    duration_s: float | None = None
-    detect_s: float | None = None
-    timeout_s: float | None = None
-    heal_timeout_s: float | None = None
-    promote: bool | None = None
-    write_rate: float | None = None
-    steps: list[dict[str, Any]] | None = None
-    words: str | None = None
-
-
-class LedgerRecord(_Record):
-    """What the fault run's ledger writer counted: writes, acknowledged, failed, unknown, and what was lost."""
-
-    writes: int | None = None
-    acked: int | None = None
-    failed: int | None = None
-    unknown: int | None = None
-    lost: int | None = None
-    lost_seqs: list[int] = Field(default_factory=list)
-    phantoms: int | None = None
-    missing_on: dict[str, int] = Field(default_factory=dict)
-    audited_on: str | None = None
-    reads: int | None = None
-    reads_of_lost: int | None = None
-
-
-#: manifest field -> its sub-record: absent (None) where a run had none
-SUB_RECORDS: dict[str, type[_Record]] = {"audit": AuditRecord, "probe": ProbeRecord, "read_split": ReadSplitRecord,
-                                         "fault": FaultRecord, "ledger": LedgerRecord}
+#: the sub-records of format 3 (format 2 wrote an empty table where a run had none)
+SUB_RECORDS = ("audit", "probe", "read_split", "fault", "ledger")
+#: format 3's top-level entries of the fault axis -> their names in its format-4 entry (``axes.fault``)
+_V3_FAULT = {"failover": "failover", "fault_at_s": "happened_s", "fault_steps": "steps_done", "semisync": "semisync",
+             "promotion": "promotion", "heal": "heal", "survivor": "survivor", "ledger": "ledger", "proxy": "proxy"}
+#: format 3's top-level entries that were an axis's whole entry
+_V3_AXES = ("probe", "read_split", "stall")
 
 
 class Manifest(_Open):
@@ -204,29 +136,22 @@ class Manifest(_Open):
     clock_offsets: dict[str, Any] | None = None
     breaches: list[dict[str, Any]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
     audit: AuditRecord | None = None  # the consistency audit after the run
-    probe: ProbeRecord | None = None  # the stale-read probe's options and read consistency
-    read_split: ReadSplitRecord | None = None  # the read side of a read-split load
-    #: a fault run (benchlib.axes.fault.run): the fault as planned and resolved, how the system fails over, when
-    #: the fault came (sampler clock), the lab's promotion and heal, the node the writes ended on, the ledger's counts
-    fault: FaultRecord | None = None
-    failover: dict[str, Any] = Field(default_factory=dict)
-    fault_at_s: float | None = None
-    #: each step of the fault as done: do, target, nodes, site, planned_s and done_s (sampler clock)
-    fault_steps: list[dict[str, Any]] = Field(default_factory=list)
-    #: a semi-sync primary through the fault: on at the fault, fell back after (s), commits without an ack till lost
-    semisync: dict[str, Any] | None = None
-    promotion: dict[str, Any] | None = None
-    heal: dict[str, Any] = Field(default_factory=dict)
-    survivor: str | None = None
-    ledger: LedgerRecord | None = None
+    #: what each axis added to the run, by the axis's name (``benchlib.axis.Axis.record``: its typed view,
+    #: ``AXES.lookup(name).recorded(m)``): the stale-read probe's options, a read split's readers, a fault run's
+    #: fault, failover, ledger and heal, a stall ...; an axis the run did not have has no entry
+    axes: dict[str, AxisRecord] = Field(default_factory=dict)
     #: what took the host from the lab over the load window (benchlib.analysis.interference.of_run): steal, foreign
     #: CPU, their sum lost_cpu, pressure, frequency, the top foreign command
     interference: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator(*SUB_RECORDS, mode="before")
+    @field_validator("audit", mode="before")
     @classmethod
     def _absent(cls, value: Any) -> Any:
         return value or None  # an empty table: the run had none
+
+    def axis(self, name: str) -> AxisRecord | None:
+        """The entry axis ``name`` added to this run (read by attribute or key); None: the run had none."""
+        return self.axes.get(name)
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "Manifest":
@@ -336,8 +261,19 @@ def _v2_to_v3(m: dict[str, Any]) -> dict[str, Any]:
     return {**m, **{k: (m.get(k) or None) for k in SUB_RECORDS if k in m}, "format_version": 3}
 
 
+def _v3_to_v4(m: dict[str, Any]) -> dict[str, Any]:
+    """What each axis added moves under ``axes``, by the axis's name: the probe's, the read split's and the stall's
+    tables as they were, and a fault run's fault with what happened (failover, when the fault came, its steps as done,
+    semi-sync, the promotion, the heal, the survivor, the ledger, the proxy) in one entry."""
+    out = {k: v for k, v in m.items() if k not in (*_V3_AXES, "fault", *_V3_FAULT)}
+    axes = {k: m[k] for k in _V3_AXES if m.get(k)}
+    if m.get("fault"):
+        axes["fault"] = {**m["fault"], **{new: m[old] for old, new in _V3_FAULT.items() if old in m}}
+    return {**out, "axes": axes, "format_version": 4}
+
+
 #: format version -> function upgrading a manifest dict of that version to the next one
-UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+UPGRADERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade(data: dict[str, Any], source: str = "manifest") -> dict[str, Any]:

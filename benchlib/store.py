@@ -112,11 +112,13 @@ class RunWriter:
             **extra,
         }
         # typed before it is written: a record readers would refuse fails here; each axis's entry by its own record
-        # (those the core Manifest types already, it validated)
         self._validated("", lambda: Manifest.model_validate(manifest))
-        for axis in axes.AXES.values():
-            if axis.name not in Manifest.model_fields:
-                self._validated(f"{axis.name}.", lambda: axis.recorded(manifest))
+        for name in manifest.get("axes") or {}:
+            axis = axes.AXES.get(name)
+            if axis is None:
+                raise StoreError(f"run {self.run_id}: its manifest has an entry of axis {name!r}, which is not "
+                                 "registered", hint=f"axes: {', '.join(axes.AXES)}")
+            self._validated(f"axes.{name}.", lambda: axis.recorded(manifest))
         text = json.dumps(manifest, indent=2, sort_keys=True, default=_recordable)
         self._check(text, "manifest.json")
         (self.tmp / "manifest.json").write_text(text)
@@ -311,7 +313,7 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
-            **_audit_facts(m.audit), **traits(m), **axes.run_facts(m.model_dump()), **summary}
+            **_audit_facts(m.audit), **traits(m), **axes.run_facts(m), **summary}
 
 
 def _run_row(m: Manifest) -> dict[str, Any]:

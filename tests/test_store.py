@@ -121,21 +121,26 @@ def test_missing_campaign_folder(tmp_path):
         load_campaign(tmp_path / "nope")
 
 
-def test_a_format_2_manifest_reads_with_typed_sub_records_absent_where_it_had_none():
+def test_a_format_2_manifest_reads_with_each_axis_s_entry_typed_and_absent_where_it_had_none():
+    from benchlib.axis import AXES
     from benchlib.manifest import FORMAT_VERSION, Manifest
 
     v2 = {"format_version": 2, "run_id": "r1", "status": "ok", "started_utc": "x", "ended_utc": "y",
           "audit": {"nodes": ["a-1", "a-2"], "mismatches": [], "check_s": 0.01, "positions": {"a-1": "0-1-5"}},
           "probe": {}, "read_split": {}, "fault": {"kind": "kill", "nodes": ["a-1"], "at_s": 5.0, "new_field": 1},
-          "ledger": {"acked": 10, "lost": 0, "lost_seqs": []}}
+          "ledger": {"acked": 10, "lost": 0, "lost_seqs": []}, "fault_at_s": 7.5, "survivor": "a-2"}
     m = Manifest.of(v2)
-    assert m.format_version == FORMAT_VERSION == 3
-    assert m.probe is None and m.read_split is None  # format 2's empty tables: the run had none
+    assert m.format_version == FORMAT_VERSION == 4
+    assert set(m.axes) == {"fault"} and m.axis("probe") is None  # format 2's empty tables: the run had none
     assert m.audit.identical and m.audit.nodes == ["a-1", "a-2"] and m.audit["check_s"] == 0.01
-    assert m.fault.kind == "kill" and m.fault["nodes"] == ["a-1"] and m.fault.get("new_field") == 1  # unknown: kept
-    assert m.ledger.lost == 0 and m.ledger.get("reads_of_lost") is None and "acked" in m.ledger
+    fault = AXES.lookup("fault").recorded(m)  # typed by the fault axis's own record
+    assert type(fault).__name__ == "FaultRecord" and fault.kind == "kill" and fault["nodes"] == ["a-1"]
+    assert fault.get("new_field") == 1 and m.axis("fault")["new_field"] == 1  # unknown: kept
+    assert (fault.at_s, fault.happened_s, fault.survivor) == (5.0, 7.5, "a-2")  # format 3's fault_at_s, beside it
+    assert fault.ledger.lost == 0 and fault.ledger.get("reads_of_lost") is None and "acked" in fault.ledger
     with pytest.raises(KeyError):
-        m.ledger["nope"]
+        fault.ledger["nope"]
+    assert "fault_at_s" not in m.as_dict() and "ledger" not in m.as_dict()  # the core names no axis
     assert Manifest.of(m.as_dict()) == m  # written as it reads
 
 

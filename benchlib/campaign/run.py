@@ -81,7 +81,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
     contexts = {name: replace(ctx, variant=variant) for name, variant in ctx.axes.items()}
     built = {name: AXES.lookup(name).run(c) for name, c in contexts.items()}
     hooks = {name: hook for name, hook in built.items() if hook is not None}
-    extra.update({name: h.manifest() for name, h in hooks.items()})
+    extra["axes"] = {name: h.manifest() for name, h in hooks.items()}  # each axis's entry, by its name
     if warmup_s > 0:
         warm = driver.run(write_node, replace(opts, time_s=warmup_s, histogram=False), stall_s=stall_s,
                           source=f"{writer.run_id}/raw/warmup.txt", abort_if=lambda: nodes_down(lab, nodes))
@@ -153,7 +153,7 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
             writer.raw(file, text)
         for kind, frame in h.frames(sampling.origin).items():
             writer.frame(kind, frame)
-        extra[name] = h.manifest()
+        extra["axes"][name] = h.manifest()
     lag = sampling.lag_frame()
     if not lag.empty:
         writer.frame("lag", lag)

@@ -38,18 +38,18 @@ def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_prim
     run = read_run(execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "p1"), plan(promote=True)))
     m = run.manifest
     assert m.status == "ok", m.reason
-    new = m.promotion["primary"]
-    assert new in ("async-2", "async-3") and m.survivor == new
-    steps = [s for s, _ in m.promotion["steps"]]
+    new = m.axis("fault").promotion["primary"]
+    assert new in ("async-2", "async-3") and m.axis("fault").survivor == new
+    steps = [s for s, _ in m.axis("fault").promotion["steps"]]
     assert steps[:2] == ["receivers stopped", "relay logs applied"] and f"{new} takes writes" in steps
     ledger = run.frames["ledger"]
-    after = ledger[ledger.t_sent_s > m.fault_at_s + 0.1]
+    after = ledger[ledger.t_sent_s > m.axis("fault").happened_s + 0.1]
     assert (after[after.outcome == "acked"].node == new).sum() > 50  # the writer followed the promotion
-    assert m.ledger["lost"] == 0 and ledger.present[ledger.outcome == "acked"].all()
+    assert m.axis("fault").ledger["lost"] == 0 and ledger.present[ledger.outcome == "acked"].all()
     events = run.frames["fault_events"]
     assert {"fault", "primary", "writer_moved", "load_restarted", "heal"} <= set(events.event)
     # healed: the original write node is the primary again, the promoted node its replica, the data identical
-    assert "async-1 rebuilt from a copy of" in m.heal["how"][0] and not async_lab.health.broken()
+    assert "async-1 rebuilt from a copy of" in m.axis("fault").heal["how"][0] and not async_lab.health.broken()
     assert not m.audit["mismatches"]
     with async_lab.connect("async-2") as conn:
         row = sql.query(conn, "SHOW SLAVE STATUS")[0]
@@ -70,7 +70,7 @@ def test_the_ledger_audit_reports_a_write_deleted_behind_the_labs_back_as_lost(a
     run = read_run(execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "p2"),
                                      plan(target="replica"), before_audit=tamper))
     m = run.manifest
-    assert m.status == "ok" and m.ledger["lost"] == 1 and m.ledger["lost_seqs"] == gone
+    assert m.status == "ok" and m.axis("fault").ledger["lost"] == 1 and m.axis("fault").ledger["lost_seqs"] == gone
     ledger = run.frames["ledger"]
     assert not ledger.loc[ledger.seq == gone[0], "present"].item()
     assert m.audit["mismatches"]  # the nodes differ in the ledger table: divergence, named
@@ -90,17 +90,17 @@ def test_a_killed_group_replication_primary_records_the_elected_member_and_the_u
     assert m.status == "ok", m.reason
     events = run.frames["fault_events"]
     elected = events[events.event == "primary"]
-    assert len(elected) == 1 and elected.node.item() in ("gr-2", "gr-3") and m.survivor == elected.node.item()
+    assert len(elected) == 1 and elected.node.item() in ("gr-2", "gr-3") and m.axis("fault").survivor == elected.node.item()
     from benchlib.analysis.failover import measures
     from benchlib.store import load_campaign
 
     c = load_campaign(tmp_path)
     row = measures(c["runs"], c).iloc[0]
     assert 1 < row.unavailability_s < 20 and row.new_primary_node == elected.node.item()
-    assert row.lost == 0 and "gr-1 by incremental recovery" in m.heal["how"][0]
+    assert row.lost == 0 and "gr-1 by incremental recovery" in m.axis("fault").heal["how"][0]
     # behind the proxy: writes resumed once its agent named the new primary, none lost, nothing left running
     assert row.unavailability_s - 1 < row.haproxy_unavailability_s < 20 and row.haproxy_lost == 0
-    assert m.ledger["via"]["haproxy"]["acked"] > 100 and m.proxy["kind"] == "haproxy"
+    assert m.axis("fault").ledger["via"]["haproxy"]["acked"] > 100 and m.axis("fault").proxy["kind"] == "haproxy"
     assert subprocess.run(["pgrep", "-f", "haproxy-gr.cfg"], capture_output=True).returncode == 1
 
 
@@ -117,7 +117,7 @@ def test_a_site_link_cut_and_restored(labs, tmp_path):
     site = lab.layout.sites["far"]
     link = subprocess.run(["ip", "-n", site.netns, "-o", "link", "show", site.tun], capture_output=True, text=True)
     assert "UP" in link.stdout.partition("<")[2].partition(">")[0].split(",")
-    assert m.ledger["lost"] == 0 and not m.audit["mismatches"]  # the replica caught up once the link was back
+    assert m.axis("fault").ledger["lost"] == 0 and not m.audit["mismatches"]  # the replica caught up once the link was back
 
 
 def test_a_frozen_galera_node_stalls_the_cluster_until_released_and_is_back_after(labs, tmp_path):

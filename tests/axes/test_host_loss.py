@@ -51,25 +51,25 @@ def _host_loss(lab, tmp_path, cluster: str, run_id: str):
 def test_async_loses_the_writes_it_acknowledged_while_cut_off_and_the_ledger_names_them(lab, tmp_path):
     run = _host_loss(lab, tmp_path, "async", "hl1")
     m, ledger, events = run.manifest, run.frames["ledger"], run.frames["fault_events"]
-    isolate, kill, release = m.fault_steps
+    isolate, kill, release = m.axis("fault").steps_done
     assert (isolate["do"], kill["do"], release["do"]) == ("isolate", "kill", "release")
-    for step in m.fault_steps:  # each step when it was planned, to the scheduler's tick
+    for step in m.axis("fault").steps_done:  # each step when it was planned, to the scheduler's tick
         assert 0 <= step["done_s"] - step["planned_s"] < 0.5, step
     assert kill["planned_s"] - isolate["planned_s"] == CUT_S
     # the client stayed beside async-1 through the cut and had its writes acknowledged there
     cut = ledger[(ledger.t_sent_s > isolate["done_s"] + 0.1) & (ledger.t_done_s < kill["done_s"] - 0.1)]
     assert (cut.outcome == "acked").all() and (cut.node == "async-1").all() and len(cut) >= 0.8 * 50 * (CUT_S - 0.2)
-    new = m.promotion["primary"]
-    assert new in ("async-2", "async-3") and m.survivor == new
+    new = m.axis("fault").promotion["primary"]
+    assert new in ("async-2", "async-3") and m.axis("fault").survivor == new
     assert events.event.tolist().count("fault") == 2 and "released" in set(events.event)
     # ... which were lost: absent from the promoted replica, named by sequence number
     lost = ledger[(ledger.outcome == "acked") & ~ledger.present.astype(bool)]
-    assert m.ledger["lost"] == len(lost) >= len(cut) and m.ledger["lost_seqs"][:5] == sorted(lost.seq)[:5]
+    assert m.axis("fault").ledger["lost"] == len(lost) >= len(cut) and m.axis("fault").ledger["lost_seqs"][:5] == sorted(lost.seq)[:5]
     assert (lost.node == "async-1").all() and lost.t_sent_s.min() >= isolate["done_s"] - 1.0
     after = ledger[(ledger.t_sent_s > release["done_s"] + 1.0) & (ledger.outcome == "acked")]
     assert len(after) and (after.node == new).all() and after.present.astype(bool).all()
-    assert m.semisync is None  # async runs no semi-sync
-    assert m.ledger["reads_of_lost"] > 0  # a client beside it read writes that the failover then lost
+    assert m.axis("fault").semisync is None  # async runs no semi-sync
+    assert m.axis("fault").ledger["reads_of_lost"] > 0  # a client beside it read writes that the failover then lost
     assert not lab.health.broken() and not isolation.leftovers(lab.layout) and not m.audit["mismatches"]
 
 
@@ -77,13 +77,13 @@ def test_async_loses_the_writes_it_acknowledged_while_cut_off_and_the_ledger_nam
 def test_semisync_after_sync_with_a_timeout_longer_than_the_cut_loses_nothing(lab, tmp_path):
     run = _host_loss(lab, tmp_path, "semi", "hl2")
     m, ledger = run.manifest, run.frames["ledger"]
-    isolate = m.fault_steps[0]
-    assert m.ledger["lost"] == 0 and m.ledger["acked"] > 100
-    cut = ledger[(ledger.t_sent_s > isolate["done_s"] + 0.1) & (ledger.t_sent_s < m.fault_steps[1]["done_s"])]
+    isolate = m.axis("fault").steps_done[0]
+    assert m.axis("fault").ledger["lost"] == 0 and m.axis("fault").ledger["acked"] > 100
+    cut = ledger[(ledger.t_sent_s > isolate["done_s"] + 0.1) & (ledger.t_sent_s < m.axis("fault").steps_done[1]["done_s"])]
     assert len(cut) and not (cut.outcome == "acked").any()  # the commits waited for an ack that could not come
-    assert m.semisync["on_at_fault"] and m.semisync["fell_back_s"] is None and m.semisync["no_ack_commits"] == 0
+    assert m.axis("fault").semisync["on_at_fault"] and m.axis("fault").semisync["fell_back_s"] is None and m.axis("fault").semisync["no_ack_commits"] == 0
     reads = run.frames["ledger_reads"]
-    assert m.ledger["reads"] > 100 and m.ledger["reads_of_lost"] == 0 and not reads.lost.dropna().astype(bool).any()
+    assert m.axis("fault").ledger["reads"] > 100 and m.axis("fault").ledger["reads_of_lost"] == 0 and not reads.lost.dropna().astype(bool).any()
 
 
 @needs_root
@@ -93,24 +93,24 @@ def test_semisync_after_commit_acknowledges_nothing_it_loses_but_lets_a_client_r
     acknowledged, so never counted lost), but a reader beside it already sees it, and the promoted replica lacks it."""
     run = _host_loss(lab, tmp_path, "semicommit", "hl4")
     m, reads = run.manifest, run.frames["ledger_reads"]
-    assert m.ledger["lost"] == 0 and m.semisync["fell_back_s"] is None
-    assert m.ledger["reads_of_lost"] > 0
+    assert m.axis("fault").ledger["lost"] == 0 and m.axis("fault").semisync["fell_back_s"] is None
+    assert m.axis("fault").ledger["reads_of_lost"] > 0
     seen = reads[reads.lost.astype("boolean").fillna(False)]
     # read once the cut was under way: the isolate takes effect before its command returns (done_s), so a read can
     # see a write committed after the cut a fraction of a millisecond before the step is recorded done
-    assert (seen.t_done_s >= m.fault_steps[0]["planned_s"]).all() and (seen.node == "semicommit-1").all()
+    assert (seen.t_done_s >= m.axis("fault").steps_done[0]["planned_s"]).all() and (seen.node == "semicommit-1").all()
 
 
 @needs_root
 def test_semisync_with_a_timeout_shorter_than_the_cut_falls_back_and_loses_what_it_acknowledged_after(lab, tmp_path):
     run = _host_loss(lab, tmp_path, "semifast", "hl3")
     m, ledger = run.manifest, run.frames["ledger"]
-    fell = m.semisync["fell_back_s"]
-    assert m.semisync["on_at_fault"] and fell is not None and 1.5 < fell < 3.5  # its timeout is 2 s
-    assert m.semisync["no_ack_commits"] > 0
-    assert m.ledger["lost"] > 0
+    fell = m.axis("fault").semisync["fell_back_s"]
+    assert m.axis("fault").semisync["on_at_fault"] and fell is not None and 1.5 < fell < 3.5  # its timeout is 2 s
+    assert m.axis("fault").semisync["no_ack_commits"] > 0
+    assert m.axis("fault").ledger["lost"] > 0
     lost = ledger[(ledger.outcome == "acked") & ~ledger.present.astype(bool)]
-    assert lost.t_done_s.min() >= m.fault_steps[0]["done_s"] + 1.5  # acknowledged once semi-sync had given up
+    assert lost.t_done_s.min() >= m.axis("fault").steps_done[0]["done_s"] + 1.5  # acknowledged once semi-sync had given up
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
     run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=45), writer, plan))
     m, ledger = run.manifest, run.frames["ledger"]
     assert m.status == "ok", m.reason
-    cut, back = m.fault_steps[0]["done_s"], m.fault_steps[1]["done_s"]
+    cut, back = m.axis("fault").steps_done[0]["done_s"], m.axis("fault").steps_done[1]["done_s"]
     acked = ledger[ledger.outcome == "acked"]
     # no commit without the majority: nothing acknowledged from the cut (and the writer's timeout) to its end; a write
     # sent within the timeout before the release can be acknowledged just after it (seen 0.16 s after)
@@ -141,8 +141,8 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
             .isin(["unknown", "failed"])).all()
     assert (ledger[ledger.t_sent_s > cut].node == "gr-1").all()  # the client stayed beside it
     after = acked[acked.t_sent_s > back]
-    assert after.shape[0] > 25, (back, after.t_sent_s.min(), m.ledger)  # acknowledged again once the cut ended
-    assert m.ledger["lost"] == 0 and not group.health.broken()
+    assert after.shape[0] > 25, (back, after.t_sent_s.min(), m.axis("fault").ledger)  # acknowledged again once the cut ended
+    assert m.axis("fault").ledger["lost"] == 0 and not group.health.broken()
 
 
 @needs_root
@@ -156,10 +156,10 @@ def test_a_lost_group_primary_sends_nothing_after_its_loss_and_the_group_elects_
     run = read_run(execute_fault_run(group, "gr", dataclasses.replace(OPTS, time_s=30), writer, plan))
     m, events, ledger = run.manifest, run.frames["fault_events"], run.frames["ledger"]
     assert m.status == "ok", m.reason
-    cut = m.fault_steps[0]["done_s"]
+    cut = m.axis("fault").steps_done[0]["done_s"]
     elected = events[events.event == "primary"].t_s
     assert len(elected) and 15 < float(elected.min()) - cut < 26, events  # 5 + 1 + 15 s, give or take the ticks
-    assert m.ledger["lost"] == 0 and (ledger[ledger.outcome == "acked"].t_sent_s > cut + 15).any()
+    assert m.axis("fault").ledger["lost"] == 0 and (ledger[ledger.outcome == "acked"].t_sent_s > cut + 15).any()
 
 
 @needs_root

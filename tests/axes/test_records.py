@@ -14,19 +14,21 @@ STALL = {"node": "async-3", "at_s": 5.0, "duration_s": 5.0, "how": "STOP REPLICA
 
 
 def test_the_stall_entry_is_written_and_read_as_its_record(tmp_path):
-    done = RunWriter(tmp_path, "r001", {"stall_s": 5.0}).finish(stall=STALL)
+    done = RunWriter(tmp_path, "r001", {"stall_s": 5.0}).finish(axes={"stall": STALL})
     m = read_manifest(done)
     stall = AXES.lookup("stall").recorded(m)
     assert isinstance(stall, StallRecord) and stall.node == "async-3" and stall.held_s == 5.0
-    assert AXES.lookup("stall").facts(m.model_dump()) == {"stalled_node": "async-3", "stalled_for_s": 5.0,
-                                                          "stalled_from_s": 5.2, "stalled_to_s": 10.2}
-    assert AXES.lookup("stall").recorded({"stall": None}) is None
+    assert AXES.lookup("stall").facts(stall) == {"stalled_node": "async-3", "stalled_for_s": 5.0,
+                                                 "stalled_from_s": 5.2, "stalled_to_s": 10.2}
+    assert AXES.lookup("stall").recorded({"axes": {"stall": None}}) is None
 
 
 def test_an_entry_its_record_refuses_is_not_written(tmp_path):
     w = RunWriter(tmp_path, "r002", {})
-    with pytest.raises(StoreError, match="r002: its manifest does not validate: stall.node: Field required"):
-        w.finish(stall={k: v for k, v in STALL.items() if k != "node"})
+    with pytest.raises(StoreError, match="r002: its manifest does not validate: axes.stall.node: Field required"):
+        w.finish(axes={"stall": {k: v for k, v in STALL.items() if k != "node"}})
+    with pytest.raises(StoreError, match="r002: its manifest has an entry of axis 'nope', which is not registered"):
+        w.finish(axes={"nope": {"x": 1}})
     w.abandon()
 
 

@@ -25,7 +25,7 @@ def test_a_stalled_replica_serves_stale_eventual_reads_and_makes_causal_reads_wa
     labs.up(example_spec("async-1p2r.toml", "t-stall"))
     result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert result.counts == {"ok": 2}, result.table()[["run_id", "status", "reason"]]  # valid, not INVALID
-    m = read_manifest(result.path / result.plan[0].run_id).as_dict()["stall"]
+    m = read_manifest(result.path / result.plan[0].run_id).as_dict()["axes"]["stall"]
     assert m["node"] == "async-3" and abs(m["held_s"] - STALL_S) < 0.5 and 2.5 < m["started_s"]
     a = analyze(result.path)
     s = a.axis("stall").summary.set_index("setting")

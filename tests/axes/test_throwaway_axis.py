@@ -31,7 +31,7 @@ def test_a_throwaway_axis_runs_end_to_end_on_a_real_lab(labs, tmp_path, uptime_a
     result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert result.counts == {"ok": 2} and len({r.config_key for r in result.plan}) == 2  # each label a configuration
     m = read_manifest(result.path / result.plan[0].run_id)
-    assert "uptime" in m.frames and m.as_dict()["uptime"]["reads"] == 2
+    assert "uptime" in m.frames and m.as_dict()["axes"]["uptime"]["reads"] == 2
     a = analyze(result.path)
     assert set(a.runs.uptime_label) == {"a", "b"}  # its parameter, as the run store recorded it
     grew = a.measures("uptime")

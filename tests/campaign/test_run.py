@@ -231,7 +231,7 @@ def test_a_replica_whose_sql_thread_stops_for_2_s_serves_stale_reads_unless_read
         folder = execute_run(lab, "async", opts, writer(lab, tmp_path, f"stale-{setting}"), on_interval=pause,
                              axes={"probe": ProbeVariant(ProbeOptions(read_rate=20, consistency=setting))})
     run = read_run(folder)
-    assert run.manifest.probe["consistency"] == setting
+    assert run.manifest.axis("probe")["consistency"] == setting
     assert run.manifest.status == "invalid" and "async-3" in run.manifest.reason  # its SQL thread stopped
     writes, reads = run.frames["probe_writes"], run.frames["probe_reads"]
     assert len(writes) >= 50 and (writes.error == "").all()  # 10 commits a second
@@ -267,7 +267,7 @@ def test_a_read_split_reads_on_every_replica_beside_the_writers(lab, tmp_path):
     assert set(reads.node) == {"async-2", "async-3"} and (reads.groupby("node").size() >= 3).all()
     assert (reads[reads.t_s > 1].tps > 0).all() and (reads.writes_per_s == 0).all() and reads.threads.max() == 2
     assert (run.frames["intervals"].writes_per_s > 0).all()  # the writers wrote on the primary meanwhile
-    split = m.read_split
+    split = m.axis("read_split")
     assert split["consistency"] == "eventual" and split["statements"] == [] and split["nodes"] == ["async-2", "async-3"]
     assert set(split["summary"]) == {"async-2", "async-3"} and split["summary"]["async-2"]["events"] > 0
     assert {"reads-async-2.txt", "reads-async-3.txt"} <= {p.name for p in (run.path / "raw").iterdir()}

@@ -70,7 +70,7 @@ def test_a_campaign_runs_on_a_throwaway_system_with_a_throwaway_axis(labs, tmp_p
     result = run_campaign(tmp_path / "c.toml", runs_dir=tmp_path / "runs", progress="none")
     assert result.counts == {"ok": 2}, result.table()
     m = read_manifest(result.path / result.plan[0].run_id)
-    assert m.lab.facts.system == "tiny" and m.lab.facts.topology == "tiny" and m.as_dict()["uptime"]["reads"] == 2
+    assert m.lab.facts.system == "tiny" and m.lab.facts.topology == "tiny" and m.as_dict()["axes"]["uptime"]["reads"] == 2
     a = analyze(result.path)
     assert set(a.runs.system) == {"tiny"} and set(a.runs.uptime_label) == {"a", "b"}
     assert (a.measures("uptime").grew_s >= 1).all()

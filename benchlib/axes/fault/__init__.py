@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from benchlib.axis import AxisRecord
 from benchlib.axes.fault.sequences import ACTIONS, BUILT_IN, SINGLE, Step, check
 from benchlib.specs import Strict
 
-__all__ = ["FaultPlan", "FaultSpec", "StepSpec"]
+__all__ = ["FaultPlan", "FaultRecord", "FaultSpec", "LedgerRecord", "StepSpec"]
 
 
 def _target_problem(t: str) -> str | None:
@@ -154,18 +155,68 @@ class FaultPlan:
         return {"fault": self.label, "failover": "promote" if self.promote else ""}
 
 
-def _facts(m: dict[str, Any]) -> dict[str, Any]:
+def _facts(f: "FaultRecord | None") -> dict[str, Any]:
     """A fault run's facts in the ``runs`` table (absent for other runs): when the fault came, how the cluster failed
     over, the ledger's counts after the audit, and the heal."""
-    if not m.get("fault"):
+    if f is None:
         return {}
-    led = m.get("ledger") or {}
-    heal = m.get("heal") or {}
-    return {"fault_at_s": m.get("fault_at_s"), "failover_how": (m.get("failover") or {}).get("how"),
-            "new_primary": (m.get("promotion") or {}).get("primary") or m.get("survivor"), "survivor": m.get("survivor"),
-            "ledger_writes": led.get("writes"), "ledger_acked": led.get("acked"), "ledger_failed": led.get("failed"),
-            "ledger_unknown": led.get("unknown"), "lost_writes": led.get("lost"), "phantom_writes": led.get("phantoms"),
-            "heal_s": heal.get("s"), "heal_how": "; ".join(heal.get("how") or []),
-            "reads_of_lost": led.get("reads_of_lost"),
-            "fell_back_s": (m.get("semisync") or {}).get("fell_back_s"),
-            "no_ack_commits": (m.get("semisync") or {}).get("no_ack_commits")}
+    led = f.ledger or LedgerRecord()
+    semisync = f.semisync or {}
+    return {"fault_at_s": f.happened_s, "failover_how": f.failover.get("how"),
+            "new_primary": (f.promotion or {}).get("primary") or f.survivor, "survivor": f.survivor,
+            "ledger_writes": led.writes, "ledger_acked": led.acked, "ledger_failed": led.failed,
+            "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
+            "heal_s": f.heal.get("s"), "heal_how": "; ".join(f.heal.get("how") or []),
+            "reads_of_lost": led.reads_of_lost, "fell_back_s": semisync.get("fell_back_s"),
+            "no_ack_commits": semisync.get("no_ack_commits")}
+
+
+class LedgerRecord(AxisRecord):
+    """What the fault run's ledger writer counted: writes, acknowledged, failed, unknown, and what was lost."""
+
+    writes: int | None = None
+    acked: int | None = None
+    failed: int | None = None
+    unknown: int | None = None
+    lost: int | None = None
+    lost_seqs: list[int] = Field(default_factory=list)
+    phantoms: int | None = None
+    missing_on: dict[str, int] = Field(default_factory=dict)
+    audited_on: str | None = None
+    reads: int | None = None
+    reads_of_lost: int | None = None
+
+
+class FaultRecord(AxisRecord):
+    """What a fault run's manifest records (``axes.fault``): its fault, as planned and resolved, and what happened."""
+
+    kind: str | None = None  # kill | freeze | cut | host_loss | isolation ...
+    target: str | None = None
+    nodes: list[str] = Field(default_factory=list)
+    site: str | None = None
+    at_s: float | None = None
+    duration_s: float | None = None
+    detect_s: float | None = None
+    timeout_s: float | None = None
+    heal_timeout_s: float | None = None
+    promote: bool | None = None
+    write_rate: float | None = None
+    steps: list[dict[str, Any]] | None = None
+    words: str | None = None
+    # -- what happened in the run (benchlib.axes.fault.run) --
+    failover: dict[str, Any] = Field(default_factory=dict)  # how the system fails over, and its promise
+    happened_s: float | None = None  # when the fault came (sampler clock)
+    #: each step of the fault as done: do, target, nodes, site, planned_s and done_s (sampler clock)
+    steps_done: list[dict[str, Any]] = Field(default_factory=list)
+    #: a semi-sync primary through the fault: on at the fault, fell back after (s), commits without an ack till lost
+    semisync: dict[str, Any] | None = None
+    promotion: dict[str, Any] | None = None  # the lab's promotion: the new primary and its steps
+    heal: dict[str, Any] = Field(default_factory=dict)  # the heal after the run: how long, how each node came back
+    survivor: str | None = None  # the node the writes ended on
+    ledger: LedgerRecord | None = None  # the ledger writer's counts after the audit
+    proxy: dict[str, Any] | None = None  # the proxy the writes went through
+
+    @field_validator("ledger", mode="before")
+    @classmethod
+    def _absent(cls, value: Any) -> Any:
+        return value or None  # an empty table: the run had none

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchlib.axes.fault import FaultSpec, _facts
 from benchlib.axis import Axis, AxisAnalysis
-from benchlib.manifest import FaultRecord
+from benchlib.axes.fault import FaultRecord
 
 __all__ = ["AXIS", "FaultAxis"]
 
@@ -43,8 +43,8 @@ class FaultAxis(Axis):
 
         return execute_fault_run(lab, cluster, options, writer, variant, **run)
 
-    def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        return _facts(manifest)
+    def facts(self, record: FaultRecord | None) -> dict[str, Any]:
+        return _facts(record)
 
     def analysis(self, a: Any) -> AxisAnalysis:
         from benchlib.axes.fault.analysis import FaultAnalysis

@@ -112,12 +112,11 @@ class FaultRun(Controller):
             create_table(conn, self.writer.run_id)
         setup.record_servers()
         how = self.how
-        setup.extra.update({
-            "fault": {**plan.as_dict(), "nodes": list(self.fault.nodes), "site": self.fault.site,
-                      "words": "; then ".join(_words(p) for p in self.schedule) if plan.sequence else
-                      self.fault.words()},
+        setup.extra["axes"] = {"fault": {  # its entry of the manifest (benchlib.axes.fault.FaultRecord)
+            **plan.as_dict(), "nodes": list(self.fault.nodes), "site": self.fault.site,
+            "words": "; then ".join(_words(p) for p in self.schedule) if plan.sequence else self.fault.words(),
             "failover": {"how": "promote" if plan.promote else (how.how if how and how.automatic else "none"),
-                         "promise": how.promise if how else ""}})
+                         "promise": how.promise if how else ""}}}
         self.serving = setup.write_node
         return None
 
@@ -327,12 +326,11 @@ class FaultRun(Controller):
         w.frame("ledger_reads", self.reads_frame)
         w.frame("fault_events", self.events.frame(origin))
         w.frame("cluster", self.log.frame(origin))
-        extra.update({
-            "load_window_s": [self.load_t0 - origin, self.load_end - origin],
-            "fault_at_s": None if self.t_fault is None else self.t_fault - origin,
-            "fault_steps": [{**{k: v for k, v in d.items() if k not in ("planned_t", "done_t")},
-                             "planned_s": d["planned_t"] - origin, "done_s": d["done_t"] - origin}
-                            for d in self.steps_done],
+        extra["axes"]["fault"].update({
+            "happened_s": None if self.t_fault is None else self.t_fault - origin,
+            "steps_done": [{**{k: v for k, v in d.items() if k not in ("planned_t", "done_t")},
+                            "planned_s": d["planned_t"] - origin, "done_s": d["done_t"] - origin}
+                           for d in self.steps_done],
             "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
             "promotion": self.promotion,
             "heal": self.healed,
@@ -340,7 +338,9 @@ class FaultRun(Controller):
             "ledger": {**counts["direct"], **({"via": {k: v for k, v in counts.items() if k != "direct"}}
                                               if len(counts) > 1 else {})},
             "proxy": {"kind": self.plan.proxy, "address": f"{self.front.host}:{self.front.port}"}
-            if self.front is not None else None,
+            if self.front is not None else None})
+        extra.update({
+            "load_window_s": [self.load_t0 - origin, self.load_end - origin],
             "audit": self.checked.as_dict() if self.checked is not None else None,
             "sampler": {"errors": [(name, t, str(exc)) for name, t, exc in self.sampler.errors],
                         "skipped_ticks": dict(self.sampler.skipped)},

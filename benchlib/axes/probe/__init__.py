@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic import Field
 
+from benchlib.axis import AxisRecord
 from benchlib.specs import Strict
 
-__all__ = ["ProbeSpec"]
+__all__ = ["ProbeRecord", "ProbeSpec"]
 
 
 class ProbeSpec(Strict):
@@ -24,9 +25,18 @@ class ProbeSpec(Strict):
     wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
-def _facts(m: dict[str, Any]) -> dict[str, Any]:
+def _facts(probe: "ProbeRecord | None") -> dict[str, Any]:
     """The read consistency the probe's sessions ran under and its system's default (the weakest, what a setting's
     cost is measured against); None without the probe."""
-    probe = m.get("probe") or {}
-    return {"read_consistency": probe.get("consistency") if probe else None,
-            "default_consistency": probe.get("default") if probe else None}
+    return {"read_consistency": probe.consistency if probe else None,
+            "default_consistency": probe.default if probe else None}
+
+
+class ProbeRecord(AxisRecord):
+    """The stale-read probe's options and the read consistency its readers ran under."""
+
+    consistency: str | None = None
+    default: str | None = None  # the system's default read consistency
+    read_rate: float | None = None
+    write_rate: float | None = None
+    wait_timeout_s: float | None = None

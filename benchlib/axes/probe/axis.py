@@ -7,7 +7,7 @@ from typing import Any
 
 from benchlib.axes.probe import ProbeSpec, _facts
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
-from benchlib.manifest import ProbeRecord
+from benchlib.axes.probe import ProbeRecord
 
 __all__ = ["AXIS", "ProbeAxis"]
 
@@ -34,8 +34,8 @@ class ProbeAxis(Axis):
 
         return hook(ctx)
 
-    def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        return _facts(manifest)
+    def facts(self, record: ProbeRecord | None) -> dict[str, Any]:
+        return _facts(record)
 
     def analysis(self, a: Any) -> AxisAnalysis:
         from benchlib.axes.probe.analysis import ProbeAnalysis

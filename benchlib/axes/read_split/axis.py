@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.axis import Axis, AxisRun, RunContext
-from benchlib.manifest import ReadSplitRecord
+from benchlib.axes.read_split import ReadSplitRecord
 
 __all__ = ["AXIS", "ReadSplitAxis"]
 

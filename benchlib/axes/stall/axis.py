@@ -34,8 +34,8 @@ class StallAxis(Axis):
 
         return hook(ctx)
 
-    def facts(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        return _facts(self.recorded(manifest))
+    def facts(self, record: StallRecord | None) -> dict[str, Any]:
+        return _facts(record)
 
     def analysis(self, a: Any) -> AxisAnalysis:
         from benchlib.axes.stall.analysis import StallAnalysis
