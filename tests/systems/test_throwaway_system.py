@@ -60,7 +60,7 @@ def test_a_campaign_runs_on_a_throwaway_system_with_a_throwaway_axis(labs, tmp_p
         'role = "leader" }]\n')
     remote, _ = open_lab(load_remote_spec(tmp_path / "tiny.toml"))
     try:
-        checked = remote.check(clients=False)
+        checked = remote.health.check(clients=False)
         assert checked.ok, checked
     finally:
         remote.close()
