@@ -28,16 +28,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from benchlib.errors import SpecError
 from benchlib.plugin import Registry
-from benchlib.schema import FRAMES, Schema
+from benchlib.schema import Cell, FRAMES, Schema
 
-__all__ = ["AXES", "Axis", "AxisAnalysis", "AxisRecord", "AxisRun", "RunContext", "fact_columns", "frame_schemas",
+#: an axis's charts: name -> (title, builder of the figure from a campaign's analysis)
+ChartTable = dict[str, tuple[str, Callable[[Any], Any]]]
+#: an axis's chart captions: name -> the caption of the figure, in words, from the analysis
+CaptionTable = dict[str, Callable[[Any], str]]
+
+__all__ = ["AXES", "Axis", "CaptionTable", "ChartTable", "Variant", "AxisAnalysis", "AxisRecord", "AxisRun", "RunContext", "fact_columns", "frame_schemas",
            "judged_on_throughput", "run_facts", "tables"]
 
 
@@ -63,8 +68,17 @@ class AxisRecord(BaseModel):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in type(self).model_fields or key in (self.model_extra or {}))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         return self.model_dump(mode="json")
+
+
+class Variant(Protocol):
+    """One of an axis's variants a planned run takes (a read consistency, a fault, a stall): its part of the
+    configuration's key and the run's recorded parameters."""
+
+    def identity(self) -> list[Any]: ...
+
+    def params(self) -> dict[str, Cell]: ...
 
 
 class AxisAnalysis:
@@ -154,7 +168,7 @@ class Axis:
             return entry
         return self.record.model_validate(entry.model_dump() if isinstance(entry, BaseModel) else entry)
 
-    def facts(self, record: Any) -> dict[str, Any]:
+    def facts(self, record: Any) -> dict[str, Cell]:
         """Its columns of the ``runs`` table from its entry of one run's manifest (its ``recorded``: None where the
         run had none)."""
         return {}
@@ -164,7 +178,7 @@ class Axis:
         """What it adds to the analysis ``a`` (``a.axis(name)``)."""
         return AxisAnalysis(a)
 
-    def charts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def charts(self) -> tuple[ChartTable, CaptionTable]:
         """Its chart catalogue entries (name -> (title, builder)) and captions (name -> caption(a))."""
         return {}, {}
 
@@ -186,7 +200,7 @@ class RunContext:
     options: Any  # SysbenchOptions
     run_id: str
     variant: Any = None
-    axes: dict[str, Any] = field(default_factory=dict)
+    axes: dict[str, Variant] = field(default_factory=dict)
     driver: Any = None
     stall_s: float = 10.0
     outside: Callable[[], str | None] = lambda: None
@@ -235,7 +249,7 @@ class AxisRun:
         """Raw text files to keep in the run folder (file name -> text)."""
         return {}
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         """What the run's manifest records under the axis's name (asked before the load and after it)."""
         return {}
 
@@ -275,9 +289,9 @@ def tables() -> dict[str, type[BaseModel]]:
     return {a.name: a.spec for a in AXES.values() if a.spec is not None}
 
 
-def run_facts(manifest: Any) -> dict[str, Any]:
+def run_facts(manifest: Any) -> dict[str, Cell]:
     """Every axis's columns of the ``runs`` table from one manifest (a dict or a ``Manifest``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, Cell] = {}
     for axis in AXES.values():
         out.update(axis.facts(axis.recorded(manifest)))
     return out

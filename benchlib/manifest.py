@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from benchlib import catalogue
 from benchlib.axis import AxisRecord
@@ -79,7 +79,7 @@ class LabFacts(_Open):
     topology: str | None = None
     system: str | None = None
     nodes: list[str] = Field(default_factory=list)
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
     facts: ClusterFacts = Field(default_factory=ClusterFacts)
 
 
@@ -89,7 +89,7 @@ class AuditRecord(AxisRecord):
     nodes: list[str] = Field(default_factory=list)
     tables: list[str] = Field(default_factory=list)
     checksums: dict[str, dict[str, int | None]] = Field(default_factory=dict)  # node -> table -> checksum
-    positions: dict[str, Any] = Field(default_factory=dict)  # node -> its replication position when checked
+    positions: dict[str, JsonValue] = Field(default_factory=dict)  # node -> its replication position when checked
     mismatches: list[str] = Field(default_factory=list)  # what differs, in words (empty: identical)
     wait_s: float | None = None
     check_s: float | None = None
@@ -118,23 +118,23 @@ class Manifest(_Open):
     reason: str | None = None
     started_utc: str
     ended_utc: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, JsonValue] = Field(default_factory=dict)
     frames: list[str] = Field(default_factory=list)
     lab: LabFacts = Field(default_factory=LabFacts)
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, JsonValue] = Field(default_factory=dict)
     load_window_s: list[float | None] | None = None
     catch_up_s: float | None = None
     catch_up_low_s: float | None = None
     in_sync_wait_s: float | None = None
-    sampler: dict[str, Any] = Field(default_factory=dict)
-    server_variables: dict[str, dict[str, Any]] = Field(default_factory=dict)  # node -> variable -> value
-    sysbench: dict[str, Any] = Field(default_factory=dict)  # the options of the load
-    campaign: dict[str, Any] = Field(default_factory=dict)  # its campaign's name and resolved specs
+    sampler: dict[str, JsonValue] = Field(default_factory=dict)
+    server_variables: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)  # node -> variable -> value
+    sysbench: dict[str, JsonValue] = Field(default_factory=dict)  # the options of the load
+    campaign: dict[str, JsonValue] = Field(default_factory=dict)  # its campaign's name and resolved specs
     git_revision: str | None = None
     warmup_s: float | None = None
-    client_hosts: dict[str, Any] | None = None
-    clock_offsets: dict[str, Any] | None = None
-    breaches: list[dict[str, Any]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
+    client_hosts: dict[str, JsonValue] | None = None
+    clock_offsets: dict[str, JsonValue] | None = None
+    breaches: list[dict[str, JsonValue]] = Field(default_factory=list)  # why an invalid run is invalid (Breach.as_dict)
     audit: AuditRecord | None = None  # the consistency audit after the run
     #: what each axis added to the run, by the axis's name (``benchlib.axis.Axis.record``: its typed view,
     #: ``AXES.lookup(name).recorded(m)``): the stale-read probe's options, a read split's readers, a fault run's
@@ -142,7 +142,7 @@ class Manifest(_Open):
     axes: dict[str, AxisRecord] = Field(default_factory=dict)
     #: what took the host from the lab over the load window (benchlib.analysis.interference.of_run): steal, foreign
     #: CPU, their sum lost_cpu, pressure, frequency, the top foreign command
-    interference: dict[str, Any] = Field(default_factory=dict)
+    interference: dict[str, JsonValue] = Field(default_factory=dict)
 
     @field_validator("audit", mode="before")
     @classmethod
@@ -154,7 +154,7 @@ class Manifest(_Open):
         return self.axes.get(name)
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> "Manifest":
+    def of(cls, data: dict[str, JsonValue]) -> "Manifest":
         """The typed view of a manifest dict (upgraded first when it is of an older format)."""
         return cls.model_validate(upgrade(data))
 
@@ -162,7 +162,7 @@ class Manifest(_Open):
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """The manifest as it is written (every field, those benchlib does not know included)."""
         return self.model_dump(mode="json")
 
@@ -172,13 +172,13 @@ class CampaignRecord(_Open):
     the folder is created), what its runs sample, the host and the revision. Read once per analysis
     (``benchlib.store.read_campaign_record``); fields benchlib does not know are kept."""
 
-    campaign: dict[str, Any] = Field(default_factory=dict)  # the campaign spec, resolved
-    lab: dict[str, Any] = Field(default_factory=dict)  # the lab spec, resolved
-    plan: list[dict[str, Any]] = Field(default_factory=list)  # one row per planned run: run_id and parameters
+    campaign: dict[str, JsonValue] = Field(default_factory=dict)  # the campaign spec, resolved
+    lab: dict[str, JsonValue] = Field(default_factory=dict)  # the lab spec, resolved
+    plan: list[dict[str, JsonValue]] = Field(default_factory=list)  # one row per planned run: run_id and parameters
     metrics: list[str] = Field(default_factory=list)  # what every run samples beyond lag and replication state
     created_utc: str | None = None
     git_revision: str | None = None
-    host: dict[str, Any] = Field(default_factory=dict)  # the machine: cpus, cpu_model, kernel, memory
+    host: dict[str, JsonValue] = Field(default_factory=dict)  # the machine: cpus, cpu_model, kernel, memory
 
     @property
     def name(self) -> str:
@@ -203,19 +203,26 @@ class CampaignRecord(_Open):
         value = self.campaign.get("settle_within")
         return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else None
 
+    def _table(self, name: str) -> dict[str, JsonValue]:
+        """A table of the campaign spec (``[interference]``, ``[search]``): empty when it had none."""
+        value = self.campaign.get(name)
+        return value if isinstance(value, dict) else {}
+
     @property
     def redo_above(self) -> float:
         """The share of the host's CPU lost to others above which a run of the campaign is disturbed."""
-        value = (self.campaign.get("interference") or {}).get("redo_above")
+        value = self._table("interference").get("redo_above")
         return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else 0.10
 
     @property
     def search_precision(self) -> float:
-        return float((self.campaign.get("search") or {}).get("precision", 0.02))
+        value = self._table("search").get("precision", 0.02)
+        return float(value) if isinstance(value, (int, float)) else 0.02
 
     @property
     def cores(self) -> int | None:
-        return self.host.get("cpus")
+        value = self.host.get("cpus")
+        return value if isinstance(value, int) else None
 
     def plan_values(self, key: str) -> set[Any]:
         """The values ``key`` takes over the planned runs."""

@@ -14,6 +14,9 @@ import pandas as pd
 
 from benchlib.errors import BenchlibError
 
+#: one value of a table's cell: a run's parameter, a fact of the runs table, a setting's value
+Cell = str | int | float | bool | None
+
 
 class SchemaError(BenchlibError):
     """A frame whose columns or types do not match its schema."""

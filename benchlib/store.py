@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
@@ -46,6 +46,7 @@ from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRe
 from benchlib.packed import Pack, find_pack
 from benchlib.traits import COLUMNS as TRAIT_COLUMNS
 from benchlib.traits import traits
+from collections.abc import Mapping
 
 __all__ = ["FORMAT_VERSION", "UPGRADERS", "CampaignRecord", "Manifest", "RUN_FACTS", "Run", "RunWriter",
            "SecretRefusedError", "StoreError", "has_run", "list_runs", "load_campaign", "raw_texts",
@@ -63,7 +64,7 @@ def _utc(ts: float) -> str:
 class RunWriter:
     """Write one run atomically: ``raw()``, ``frame()``, then ``finish()`` (or ``fail()``)."""
 
-    def __init__(self, campaign_dir: str | Path, run_id: str, params: dict[str, Any], *,
+    def __init__(self, campaign_dir: str | Path, run_id: str, params: Mapping[str, JsonValue], *,
                  secrets: Iterable[str] = ()):
         if not run_id or "/" in run_id or run_id.startswith("."):
             raise StoreError(f"run id {run_id!r} is not a plain folder name")
@@ -99,7 +100,7 @@ class RunWriter:
         df.to_parquet(self.tmp / f"{kind}.parquet", index=False, compression="zstd")
         self.frames.append(kind)
 
-    def _close(self, status: str, reason: str | None, extra: dict[str, Any]) -> Path:
+    def _close(self, status: str, reason: str | None, extra: dict[str, object]) -> Path:
         manifest = {
             "format_version": FORMAT_VERSION,
             "run_id": self.run_id,
@@ -111,15 +112,17 @@ class RunWriter:
             "frames": sorted(self.frames),
             **extra,
         }
-        # typed before it is written: a record readers would refuse fails here; each axis's entry by its own record
-        self._validated("", lambda: Manifest.model_validate(manifest))
-        for name in manifest.get("axes") or {}:
+        text = json.dumps(manifest, indent=2, sort_keys=True, default=_recordable)
+        # typed before it is written, as it will be read: a record readers would refuse fails here; each axis's entry
+        # by its own record
+        written = json.loads(text)
+        self._validated("", lambda: Manifest.model_validate(written))
+        for name in written.get("axes") or {}:
             axis = axes.AXES.get(name)
             if axis is None:
                 raise StoreError(f"run {self.run_id}: its manifest has an entry of axis {name!r}, which is not "
                                  "registered", hint=f"axes: {', '.join(axes.AXES)}")
-            self._validated(f"axes.{name}.", lambda: axis.recorded(manifest))
-        text = json.dumps(manifest, indent=2, sort_keys=True, default=_recordable)
+            self._validated(f"axes.{name}.", lambda: axis.recorded(written))
         self._check(text, "manifest.json")
         (self.tmp / "manifest.json").write_text(text)
         if self.final.exists():
@@ -281,7 +284,7 @@ def list_runs(campaign_dir: str | Path) -> list[Path]:
     return sorted(found)
 
 
-def _flat(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flat(params: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     out = {}
     for k, v in params.items():
         if isinstance(v, dict):
@@ -298,7 +301,12 @@ RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_sta
              *TRAIT_COLUMNS, *axes.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
 
 
-def _run_facts(m: Manifest) -> dict[str, Any]:
+def _count(value: object) -> int:
+    """How many entries a recorded list (or table) has; 0 for none."""
+    return len(value) if isinstance(value, (list, dict)) else 0
+
+
+def _run_facts(m: Manifest) -> dict[str, object]:
     """What the ``runs`` table carries from a manifest besides the parameters: outcome, times, sampling,
     and the cluster's run facts (system, placement, largest round trip, the lab's durability, binary log)."""
     window = m.load_window_s or [None, None]
@@ -308,15 +316,15 @@ def _run_facts(m: Manifest) -> dict[str, Any]:
             "ended_utc": m.ended_utc, "load_start_s": window[0], "load_end_s": window[1],
             "catch_up_s": m.catch_up_s, "catch_up_low_s": m.catch_up_low_s,
             "in_sync_wait_s": m.in_sync_wait_s,
-            "sampler_errors": len(m.sampler.get("errors") or []),
-            "sampler_warnings": len(m.sampler.get("warnings") or []),
+            "sampler_errors": _count(m.sampler.get("errors")),
+            "sampler_warnings": _count(m.sampler.get("warnings")),
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
             **_audit_facts(m.audit), **traits(m), **axes.run_facts(m), **summary}
 
 
-def _run_row(m: Manifest) -> dict[str, Any]:
+def _run_row(m: Manifest) -> dict[str, object]:
     """A run's row of the ``runs`` table: its id, facts and parameters."""
     return {"run_id": m.run_id, **_run_facts(m), **_flat(m.params)}
 
@@ -326,7 +334,7 @@ def runs_table(campaign_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame([_run_row(read_manifest(p)) for p in list_runs(campaign_dir)])
 
 
-def _audit_facts(audit: AuditRecord | None) -> dict[str, Any]:
+def _audit_facts(audit: AuditRecord | None) -> dict[str, object]:
     """The consistency audit of a run in the ``runs`` table: how many nodes it compared, whether they held the same
     data, what it cost (None: not audited)."""
     if audit is None or audit.skipped:
@@ -404,7 +412,7 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
             uniq = list(dict.fromkeys(v for v in values if v is not None and v == v))
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in uniq):
                 df[column] = np.array([np.nan if v is None else v for v in values], dtype=float)[code]
-                if uniq and all(float(v).is_integer() for v in uniq) and None not in values:
+                if uniq and all(isinstance(v, (int, float)) and float(v).is_integer() for v in uniq) and None not in values:
                     df[column] = df[column].astype("int64")
             else:
                 index = {v: j for j, v in enumerate(uniq)}

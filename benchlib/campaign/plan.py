@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlib.campaign.ids import RunId
-from benchlib.axis import AXES
+from benchlib.axis import AXES, Variant
 from benchlib.campaign.spec import CampaignSpec
 from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec
 from benchlib.sampling.stale_reads import ProbeOptions
 from benchlib.sysbench.options import SysbenchOptions
+from benchlib.schema import Cell
 
 __all__ = ["PlannedRun", "PlannedSearch", "plan", "plan_searches"]
 
@@ -31,25 +32,25 @@ class PlannedRun:
     run_id: str
     cluster: str
     topology: str
-    settings: dict[str, Any]
+    settings: dict[str, Cell]
     options: SysbenchOptions
     repetition: int
     config_key: str
     search: str | None = None  # the sustained-throughput search this open-loop run belongs to
     #: axis -> this run's variant of it (``benchlib.axes``): the probe's read consistency, the read split, the fault
-    axes: dict[str, Any] = field(default_factory=dict)
+    axes: dict[str, Variant] = field(default_factory=dict)
     usual_time_s: int | None = None  # a long run of load.stability_s: the configuration's usual length
 
     @property
     def probe(self) -> ProbeOptions | None:
         """The stale-read probe's options, its read consistency chosen (None: no probe)."""
-        v = self.axes.get("probe")
+        v: Any = self.axes.get("probe")  # benchlib.axes.probe.plan.ProbeVariant (the campaign runner names no axis)
         return v.options if v is not None else None
 
     @property
     def read_threads(self) -> int:
         """The read side of a read-split load: sysbench threads on each other node (0: none)."""
-        v = self.axes.get("read_split")
+        v: Any = self.axes.get("read_split")  # benchlib.axes.read_split.plan.ReadSplitVariant
         return v.threads if v is not None else 0
 
     @property
@@ -67,7 +68,7 @@ class PlannedRun:
                        usual_time_s=None)
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, Cell]:
         """What the run store records as this run's parameters (and load_campaign joins on)."""
         extra: dict[str, Any] = {"search": self.search} if self.search else {}
         for variant in self.axes.values():
@@ -187,7 +188,7 @@ class PlannedSearch:
     key: str
     cluster: str
     topology: str
-    settings: dict[str, Any]
+    settings: dict[str, Cell]
     workload: str
     threads: int
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from benchlib.analysis import interference
-from benchlib.axis import AXES, RunContext
+from benchlib.axis import AXES, RunContext, Variant
 from benchlib.campaign.setup import RunSetup, dataset_tables, nodes_down
 from benchlib.campaign.sampling import sample
 from benchlib.store import RunWriter
@@ -25,6 +25,7 @@ from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
 from benchlib.systems import invariants
+from pydantic import JsonValue
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab
@@ -53,8 +54,8 @@ def execute_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWrit
                 sync_timeout: float = 120, warmup_s: int = 0, stall_s: float = 10.0,
                 on_interval: Callable[[Interval], None] | None = None,
                 on_second: Callable[[Interval, float | None], None] | None = None,
-                context: dict[str, Any] | None = None, disturbed_above: float | None = None,
-                axes: dict[str, Any] | None = None) -> Path:
+                context: dict[str, JsonValue] | None = None, disturbed_above: float | None = None,
+                axes: dict[str, Variant] | None = None) -> Path:
     """One measured run of ``opts`` on ``cluster``, written through ``writer``; returns the run folder.
 
     Before the measured window: the dataset (once per shape), an optional warm-up of ``warmup_s``

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import pandas as pd
 import pymysql
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from benchlib.campaign.adaptive import next_round
 from benchlib.campaign.folder import CampaignError, CampaignFolder
@@ -71,14 +71,14 @@ class CampaignResult:
     skipped: list[str] = field(default_factory=list)  # complete before this start
     ran: list[str] = field(default_factory=list)
     healed: list[str] = field(default_factory=list)
-    searches: list[dict[str, Any]] = field(default_factory=list)  # sustained throughput: one row per search
+    searches: list[dict[str, object]] = field(default_factory=list)  # sustained throughput: one row per search
     adaptive: str = ""  # what the adaptive mode stopped on
 
     def table(self) -> pd.DataFrame:
         """One row per planned run: status, reason, mean TPS, p-th percentile latency, catch-up."""
         rows = []
         for run in self.plan:
-            row: dict[str, Any] = {"run_id": run.run_id, "cluster": run.cluster, "workload": run.options.workload,
+            row: dict[str, object] = {"run_id": run.run_id, "cluster": run.cluster, "workload": run.options.workload,
                                    "threads": run.options.threads, "rate": run.options.rate, **run.settings,
                                    "status": "missing"}
             folder = self.path / run.run_id
@@ -123,7 +123,7 @@ class CampaignSession:
     owned: bool = False  # this campaign brought the lab up (and takes it down)
     pending: list[PlannedRun] = field(default_factory=list)  # disturbed runs to redo before their round closes
 
-    def context(self) -> dict[str, Any]:
+    def context(self) -> dict[str, JsonValue]:
         """What every run's manifest records of its campaign (the host facts are in campaign.json, once)."""
         return {"campaign": {"name": self.campaign.name, "spec": self.campaign.model_dump(mode="json"),
                              "lab_spec": self.lab_spec.model_dump(mode="json")},

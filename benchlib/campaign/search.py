@@ -44,8 +44,9 @@ class SearchDriver:
         out: dict[tuple[int, int], Manifest] = {}
         for m in self.folder.manifests().values():
             p = m.params
-            if p.get("search") == self.search.key:
-                out[(int(p["rate"]), int(p["repetition"]))] = m
+            rate, repetition = p.get("rate"), p.get("repetition")
+            if p.get("search") == self.search.key and isinstance(rate, (int, float)) and isinstance(repetition, int):
+                out[(int(rate), repetition)] = m
         return out
 
     def _state(self):
@@ -78,7 +79,7 @@ class SearchDriver:
                 continue
             m = self.folder.manifest(r.run_id)
             tps = m.summary.get("tps") if m else None
-            if m and m.ok and tps:
+            if m and m.ok and isinstance(tps, (int, float)) and tps:
                 by_threads.setdefault(r.options.threads, []).append(float(tps))
         return max((sum(v) / len(v) for v in by_threads.values()), default=None)
 

@@ -23,6 +23,7 @@ from benchlib.campaign.sampling import Target
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.systems import semisync, sql
+from pydantic import JsonValue
 
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab, NodeInfo
@@ -158,7 +159,7 @@ class RunSetup:
 
     @classmethod
     def begin(cls, lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, *,
-              context: dict[str, Any] | None = None, serving_timeout: float = 30.0) -> "RunSetup | Path":
+              context: dict[str, JsonValue] | None = None, serving_timeout: float = 30.0) -> "RunSetup | Path":
         """The setup of a run on ``cluster``, its dataset prepared; the failed run's folder instead when a node is
         down or does not serve queries within ``serving_timeout`` (the reason names it)."""
         facts = lab.hooks.facts(cluster)

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, runtime_checkable
 
+from benchlib.schema import Cell
+
 if TYPE_CHECKING:
     from benchlib.manifest import ClusterFacts
     from benchlib.sampling.probe import Probe
@@ -89,7 +91,7 @@ class NodeStatus:
     port: int
     pid: int | None
     up: bool
-    detail: dict[str, Any]
+    detail: dict[str, object]  # what the node says of itself, shown as it is
     system: str = ""
     host: str = ""
 
@@ -186,10 +188,10 @@ class Tuning(Protocol):
 
     def setting_rules(self, cluster: str) -> "SettingRules": ...
 
-    def settings(self, cluster: str) -> dict[str, Any]:
+    def settings(self, cluster: str) -> dict[str, Cell]:
         """The runtime settings applied so far (recorded in every run's manifest)."""
 
-    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
+    def set(self, settings: dict[str, Cell], *, cluster: str | None = None) -> dict[str, dict[str, Cell]]:
         """Apply runtime settings (read back); returns {cluster: {setting: value}}."""
 
     def refresh(self) -> None:

@@ -20,8 +20,9 @@ from benchlib.errors import BenchlibError, LabError
 from benchlib.lab import faults, healing, isolation, procs, sql, state, wan
 from benchlib.lab.base import Fault, NodeStatus, Progress, Promotion
 from benchlib.lab.base import quiet as _quiet
-from benchlib.manifest import ClusterFacts
+from benchlib.manifest import ClusterFacts, NodeFacts
 from benchlib.systems.settings import SettingRules, plan_settings
+from benchlib.schema import Cell
 
 __all__ = ["LocalFaults", "LocalHealth", "LocalHooks", "LocalProxy", "LocalTuning"]
 
@@ -44,7 +45,7 @@ class LocalHealth:
         out = []
         for node in lab.layout.nodes.values():
             up = lab.is_up(node)
-            detail: dict[str, Any] = {}
+            detail: dict[str, object] = {}
             if up:
                 try:
                     with sql.connect(node, lab.creds, timeout=2) as conn:
@@ -109,19 +110,19 @@ class LocalTuning:
     def setting_rules(self, cluster: str) -> SettingRules:
         return self.lab.spec.setting_rules(cluster)
 
-    def settings(self, cluster: str) -> dict[str, Any]:
+    def settings(self, cluster: str) -> dict[str, Cell]:
         return dict(self.lab.record.settings.get(cluster, {}))
 
     def refresh(self) -> None:
         self.lab.record = state.read(self.lab.dir) or self.lab.record
 
-    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
+    def set(self, settings: dict[str, Cell], *, cluster: str | None = None) -> dict[str, dict[str, Cell]]:
         """Apply runtime settings to every cluster that has them (or to ``cluster``), without restart, by the rules
         every lab shares (``benchlib.systems.settings.plan_settings``); each is read back and recorded, so heal
         applies it again. Returns {cluster: {setting: value}}."""
         lab = self.lab
         plan = plan_settings(settings, {c: self.setting_rules(c) for c in lab.spec.clusters}, cluster, lab.name)
-        applied: dict[str, dict[str, Any]] = {}
+        applied: dict[str, dict[str, Cell]] = {}
         for c, key, value in plan:
             topo = lab.topology(c)
             topo.apply_setting(key, value, topo.nodes)
@@ -132,7 +133,7 @@ class LocalTuning:
         return applied
 
 
-def _record_setting(settings: dict[str, dict[str, Any]], cluster: str, key: str, value: Any) -> None:
+def _record_setting(settings: dict[str, dict[str, Cell]], cluster: str, key: str, value: Cell) -> None:
     """Remember a setting last in order: heal re-applies settings in the order they were made, so a
     later ``sync_binlog`` still wins over an earlier ``durability`` and the other way round."""
     mine = settings.setdefault(cluster, {})
@@ -180,8 +181,8 @@ class LocalHooks:
         nodes = []
         for n in lab.layout.cluster_nodes(cluster):
             site = lab.layout.sites.get(n.site) if n.site else None
-            nodes.append({"name": n.name, "role": n.role, "host": n.listen_host, "port": n.port, "site": n.site,
-                          "rtt_ms": site.rtt_ms if site else 0.0})
+            nodes.append(NodeFacts(name=n.name, role=n.role, host=n.listen_host, port=n.port, site=n.site,
+                                   rtt_ms=site.rtt_ms if site else 0.0))
         return ClusterFacts(system=lab.spec.system_of(cluster), topology=c.topology, placement="local", nodes=nodes,
                             durability=lab.spec.settings_for(cluster).durability,
                             binlog=bool(getattr(c, "binlog", True)), server=lab.server(cluster).label,

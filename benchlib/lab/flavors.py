@@ -16,6 +16,8 @@ differs from another in a few fields is ``dataclasses.replace(get("mysql"), name
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,6 +27,12 @@ from benchlib.plugin import Registry
 
 __all__ = ["Flavor", "FLAVORS", "get", "names", "register"]
 
+
+#: one server option's value as an option file writes it (``benchlib.lab.mycnf``; a flag: True; left out: None or
+#: False)
+Option = str | int | float | bool | Path | None
+#: a server's options by name, as an option file writes them into a section
+Options = dict[str, Option]
 
 @dataclass(frozen=True)
 class Flavor:
@@ -36,9 +44,9 @@ class Flavor:
     section: str  # the my.cnf section its server reads
     client: str  # its command-line client
     #: (layout, node, server) -> a node's server options (benchlib.lab.mycnf renders them)
-    options: Callable[..., dict[str, Any]]
+    options: Callable[..., Options]
     #: (server, datadir, socket, pid_file, log_error, tmpdir, galera_port) -> options of a short-lived seed server
-    seed_options: Callable[..., dict[str, Any]]
+    seed_options: Callable[..., Options]
     #: (work dir, run_as, server) -> an initialised datadir in work/data (cached per server, once)
     initialize: Callable[..., None]
     template_done: str  # the file or folder of datadir initialisation writes last (the cache is complete)

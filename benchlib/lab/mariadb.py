@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from benchlib.errors import NodeStartError
-from benchlib.lab.flavors import Flavor, register
+from benchlib.lab.flavors import Flavor, Options, register
 from benchlib.lab.layout import ACCOUNT_HOSTS, Layout, NodePlan
 from benchlib.lab.mycnf import GALERA_PROVIDER, common_options, fmt, galera_provider_options, option_file
 from benchlib.lab.node import chown_tree
@@ -23,11 +22,11 @@ from benchlib.systems import replication, semisync
 __all__ = ["MARIADB"]
 
 
-def options(layout: Layout, node: NodePlan, server: Server) -> dict[str, Any]:
+def options(layout: Layout, node: NodePlan, server: Server) -> Options:
     spec = layout.spec
     cluster = spec.clusters[node.cluster]
     s = spec.settings_for(node.cluster)
-    o: dict[str, Any] = {**common_options(node, s), "innodb_log_file_size": parse_size(s.redo_log)}
+    o: Options = {**common_options(node, s), "innodb_log_file_size": parse_size(s.redo_log)}
     if isinstance(cluster, SingleCluster):
         if cluster.binlog:
             o.update(log_bin="binlog", gtid_strict_mode=True)
@@ -63,10 +62,10 @@ def options(layout: Layout, node: NodePlan, server: Server) -> dict[str, Any]:
 
 
 def seed_options(server: Server, datadir, socket, pid_file, log_error, tmpdir,
-                 galera_port: int | None = None) -> dict[str, Any]:
+                 galera_port: int | None = None) -> Options:
     """Options of the short-lived server that prepares a lab's seed datadir (socket only; a Galera seed is a
     one-node cluster, so its grastate.dat and InnoDB share one history)."""
-    o: dict[str, Any] = {"datadir": datadir, "tmpdir": tmpdir, "socket": socket, "pid_file": pid_file,
+    o: Options = {"datadir": datadir, "tmpdir": tmpdir, "socket": socket, "pid_file": pid_file,
                          "log_error": log_error, "skip_networking": True, "innodb_buffer_pool_size": 32 << 20,
                          "performance_schema": False, "binlog_format": "ROW"}
     if galera_port is not None:

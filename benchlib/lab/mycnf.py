@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from benchlib.lab import flavors
+from benchlib.lab.flavors import Options
 from benchlib.lab.layout import Layout, NodePlan
 from benchlib.lab.spec import GaleraCluster, ServerSettings, parse_size
 from benchlib.servers import Server
@@ -28,12 +29,13 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def option_file(section: str, options: dict[str, Any]) -> str:
+
+def option_file(section: str, options: Options) -> str:
     """``[section]`` and one ``name = value`` line per option (booleans as ON/OFF)."""
     return f"[{section}]\n" + "".join(f"{k} = {fmt(v)}\n" for k, v in options.items())
 
 
-def common_options(node: NodePlan, s: ServerSettings) -> dict[str, Any]:
+def common_options(node: NodePlan, s: ServerSettings) -> Options:
     """What every flavour's node has: its files and address, connection limits, buffer pool, durability, row
     events (a flavour adds its own names: redo size, binary log, replication)."""
     return {
@@ -45,7 +47,7 @@ def common_options(node: NodePlan, s: ServerSettings) -> dict[str, Any]:
     }
 
 
-def galera_provider_options(layout: Layout, node: NodePlan) -> dict[str, Any]:
+def galera_provider_options(layout: Layout, node: NodePlan) -> Options:
     cluster = layout.spec.clusters[node.cluster]
     assert isinstance(cluster, GaleraCluster)
     # Membership timers tuned for a lab (measured on 2 cores: 3 nodes Synced 0.7 s
@@ -56,7 +58,7 @@ def galera_provider_options(layout: Layout, node: NodePlan) -> dict[str, Any]:
     # (keepalives are only sent when nothing else is: no cost under load).
     max_rtt = max((s.rtt_ms for s in layout.sites.values()), default=0.0)
     join_retrans_ms = max(100, int(2 * max_rtt))
-    opts: dict[str, Any] = {
+    opts: Options = {
         "gmcast.listen_addr": f"tcp://{node.listen_host}:{node.galera_port}",
         "ist.recv_addr": f"{node.listen_host}:{node.ist_port}",
         "gcache.size": cluster.gcache,

@@ -13,10 +13,9 @@ import secrets
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from benchlib.errors import NodeStartError
-from benchlib.lab.flavors import Flavor, register
+from benchlib.lab.flavors import Flavor, Options, register
 from benchlib.lab.layout import ACCOUNT_HOSTS, NET_PREFIX, Layout, NodePlan
 from benchlib.lab.mycnf import common_options, group_name, option_file
 from benchlib.lab.node import chown_tree, log_tail
@@ -30,9 +29,9 @@ __all__ = ["GR_FLOW_CONTROL_STATS", "MYSQL", "paths"]
 GR_FLOW_CONTROL_STATS = "component_group_replication_flow_control_stats"
 
 
-def paths(server: Server, tmpdir) -> dict[str, Any]:
+def paths(server: Server, tmpdir) -> Options:
     """Where a MySQL server finds its own files (it is not installed where it was built to be)."""
-    o: dict[str, Any] = {"basedir": server.mysqld.parent.parent, "secure_file_priv": tmpdir, "mysqlx": False}
+    o: Options = {"basedir": server.mysqld.parent.parent, "secure_file_priv": tmpdir, "mysqlx": False}
     if server.plugin_dir:
         o["plugin_dir"] = server.plugin_dir
     if server.share_dir:
@@ -40,11 +39,11 @@ def paths(server: Server, tmpdir) -> dict[str, Any]:
     return o
 
 
-def options(layout: Layout, node: NodePlan, server: Server) -> dict[str, Any]:
+def options(layout: Layout, node: NodePlan, server: Server) -> Options:
     spec = layout.spec
     cluster = spec.clusters[node.cluster]
     s = spec.settings_for(node.cluster)
-    o: dict[str, Any] = {
+    o: Options = {
         **common_options(node, s), "report_host": node.listen_host, "report_port": node.port,
         **paths(server, node.tmpdir),
         "performance_schema": s.performance_schema or isinstance(cluster, GroupReplicationCluster),
@@ -80,12 +79,12 @@ def options(layout: Layout, node: NodePlan, server: Server) -> dict[str, Any]:
 
 
 def _group_replication(layout: Layout, node: NodePlan, cluster: GroupReplicationCluster,
-                       server: Server) -> dict[str, Any]:
+                       server: Server) -> Options:
     # the MYSQL stack talks over the server's own port (bound to bind_address); XCom has a port of its own
     # that it opens on every address (allowed only inside a site's namespace: LabSpec checks)
     port = (lambda n: n.port) if cluster.communication_stack == "MYSQL" else (lambda n: n.gr_port)
     seeds = ",".join(f"{n.listen_host}:{port(n)}" for n in layout.cluster_nodes(node.cluster))
-    gr = {
+    gr: Options = {
         "group_name": group_name(layout, node.cluster),
         "start_on_boot": False, "bootstrap_group": False,
         "local_address": f"{node.listen_host}:{port(node)}", "group_seeds": seeds,
@@ -103,7 +102,7 @@ def _group_replication(layout: Layout, node: NodePlan, cluster: GroupReplication
         "autorejoin_tries": 0,
     }
     # clone: distributed recovery of a member whose missing transactions no donor has in its binlog
-    o: dict[str, Any] = {"plugin_load_add": "group_replication.so" + (
+    o: Options = {"plugin_load_add": "group_replication.so" + (
         ";mysql_clone.so" if server.has_plugin("mysql_clone") else "")}
     o.update({f"loose-group_replication_{k}": v for k, v in gr.items()})
     o.update(replica_parallel_workers=cluster.applier_threads, replica_preserve_commit_order=True,
@@ -112,7 +111,7 @@ def _group_replication(layout: Layout, node: NodePlan, cluster: GroupReplication
 
 
 def seed_options(server: Server, datadir, socket, pid_file, log_error, tmpdir,
-                 galera_port: int | None = None) -> dict[str, Any]:
+                 galera_port: int | None = None) -> Options:
     """Options of the short-lived server that gives a template its accounts: socket only, binary log off (Group
     Replication's plugin loaded, not started, where the server has it: its stats component needs it)."""
     o = {"datadir": datadir, "tmpdir": tmpdir, "socket": socket, "pid_file": pid_file, "log_error": log_error,

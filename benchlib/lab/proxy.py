@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from benchlib.errors import LabError, MissingDependencyError
 from benchlib.sysbench.process import die_with_parent
@@ -52,6 +52,8 @@ class HAProxyFront:
         self.agent: _Agent | None = None
         self._answer: tuple[float, str | None] = (0.0, None)
         self._lock = threading.Lock()
+        #: (timeout s) -> a connection through the proxy with the load's account (set by the lab that starts it)
+        self.connect: Callable[[float], Any] | None = None
 
     def _current(self) -> str | None:
         with self._lock:

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from benchlib.errors import LabError
 from benchlib.lab.layout import PORTS_PER_NODE, lab_root, ports_needed
+from benchlib.schema import Cell
 
 FORMAT = 1
 
@@ -35,7 +36,7 @@ class LabRecord:
     pids: dict[str, int] = field(default_factory=dict)
     shaper: str | None = None  # link shaper of the WAN sites (see wan.SHAPERS)
     link_pid: int | None = None  # its helper process (the TUN relay), if it has one
-    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    settings: dict[str, dict[str, Cell]] = field(default_factory=dict)
     promoted: dict[str, str] = field(default_factory=dict)  # cluster -> the replica a fault run promoted
     moved: list[str] = field(default_factory=list)  # clusters whose roles a rejoin under load left moved
     broken: str = ""  # why the last heal failed (empty: it did not); a campaign stops on a broken lab

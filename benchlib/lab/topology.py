@@ -29,6 +29,7 @@ from benchlib.systems import semisync
 from benchlib.systems.replication import threads_running as replication_threads
 from benchlib.systems.settings import ClusterTarget, NodeRef, SettingRules, apply_setting
 from benchlib.plugin import Registry
+from benchlib.schema import Cell
 
 __all__ = ["REGISTRY", "ClusterContext", "Topology", "for_cluster", "recover_position", "register"]
 
@@ -48,7 +49,7 @@ class ClusterContext:
     spec: Any  # the cluster's spec (benchlib.lab.spec)
     nodes: list[NodePlan]
     connect: Callable[..., Any]
-    settings: Callable[[], dict[str, Any]]
+    settings: Callable[[], dict[str, Cell]]
     secret_of: Callable[[str], str]  # account -> its generated password (benchlib.lab.secrets)
     rules: SettingRules
     flavor: Flavor
@@ -143,7 +144,7 @@ class Topology:
         return text[cut:] if cut >= 0 else text
 
     # -- inspection ---------------------------------------------------------------
-    def node_status(self, node: NodePlan, conn) -> dict[str, Any]:
+    def node_status(self, node: NodePlan, conn) -> dict[str, object]:
         """What ``lab status`` shows of ``node``: its system's view of a node in its role."""
         return get_system(self.ctx.rules.system).node_status(conn, "primary" if node.index == 1 else "replica")
 

@@ -13,10 +13,11 @@ from typing import Any, Callable
 import pymysql
 
 from benchlib.lab.base import NodeStatus, Progress, quiet
-from benchlib.manifest import ClusterFacts
+from benchlib.manifest import ClusterFacts, NodeFacts
 from benchlib.remote.errors import RemoteLabError
 from benchlib.systems.base import get as get_system
 from benchlib.systems.settings import ClusterTarget, SettingRules, apply_setting, plan_settings
+from benchlib.schema import Cell
 
 __all__ = ["RemoteHealth", "RemoteHooks", "RemoteTuning", "SERVER_COMMANDS"]
 
@@ -56,7 +57,7 @@ class RemoteHealth:
         for c, cluster in lab.spec.clusters.items():
             system = get_system(cluster.system)
             for i, n in enumerate(lab.cluster_nodes(c)):
-                detail: dict[str, Any] = {}
+                detail: dict[str, object] = {}
                 up = True
                 try:
                     with lab.connect(n.name, timeout=3) as conn:
@@ -80,24 +81,24 @@ class RemoteTuning:
 
     def __init__(self, lab: Any):
         self.lab = lab
-        self._settings: dict[str, dict[str, Any]] = {c: {} for c in lab.spec.clusters}
+        self._settings: dict[str, dict[str, Cell]] = {c: {} for c in lab.spec.clusters}
 
     def setting_rules(self, cluster: str) -> SettingRules:
         return self.lab.spec.setting_rules(cluster)
 
-    def settings(self, cluster: str) -> dict[str, Any]:
+    def settings(self, cluster: str) -> dict[str, Cell]:
         return dict(self._settings[cluster])
 
     def refresh(self) -> None:
         """Nothing to read again: a remote lab's settings are what this process applied."""
 
-    def set(self, settings: dict[str, Any], *, cluster: str | None = None) -> dict[str, dict[str, Any]]:
+    def set(self, settings: dict[str, Cell], *, cluster: str | None = None) -> dict[str, dict[str, Cell]]:
         """Apply settings with SET GLOBAL on the nodes of ``cluster`` (every cluster having them when None) by the
         rules every lab shares (``benchlib.systems.settings.plan_settings``), read them back, record them.
         Restart-only settings follow ``allow_restart``."""
         lab = self.lab
         plan = plan_settings(settings, {c: self.setting_rules(c) for c in lab.spec.clusters}, cluster, lab.name)
-        done: dict[str, dict[str, Any]] = {}
+        done: dict[str, dict[str, Cell]] = {}
         for c, key, value in plan:
             target = ClusterTarget.of(c, [n.name for n in lab.cluster_nodes(c)], lambda name: lab.connect(name),
                                       on_restart=self._wait_back,
@@ -148,9 +149,11 @@ class RemoteHooks:
         of the run's server hosts that the spec gives SSH access to (``ssh`` on a node)."""
         from benchlib.sampling.clock import ClockProbe
         from benchlib.sampling.host import HostProbe
+        from benchlib.sampling.probe import Probe
 
         lab = self.lab
-        hosts = [HostProbe(log, clock, name=name, reader=self._host_reader(name)) for name in lab.spec.clients]
+        hosts: list[Probe] = [HostProbe(log, clock, name=name, reader=self._host_reader(name))
+                              for name in lab.spec.clients]
         addresses = {lab.node(n).host for n in nodes if n in lab.spec.nodes()}
         servers = [HostProbe(log, clock, name=name, reader=self._server_host_reader(name))
                    for name, h in lab.spec.server_hosts().items() if h.host in addresses]
@@ -206,8 +209,8 @@ class RemoteHooks:
         nodes = []
         for n in self.lab.cluster_nodes(cluster):
             site = spec.site_of(n.name)
-            nodes.append({"name": n.name, "role": n.role, "host": n.host, "port": n.port, "site": site,
-                          "rtt_ms": sites[site].rtt_ms if site else (0.0 if sites else None)})
+            nodes.append(NodeFacts(name=n.name, role=n.role, host=n.host, port=n.port, site=site,
+                                   rtt_ms=sites[site].rtt_ms if site else (0.0 if sites else None)))
         return ClusterFacts(system=c.system, topology=c.topology, placement="remote", mode=c.mode, nodes=nodes,
                             durability=self.lab.tuning.settings(cluster).get("durability"))
 

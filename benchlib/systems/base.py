@@ -65,7 +65,7 @@ class Stall:
 class System:
     name: str  # its benchlib.catalogue entry: title, failover promise, read settings, roles
     settings: dict[str, Setting]
-    node_status: Callable[[Any, str], dict[str, Any]]
+    node_status: Callable[[Any, str], dict[str, object]]  # (connection, role) -> what lab status shows
     #: (connection, takes the writes, nodes in the cluster, node name) -> what keeps the node from being ready
     readiness: Callable[[Any, bool, int, str], list[str]] = lambda conn, writer, size, node: []
     #: (server kind, takes the writes) -> (privilege probe, SQL, parameters) the sampler runs on such a node

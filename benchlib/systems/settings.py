@@ -22,6 +22,7 @@ import pymysql
 from benchlib.errors import SettingError
 from benchlib.systems.sql import execute, global_variables, scalar
 from benchlib.systems.values import Parser, choice, int_range, sql_literal
+from benchlib.schema import Cell
 
 __all__ = ["DURABILITY", "COMMON", "ClusterTarget", "NodeRef", "Setting", "SettingRules", "apply_setting",
            "plan_settings"]
@@ -82,7 +83,7 @@ def same_value(got: Any, want: Any) -> bool:
         return False
 
 
-def _none(value: Any, variables: dict[str, str]) -> dict[str, Any]:
+def _none(value: Any, variables: dict[str, str]) -> dict[str, Cell]:
     return {}
 
 
@@ -94,7 +95,7 @@ class Setting:
     #: (value, role, variables) -> statements for one node ([]: not for a node of that role)
     statements: Callable[[Any, str, dict[str, str]], list[str]] = lambda v, r, vs: []
     #: (value, variables) -> {variable: expected value} read back on every node the statements ran on
-    read_back: Callable[[Any, dict[str, str]], dict[str, Any]] = _none
+    read_back: Callable[[Any, dict[str, str]], dict[str, Cell]] = _none
     matches: Callable[[Any, Any], bool] = same_value
     variables: tuple[str, ...] = ()  # variables to read first (names that differ by version)
     replicas_only: bool = False  # means something only in a cluster with replicas
@@ -111,7 +112,7 @@ def set_global(var: str, roles: tuple[str, ...] = ("primary", "replica")) -> Cal
     return stmts
 
 
-def read_var(var: str) -> Callable[[Any, dict[str, str]], dict[str, Any]]:
+def read_var(var: str) -> Callable[[Any, dict[str, str]], dict[str, Cell]]:
     return lambda value, variables: {var: value}
 
 
@@ -175,7 +176,7 @@ class SettingRules:
                                     "the campaign's matrix")
 
 
-def plan_settings(settings: dict[str, Any], rules: dict[str, SettingRules], cluster: str | None,
+def plan_settings(settings: dict[str, Cell], rules: dict[str, SettingRules], cluster: str | None,
                   lab: str) -> list[tuple[str, str, Any]]:
     """What ``Lab.set`` applies, by the same rules on every lab: (cluster, setting, parsed value) for every
     cluster that has each setting (or for ``cluster`` only). A setting no cluster has, a fixed one, a bad value

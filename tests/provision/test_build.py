@@ -194,16 +194,16 @@ def test_every_topology_is_built_checked_rebuilt_without_change_and_taken_away(t
             assert result.counts == {"ok": 3}, result.table()
         for run_dir in sorted((tmp_path / "runs" / "provfail").glob("0*")):
             m = json.loads((run_dir / "manifest.json").read_text())
-            cluster = m["lab"]["cluster"]
-            assert m["status"] == "ok" and m["fault"]["words"].startswith("killed"), m["fault"]
-            assert m["heal"]["restarted"] == m["fault"]["nodes"], m["heal"]  # killed over SSH, started by the heal
-            assert m["ledger"]["lost"] == 0, m["ledger"]  # semi-sync: what it acknowledged, its replica had
+            cluster, f = m["lab"]["cluster"], m["axes"]["fault"]  # the fault axis's entry: the fault and what happened
+            assert m["status"] == "ok" and f["words"].startswith("killed"), f
+            assert f["heal"]["restarted"] == f["nodes"], f["heal"]  # killed over SSH, started by the heal
+            assert f["ledger"]["lost"] == 0, f["ledger"]  # semi-sync: what it acknowledged, its replica had
             rtt = {n["name"]: n["rtt_ms"] for n in m["lab"]["facts"]["nodes"]}  # the run says where its nodes were
             size = 2 if cluster == "semi" else 3
             assert rtt == {f"{cluster}-{i}": RTT_MS if i == 3 else 0.0 for i in range(1, size + 1)}, rtt
             if cluster == "semi":  # promoted by benchlib, its old primary rebuilt from the promoted node's data
-                assert m["promotion"]["primary"] == "semi-2" and m["ledger"]["missing_on"] == {"semi-1": 0}, m
-                assert m["heal"]["how"][0].startswith("semi-1 rebuilt from a copy of semi-2's data"), m["heal"]
+                assert f["promotion"]["primary"] == "semi-2" and f["ledger"]["missing_on"] == {"semi-1": 0}, m
+                assert f["heal"]["how"][0].startswith("semi-1 rebuilt from a copy of semi-2's data"), f["heal"]
         # the pair is semi-sync again with its original primary
         assert "ok   semi-1: semi-sync ON, 1 of 1 replicas as clients" in check_remote(
             RemoteLab(load_lab_spec(built.remote_spec))).lines()

@@ -14,8 +14,10 @@ from pydantic import Field, field_validator, model_validator
 from benchlib.axis import AxisRecord
 from benchlib.axes.fault.sequences import ACTIONS, BUILT_IN, SINGLE, Step, check
 from benchlib.specs import Strict
+from benchlib.schema import Cell
 
-__all__ = ["FaultPlan", "FaultRecord", "FaultSpec", "LedgerRecord", "StepSpec"]
+__all__ = ["FailoverRecord", "FaultPlan", "FaultRecord", "FaultSpec", "HealRecord", "LedgerRecord", "PromotionRecord",
+           "ProxyRecord", "SemisyncRecord", "StepRecord", "StepSpec"]
 
 
 def _target_problem(t: str) -> str | None:
@@ -151,24 +153,24 @@ class FaultPlan:
     def identity(self) -> list[Any]:
         return [self.as_dict()]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, Cell]:
         return {"fault": self.label, "failover": "promote" if self.promote else ""}
 
 
-def _facts(f: "FaultRecord | None") -> dict[str, Any]:
+def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
     """A fault run's facts in the ``runs`` table (absent for other runs): when the fault came, how the cluster failed
     over, the ledger's counts after the audit, and the heal."""
     if f is None:
         return {}
     led = f.ledger or LedgerRecord()
-    semisync = f.semisync or {}
-    return {"fault_at_s": f.happened_s, "failover_how": f.failover.get("how"),
-            "new_primary": (f.promotion or {}).get("primary") or f.survivor, "survivor": f.survivor,
+    semisync = f.semisync or SemisyncRecord()
+    return {"fault_at_s": f.happened_s, "failover_how": f.failover.how,
+            "new_primary": (f.promotion.primary if f.promotion else None) or f.survivor, "survivor": f.survivor,
             "ledger_writes": led.writes, "ledger_acked": led.acked, "ledger_failed": led.failed,
             "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
-            "heal_s": f.heal.get("s"), "heal_how": "; ".join(f.heal.get("how") or []),
-            "reads_of_lost": led.reads_of_lost, "fell_back_s": semisync.get("fell_back_s"),
-            "no_ack_commits": semisync.get("no_ack_commits")}
+            "heal_s": f.heal.s, "heal_how": "; ".join(f.heal.how),
+            "reads_of_lost": led.reads_of_lost, "fell_back_s": semisync.fell_back_s,
+            "no_ack_commits": semisync.no_ack_commits}
 
 
 class LedgerRecord(AxisRecord):
@@ -187,6 +189,60 @@ class LedgerRecord(AxisRecord):
     reads_of_lost: int | None = None
 
 
+class StepRecord(AxisRecord):
+    """One step of a fault: when (s into the load), what (kill, freeze, cut, isolate, release ...) and on what; as done,
+    with its nodes or site and when it was planned and done (sampler clock)."""
+
+    at_s: float | None = None
+    do: str | None = None
+    target: str | None = None
+    nodes: list[str] = Field(default_factory=list)
+    site: str | None = None
+    planned_s: float | None = None
+    done_s: float | None = None
+
+
+class FailoverRecord(AxisRecord):
+    """How the system fails over (elect, any, promote, none) and what it promises then."""
+
+    how: str | None = None
+    promise: str = ""
+
+
+class SemisyncRecord(AxisRecord):
+    """A semi-sync primary through the fault: on at the fault, when it fell back to async (s after the fault and on
+    the sampler clock), and the commits it acknowledged without a replica's acknowledgement until it was lost."""
+
+    on_at_fault: bool | None = None
+    fell_back_s: float | None = None
+    fell_back_at_s: float | None = None
+    no_ack_commits: int | None = None
+
+
+class PromotionRecord(AxisRecord):
+    """The lab's promotion: the new primary, each step with its time (s since the promotion began), and what the old
+    primary held that the new one lacks."""
+
+    primary: str | None = None
+    steps: list[tuple[str, float]] = Field(default_factory=list)
+    held: str | None = None
+
+
+class HealRecord(AxisRecord):
+    """The heal after the run: the nodes restarted, how each came back, in words, and how long it took."""
+
+    restarted: list[str] = Field(default_factory=list)
+    how: list[str] = Field(default_factory=list)
+    s: float | None = None
+
+
+class ProxyRecord(AxisRecord):
+    """The proxy the writes went through: its kind and address."""
+
+    kind: str | None = None
+    address: str | None = None
+
+
 class FaultRecord(AxisRecord):
     """What a fault run's manifest records (``axes.fault``): its fault, as planned and resolved, and what happened."""
 
@@ -201,22 +257,20 @@ class FaultRecord(AxisRecord):
     heal_timeout_s: float | None = None
     promote: bool | None = None
     write_rate: float | None = None
-    steps: list[dict[str, Any]] | None = None
+    steps: list[StepRecord] | None = None  # a sequence's steps, as planned
     words: str | None = None
     # -- what happened in the run (benchlib.axes.fault.run) --
-    failover: dict[str, Any] = Field(default_factory=dict)  # how the system fails over, and its promise
+    failover: FailoverRecord = Field(default_factory=FailoverRecord)
     happened_s: float | None = None  # when the fault came (sampler clock)
-    #: each step of the fault as done: do, target, nodes, site, planned_s and done_s (sampler clock)
-    steps_done: list[dict[str, Any]] = Field(default_factory=list)
-    #: a semi-sync primary through the fault: on at the fault, fell back after (s), commits without an ack till lost
-    semisync: dict[str, Any] | None = None
-    promotion: dict[str, Any] | None = None  # the lab's promotion: the new primary and its steps
-    heal: dict[str, Any] = Field(default_factory=dict)  # the heal after the run: how long, how each node came back
+    steps_done: list[StepRecord] = Field(default_factory=list)  # each step of the fault as done
+    semisync: SemisyncRecord | None = None
+    promotion: PromotionRecord | None = None
+    heal: HealRecord = Field(default_factory=HealRecord)
     survivor: str | None = None  # the node the writes ended on
     ledger: LedgerRecord | None = None  # the ledger writer's counts after the audit
-    proxy: dict[str, Any] | None = None  # the proxy the writes went through
+    proxy: ProxyRecord | None = None
 
-    @field_validator("ledger", mode="before")
+    @field_validator("ledger", "semisync", "promotion", "proxy", mode="before")
     @classmethod
     def _absent(cls, value: Any) -> Any:
         return value or None  # an empty table: the run had none

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.axes.fault import FaultSpec, _facts
-from benchlib.axis import Axis, AxisAnalysis
+from benchlib.axis import Axis, AxisAnalysis, CaptionTable, ChartTable
 from benchlib.axes.fault import FaultRecord
+from benchlib.schema import Cell
 
 __all__ = ["AXIS", "FaultAxis"]
 
@@ -43,7 +44,7 @@ class FaultAxis(Axis):
 
         return execute_fault_run(lab, cluster, options, writer, variant, **run)
 
-    def facts(self, record: FaultRecord | None) -> dict[str, Any]:
+    def facts(self, record: FaultRecord | None) -> dict[str, Cell]:
         return _facts(record)
 
     def analysis(self, a: Any) -> AxisAnalysis:
@@ -51,7 +52,7 @@ class FaultAxis(Axis):
 
         return FaultAnalysis(a)
 
-    def charts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def charts(self) -> tuple[ChartTable, CaptionTable]:
         from benchlib.axes.fault import charts
 
         return charts.CHARTS, charts.CAPTIONS

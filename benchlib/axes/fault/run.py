@@ -53,6 +53,7 @@ from benchlib.axes.fault.run_control import Controller
 from benchlib.axes.fault.run_records import (Events, fault_of, ledger_audit, ledger_rows, schedule_of,
                                             semisync_summary, words as _words)
 from benchlib.systems import sql
+from pydantic import JsonValue
 
 if TYPE_CHECKING:
     from benchlib.axes.fault import FaultPlan
@@ -66,7 +67,7 @@ class FaultRun(Controller):
     ``before_audit(lab, survivor)`` runs after the heal, before the audit (tests tamper there)."""
 
     def __init__(self, lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, plan: "FaultPlan", *,
-                 stall_s: float = 10.0, context: dict[str, Any] | None = None,
+                 stall_s: float = 10.0, context: dict[str, JsonValue] | None = None,
                  on_second: Callable[[Interval, float | None], None] | None = None,
                  before_audit: Callable[["Lab", str], None] | None = None):
         self.lab, self.cluster, self.opts, self.writer, self.plan = lab, cluster, opts, writer, plan
@@ -363,7 +364,7 @@ class FaultRun(Controller):
 
 
 def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, plan: "FaultPlan", *,
-                      stall_s: float = 10.0, context: dict[str, Any] | None = None,
+                      stall_s: float = 10.0, context: dict[str, JsonValue] | None = None,
                       on_second: Callable[[Interval, float | None], None] | None = None,
                       before_audit: Callable[["Lab", str], None] | None = None) -> Path:
     """One fault run of ``plan`` on ``cluster`` (``FaultRun``); returns the run folder."""

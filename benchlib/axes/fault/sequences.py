@@ -20,7 +20,7 @@ killed node, a freeze of a frozen one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from benchlib.schema import Cell
 
 __all__ = ["ACTIONS", "BUILT_IN", "SINGLE", "Step", "check", "steps_of"]
 
@@ -38,7 +38,7 @@ class Step:
     do: str  # kill | freeze | cut | isolate | release
     target: str  # write_node | replica | site:NAME
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Cell]:
         return {"at_s": self.at_s, "do": self.do, "target": self.target}
 
 

@@ -5,12 +5,12 @@ setting a cluster's system has); analysis counts the stale reads per setting and
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydantic import Field
 
 from benchlib.axis import AxisRecord
 from benchlib.specs import Strict
+from benchlib.schema import Cell
 
 __all__ = ["ProbeRecord", "ProbeSpec"]
 
@@ -25,7 +25,7 @@ class ProbeSpec(Strict):
     wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
-def _facts(probe: "ProbeRecord | None") -> dict[str, Any]:
+def _facts(probe: "ProbeRecord | None") -> dict[str, Cell]:
     """The read consistency the probe's sessions ran under and its system's default (the weakest, what a setting's
     cost is measured against); None without the probe."""
     return {"read_consistency": probe.consistency if probe else None,

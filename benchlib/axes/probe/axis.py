@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.axes.probe import ProbeSpec, _facts
-from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
+from benchlib.axis import Axis, AxisAnalysis, AxisRun, CaptionTable, ChartTable, RunContext
 from benchlib.axes.probe import ProbeRecord
+from benchlib.schema import Cell
 
 __all__ = ["AXIS", "ProbeAxis"]
 
@@ -34,7 +35,7 @@ class ProbeAxis(Axis):
 
         return hook(ctx)
 
-    def facts(self, record: ProbeRecord | None) -> dict[str, Any]:
+    def facts(self, record: ProbeRecord | None) -> dict[str, Cell]:
         return _facts(record)
 
     def analysis(self, a: Any) -> AxisAnalysis:
@@ -42,7 +43,7 @@ class ProbeAxis(Axis):
 
         return ProbeAnalysis(a)
 
-    def charts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def charts(self) -> tuple[ChartTable, CaptionTable]:
         from benchlib.axes.probe import charts
 
         return charts.CHARTS, charts.CAPTIONS

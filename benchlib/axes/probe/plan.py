@@ -9,6 +9,7 @@ from benchlib.errors import SpecError
 from benchlib.sampling.stale_reads import ProbeOptions
 from benchlib.systems import consistency
 from benchlib.systems.consistency import ReadSetting
+from benchlib.schema import Cell
 
 __all__ = ["ProbeVariant", "variants"]
 
@@ -23,10 +24,10 @@ class ProbeVariant:
     def identity(self) -> list[Any]:
         return [self.options.consistency]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, Cell]:
         return {"consistency": self.options.consistency}
 
-    def load_settings(self) -> dict[str, Any]:
+    def load_settings(self) -> dict[str, Cell]:
         """Settings the load runs under as well (GR's AFTER levels make the writers pay)."""
         return dict(self.setting.load or {}) if self.setting is not None else {}
 

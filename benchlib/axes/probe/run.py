@@ -40,7 +40,7 @@ class ProbeRun(AxisRun):
         writes, reads = self.probe.frames(origin)
         return {"probe_writes": writes, "probe_reads": reads}
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         return self.record
 
 

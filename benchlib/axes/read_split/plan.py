@@ -7,6 +7,7 @@ from typing import Any
 
 from benchlib.errors import SpecError
 from benchlib.sysbench.options import WORKLOADS
+from benchlib.schema import Cell
 
 __all__ = ["ReadSplitVariant", "variants"]
 
@@ -18,7 +19,7 @@ class ReadSplitVariant:
     def identity(self) -> list[Any]:
         return [{"read_threads": self.threads}]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, Cell]:
         return {"read_threads": self.threads}
 
 

@@ -17,6 +17,7 @@ from benchlib.schema import READ_INTERVALS
 from benchlib.sysbench.options import READ_SPLIT, SysbenchOptions
 from benchlib.sysbench.process import LoadResult
 from benchlib.systems import consistency
+from benchlib.axes.probe.plan import ProbeVariant
 
 __all__ = ["ReadSplit", "ReadSplitRun", "hook"]
 
@@ -106,7 +107,7 @@ class ReadSplitRun(AxisRun):
         probe = ctx.axes.get("probe")
         self.ctx = ctx
         self.reads = ReadSplit(ctx.nodes[1:], ctx.options, ctx.variant.threads, ctx.system,
-                               probe.options.consistency if probe is not None else None)
+                               probe.options.consistency if isinstance(probe, ProbeVariant) else None)
 
     def start(self) -> None:
         self.reads.start(self.ctx.driver, self.ctx.run_id, self.ctx.stall_s, self.ctx.outside)
@@ -126,7 +127,7 @@ class ReadSplitRun(AxisRun):
     def frames(self, origin: float) -> dict[str, pd.DataFrame]:
         return {"read_intervals": self.reads.frame()}
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         return self.reads.as_dict()
 
 

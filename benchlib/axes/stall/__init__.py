@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from benchlib.axis import AxisRecord
 from benchlib.specs import Strict
+from benchlib.schema import Cell
 
 __all__ = ["StallPlan", "StallRecord", "StallSpec"]
 
@@ -41,7 +42,7 @@ class StallPlan:
     def identity(self) -> list[Any]:
         return [{"stall": asdict(self)}]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, Cell]:
         return {"stall_s": self.duration_s}
 
 
@@ -58,7 +59,7 @@ class StallRecord(AxisRecord):
     held_s: float | None = None
 
 
-def _facts(s: StallRecord | None) -> dict[str, Any]:
+def _facts(s: StallRecord | None) -> dict[str, Cell]:
     """The stalled node and how long its applier really stood still (None without a stall)."""
     if s is None:
         return dict.fromkeys(("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s"))

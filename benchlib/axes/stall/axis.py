@@ -7,6 +7,7 @@ from typing import Any
 
 from benchlib.axes.stall import StallRecord, StallSpec, _facts
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
+from benchlib.schema import Cell
 
 __all__ = ["AXIS", "StallAxis"]
 
@@ -34,7 +35,7 @@ class StallAxis(Axis):
 
         return hook(ctx)
 
-    def facts(self, record: StallRecord | None) -> dict[str, Any]:
+    def facts(self, record: StallRecord | None) -> dict[str, Cell]:
         return _facts(record)
 
     def analysis(self, a: Any) -> AxisAnalysis:

@@ -83,7 +83,7 @@ class StallRun(AxisRun):
         self.origin = origin
         return {}
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         t_on, t_off, origin = self.t_on, self.t_off, self.origin
         record = StallRecord(node=self.node, at_s=self.plan.at_s, duration_s=self.plan.duration_s, how=self.stall.how)
         if t_on is not None and origin is not None:  # it began: when, and how long it held (None: still on)

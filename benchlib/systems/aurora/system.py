@@ -31,7 +31,7 @@ def reads(kind, writer: bool) -> list[tuple[str, str, Any]]:
     return [("aurora_replicas", AURORA_REPLICAS_SQL, None)] if writer else []
 
 
-def _no_status(conn, role: str) -> dict[str, Any]:
+def _no_status(conn, role: str) -> dict[str, object]:
     return {}
 
 

@@ -100,7 +100,7 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
 ]}}
 
 
-def node_status(conn, role: str) -> dict[str, Any]:
+def node_status(conn, role: str) -> dict[str, object]:
     st = global_status(conn, "wsrep_")
     return {
         "wsrep_state": st.get("wsrep_local_state_comment", "?"),

@@ -115,7 +115,7 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
 ]}}
 
 
-def node_status(conn, role: str) -> dict[str, Any]:
+def node_status(conn, role: str) -> dict[str, object]:
     rows = query(conn, GROUP_MEMBER_STATS_SQL)
     if not rows:
         return {"member_state": "OFFLINE"}

@@ -46,10 +46,10 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
 ]}}
 
 
-def node_status(conn, role: str) -> dict[str, Any]:
+def node_status(conn, role: str) -> dict[str, object]:
     """What ``lab status`` shows of a MariaDB node: positions and semi-sync (primary), threads (replica)."""
     if role == "primary":
-        out: dict[str, Any] = {"gtid_binlog_pos": scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""}
+        out: dict[str, object] = {"gtid_binlog_pos": scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""}
         st = global_status(conn, "Rpl_semi_sync_master_")
         out["semisync"] = st.get("rpl_semi_sync_master_status", "OFF")
         out["semisync_clients"] = int(st.get("rpl_semi_sync_master_clients", 0))
@@ -66,7 +66,7 @@ def node_status(conn, role: str) -> dict[str, Any]:
     }
 
 
-def single_status(conn, role: str) -> dict[str, Any]:
+def single_status(conn, role: str) -> dict[str, object]:
     return {"gtid_binlog_pos": scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos") or ""}
 
 #: MariaDB's binary log group commit counters (commits / group commits is the group-commit ratio; with sync_binlog = 1

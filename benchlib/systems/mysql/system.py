@@ -62,11 +62,11 @@ def detect(conn) -> dialect.ServerKind:
     return dialect.detect(rows[0])
 
 
-def node_status(conn, role: str) -> dict[str, Any]:
+def node_status(conn, role: str) -> dict[str, object]:
     kind = detect(conn)
     if role == "primary":
         rows = query(conn, dialect.binary_log_status_sql(kind))
-        out: dict[str, Any] = {"gtid_executed": (rows[0].get("Executed_Gtid_Set") if rows else "") or ""}
+        out: dict[str, object] = {"gtid_executed": (rows[0].get("Executed_Gtid_Set") if rows else "") or ""}
         st = global_status(conn, "Rpl_semi_sync_source_")
         if st:
             out["semisync"] = st.get("rpl_semi_sync_source_status", "OFF")
