@@ -24,7 +24,7 @@ ROOT = enter()
 
 from benchlib.analysis.campaign import analyze  # noqa: E402
 from benchlib import packed as packed_mod  # noqa: E402
-from benchlib import store  # noqa: E402
+from benchlib import run_source  # noqa: E402
 from benchlib.packed import find_pack  # noqa: E402
 from benchlib.packing import pack_campaign, unpack_campaign  # noqa: E402
 from benchlib.store import list_runs, load_campaign  # noqa: E402
@@ -70,7 +70,7 @@ def main() -> None:
         for _ in range(args.rounds):  # interleaved: a noisy neighbour slows both alike
             for label, folder in (("folders", folders), ("packed", packed)):
                 packed_mod._OPEN.clear()  # every round reads from disk, as a new process does
-                store._PACKS.clear()
+                run_source.forget()
                 t0 = time.perf_counter()
                 load_campaign(folder)
                 times[f"load {label}"].append(time.perf_counter() - t0)

@@ -24,8 +24,10 @@ LAYERS: list[Layer] = [
     Layer(["errors", "schema", "specs", "catalogue", "plugin", "axis", "layers"],
           "foundations: the root exception, tidy columns, spec basics; the system catalogue (pure data); the plug-in "
           "registry and what an axis is (the axes themselves are plug-ins, at the top)"),
-    Layer(["sysbench", "store", "packed", "packing", "manifest", "traits", "systems", "environment", "servers"],
-          "sysbench's vocabulary and drivers; the run store, its packs and its manifests; what each system is; the "
+    Layer(["sysbench", "store", "packed", "packing", "run_source", "manifest", "traits", "systems", "environment",
+           "servers"],
+          "sysbench's vocabulary and drivers; the run store, where its runs are read from (folders, packs), its "
+          "manifests; what each system is; the "
           "machine and revision a campaign runs on; server binaries"),
     Layer(["analysis", "run_index", "sampling", "lab.base"],
           "statistics over stored runs and the run index; probes and the sampler; the `Lab` protocol"),
@@ -42,7 +44,7 @@ LAYERS: list[Layer] = [
 ]
 #: analysis runs anywhere, on any campaign folder, without a database ...
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store",
-                 "packed", "packing", "manifest", "traits", "schema", "sysbench.output", "catalogue", "plugin", "axis",
+                 "packed", "packing", "run_source", "manifest", "traits", "schema", "sysbench.output", "catalogue", "plugin", "axis",
                  "axes", "systems.*.facts")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")

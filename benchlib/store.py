@@ -43,7 +43,8 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
-from benchlib.packed import Pack, find_pack
+from benchlib.packed import Pack
+from benchlib.run_source import FolderSource, RunSource, campaign_of, read_table
 from benchlib.traits import COLUMNS as TRAIT_COLUMNS
 from benchlib.traits import traits
 from collections.abc import Mapping
@@ -193,47 +194,37 @@ class Run:
         return self.manifest.ok
 
 
-_PACKS: dict[str, tuple[int, Pack | None]] = {}  # campaign folder -> (its mtime when looked at, its pack)
-
-
 def pack_of(campaign: Path) -> Pack | None:
-    """The campaign folder's newest pack, looked up again only when the folder's entries changed."""
-    try:
-        mtime = campaign.stat().st_mtime_ns
-    except OSError:
-        return None
-    seen = _PACKS.get(str(campaign))
-    if seen is None or seen[0] != mtime:
-        seen = _PACKS[str(campaign)] = (mtime, find_pack(campaign))
-    return seen[1]
+    """The campaign folder's newest pack (``benchlib.run_source.campaign_of`` looks again when the folder changed)."""
+    found = campaign_of(Path(campaign))
+    return found.pack if found is not None else None
 
 
 def pack_holding(run_dir: Path) -> Pack | None:
     """The pack holding the run ``run_dir`` names (None: it is not packed)."""
-    pack = pack_of(run_dir.parent)
-    return pack if pack is not None and run_dir.name in pack.status else None
+    pack = pack_of(Path(run_dir).parent)
+    return pack if pack is not None and Path(run_dir).name in pack.status else None
+
+
+def _source(run_dir: Path) -> RunSource | None:
+    """Where the run ``<campaign>/<run_id>`` is read from (None: it is not a finished run)."""
+    found = campaign_of(run_dir.parent)
+    return found.source_of(run_dir.name) if found is not None else None
 
 
 def has_run(run_dir: str | Path) -> bool:
     """Whether the run ``<campaign>/<run_id>`` is finished: its folder written whole, or in the campaign's pack."""
-    run_dir = Path(run_dir)
-    return (run_dir / "manifest.json").exists() or pack_holding(run_dir) is not None
+    return _source(Path(run_dir)) is not None
 
 
 def read_manifest(run_dir: Path) -> Manifest:
     """The typed manifest of a run (its folder, or the campaign's pack; upgraded when an older benchlib wrote it)."""
     run_dir = Path(run_dir)
-    pack = pack_holding(run_dir)
-    if pack is not None:
-        return Manifest.model_validate(upgrade(pack.manifest(run_dir.name), f"{pack.path}: {run_dir.name}"))
-    path = run_dir / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise StoreError(f"{run_dir} is not a run folder (no manifest.json)") from None
-    except json.JSONDecodeError as exc:
-        raise StoreError(f"{path} is damaged: {exc}") from None
-    return Manifest.model_validate(upgrade(manifest, str(path)))
+    source = _source(run_dir)
+    if source is None:
+        raise StoreError(f"{run_dir} is not a run folder (no manifest.json)")
+    where = str(run_dir / "manifest.json") if isinstance(source, FolderSource) else f"{source.where}: {run_dir.name}"
+    return Manifest.model_validate(upgrade(source.manifest(run_dir.name), where))
 
 
 def read_campaign_record(folder: str | Path) -> CampaignRecord | None:
@@ -250,14 +241,12 @@ def read_campaign_record(folder: str | Path) -> CampaignRecord | None:
 def read_run(run_dir: str | Path) -> Run:
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
-    pack = pack_holding(run_dir)
+    source = _source(run_dir)
+    assert source is not None  # read_manifest found it
     frames, schemas = {}, axes.frame_schemas()
     for kind in manifest.frames:
-        if pack is not None:
-            table = pack.frame(kind, run_dir.name)
-            df = table.to_pandas() if table is not None else schemas[kind].empty()
-        else:
-            df = pd.read_parquet(run_dir / f"{kind}.parquet")
+        table = source.frame(kind, run_dir.name)
+        df = table.to_pandas() if table is not None else schemas[kind].empty()
         frames[kind] = schemas[kind].validate(df, str(run_dir / f"{kind}.parquet"))
     return Run(run_dir, manifest, frames)
 
@@ -265,23 +254,18 @@ def read_run(run_dir: str | Path) -> Run:
 def raw_texts(run_dir: str | Path) -> dict[str, str]:
     """A run's raw text files (sysbench's output ...), by name."""
     run_dir = Path(run_dir)
-    pack = pack_holding(run_dir)
-    if pack is not None:
-        return pack.raw(run_dir.name)
-    raw = run_dir / "raw"
-    return {p.name: p.read_text(errors="replace") for p in sorted(raw.iterdir()) if p.is_file()} if raw.is_dir() else {}
+    source = _source(run_dir)
+    return source.raw(run_dir.name) if source is not None else {}
 
 
 def list_runs(campaign_dir: str | Path) -> list[Path]:
     """Finished runs of a campaign: run folders and the runs of its pack, each as ``<campaign>/<run_id>``
     (temporary folders of interrupted runs are skipped; a folder its pack also holds counts once)."""
     root = Path(campaign_dir)
-    if not root.is_dir():
+    found = campaign_of(root) if root.is_dir() else None
+    if found is None:
         raise StoreError(f"no campaign folder at {root}")
-    pack = pack_of(root)
-    found = {root / r for r in pack.run_ids} if pack is not None else set()
-    found |= {p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "manifest.json").exists()}
-    return sorted(found)
+    return [root / r for r in found.run_ids()]
 
 
 def _flat(params: Mapping[str, object], prefix: str = "") -> dict[str, object]:
@@ -343,17 +327,6 @@ def _audit_facts(audit: AuditRecord | None) -> dict[str, object]:
             "audit_s": float(audit.wait_s or 0) + float(audit.check_s or 0)}
 
 
-def read_table(file: Path):
-    """A parquet file of the run store as a pyarrow table (a damaged one: one message naming it)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(file)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise StoreError(f"{file} is damaged: {exc}") from None
-
-
 def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str] | None = None
                   ) -> dict[str, pd.DataFrame]:
     """Every frame of every (ok, or also failed) run of a campaign, tagged with ``run_id`` and the
@@ -372,8 +345,8 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
         wanted = set(only)
         folders = [p for p in folders if p.name in wanted]
     manifests = [read_manifest(p) for p in folders]
-    pack = pack_of(Path(path))
-    packed = {p.name for p in folders if pack is not None and p.name in pack.status}
+    campaign = campaign_of(Path(path))
+    assert campaign is not None  # list_runs found it
     rows = []
     params_of = []
     for m in manifests:
@@ -387,10 +360,9 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
         files = [folders[i] / f"{kind}.parquet" for i in present]
 
         def table_of(file: Path):
-            if file.parent.name in packed:  # a slice of the pack's file
-                t = pack.frame(kind, file.parent.name)  # type: ignore[union-attr]
-                return t if t is not None else pa.Table.from_pandas(schema.empty(), preserve_index=False)
-            return read_table(file)
+            source = campaign.source_of(file.parent.name)
+            t = source.frame(kind, file.parent.name) if source is not None else None
+            return t if t is not None else pa.Table.from_pandas(schema.empty(), preserve_index=False)
 
         with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) + 1)) as pool:  # pyarrow frees the GIL
             tables = list(pool.map(table_of, files))

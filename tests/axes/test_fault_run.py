@@ -45,7 +45,12 @@ def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_prim
     ledger = run.frames["ledger"]
     after = ledger[ledger.t_sent_s > m.axis("fault").happened_s + 0.1]
     assert (after[after.outcome == "acked"].node == new).sum() > 50  # the writer followed the promotion
-    assert m.axis("fault").ledger["lost"] == 0 and ledger.present[ledger.outcome == "acked"].all()
+    # async acknowledges before a replica has the write: what it loses (none, mostly; on a loaded host a write or two)
+    # is only what was acknowledged in the moment before the kill, and the ledger counts each of them
+    acked = ledger[ledger.outcome == "acked"]
+    lost = acked[~acked.present.astype(bool)]
+    assert m.axis("fault").ledger["lost"] == len(lost) <= 3, lost
+    assert (lost.t_done_s > m.axis("fault").happened_s - 1.0).all(), lost
     events = run.frames["fault_events"]
     assert {"fault", "primary", "writer_moved", "load_restarted", "heal"} <= set(events.event)
     # healed: the original write node is the primary again, the promoted node its replica, the data identical
