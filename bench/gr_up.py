@@ -108,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
     cleanup(all_labs=True)
     gr3 = spec("gr-3.toml", "bgr3")
-    LocalLab.up(gr3).down()  # the template cache, once
+    LocalLab.up(gr3).close(down=True)  # the template cache, once
     breakdown(gr3)
     for kind, n in (("cold", args.cold), ("warm", args.warm)):
         rows = [one_run(gr3, cold=(kind == "cold")) for _ in range(n)]

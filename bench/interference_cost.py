@@ -76,7 +76,7 @@ def main() -> None:
         from benchlib.lab.lab import LocalLab
 
         try:
-            LocalLab.open("intf").down()
+            LocalLab.open("intf").close(down=True)
         except Exception:  # noqa: BLE001 - the campaign took its own lab down already
             pass
     a = analyze(result.path)

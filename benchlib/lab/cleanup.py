@@ -33,7 +33,7 @@ def cleanup(root: Path | None = None, *, all_labs: bool = False) -> CleanupRepor
     if all_labs:
         for name in list_labs(root):
             try:
-                LocalLab.open(name, root).down()
+                LocalLab.open(name, root).close(down=True)
             except BenchlibError:
                 pass
             labs_down.append(name)
