@@ -20,7 +20,7 @@ import pyarrow as pa
 from benchlib.errors import StoreError
 from benchlib.packed import Pack, find_pack
 
-__all__ = ["Campaign", "FolderSource", "PackSource", "RunSource", "campaign_of", "read_table"]
+__all__ = ["Campaign", "FolderSource", "PackSource", "RunSource", "campaign_of", "forget", "read_table"]
 
 
 def read_table(file: Path) -> pa.Table:
@@ -44,6 +44,9 @@ class RunSource(Protocol):
 
     def manifest(self, run_id: str) -> dict[str, Any]:
         """The run's manifest as it was written (any format: the store upgrades it)."""
+
+    def manifest_at(self, run_id: str) -> str:
+        """Where the run's manifest is, for messages."""
 
     def frame(self, kind: str, run_id: str) -> pa.Table | None:
         """The run's frame of ``kind`` (None: the run has none)."""
@@ -78,6 +81,9 @@ class FolderSource:
             raise StoreError(f"{path} is damaged: not a table")
         return data
 
+    def manifest_at(self, run_id: str) -> str:
+        return str(self.where / run_id / "manifest.json")
+
     def frame(self, kind: str, run_id: str) -> pa.Table | None:
         return read_table(self.where / run_id / f"{kind}.parquet")  # its manifest lists it: a missing file is damage
 
@@ -101,6 +107,9 @@ class PackSource:
 
     def manifest(self, run_id: str) -> dict[str, Any]:
         return self.pack.manifest(run_id)
+
+    def manifest_at(self, run_id: str) -> str:
+        return f"{self.where}: {run_id}"
 
     def frame(self, kind: str, run_id: str) -> pa.Table | None:
         return self.pack.frame(kind, run_id)

@@ -44,7 +44,7 @@ from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
 from benchlib.packed import Pack
-from benchlib.run_source import FolderSource, RunSource, campaign_of, read_table
+from benchlib.run_source import RunSource, campaign_of, read_table
 from benchlib.traits import COLUMNS as TRAIT_COLUMNS
 from benchlib.traits import traits
 from collections.abc import Mapping
@@ -217,14 +217,22 @@ def has_run(run_dir: str | Path) -> bool:
     return _source(Path(run_dir)) is not None
 
 
-def read_manifest(run_dir: Path) -> Manifest:
-    """The typed manifest of a run (its folder, or the campaign's pack; upgraded when an older benchlib wrote it)."""
-    run_dir = Path(run_dir)
+def _found(run_dir: Path) -> RunSource:
+    """The source holding the run ``run_dir`` names; a StoreError when it is no finished run."""
     source = _source(run_dir)
     if source is None:
         raise StoreError(f"{run_dir} is not a run folder (no manifest.json)")
-    where = str(run_dir / "manifest.json") if isinstance(source, FolderSource) else f"{source.where}: {run_dir.name}"
-    return Manifest.model_validate(upgrade(source.manifest(run_dir.name), where))
+    return source
+
+
+def _manifest(source: RunSource, run_id: str) -> Manifest:
+    return Manifest.model_validate(upgrade(source.manifest(run_id), source.manifest_at(run_id)))
+
+
+def read_manifest(run_dir: Path) -> Manifest:
+    """The typed manifest of a run (its folder, or the campaign's pack; upgraded when an older benchlib wrote it)."""
+    run_dir = Path(run_dir)
+    return _manifest(_found(run_dir), run_dir.name)
 
 
 def read_campaign_record(folder: str | Path) -> CampaignRecord | None:
@@ -240,9 +248,8 @@ def read_campaign_record(folder: str | Path) -> CampaignRecord | None:
 
 def read_run(run_dir: str | Path) -> Run:
     run_dir = Path(run_dir)
-    manifest = read_manifest(run_dir)
-    source = _source(run_dir)
-    assert source is not None  # read_manifest found it
+    source = _found(run_dir)
+    manifest = _manifest(source, run_dir.name)
     frames, schemas = {}, axes.frame_schemas()
     for kind in manifest.frames:
         table = source.frame(kind, run_dir.name)
@@ -344,9 +351,10 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
     if only is not None:
         wanted = set(only)
         folders = [p for p in folders if p.name in wanted]
-    manifests = [read_manifest(p) for p in folders]
     campaign = campaign_of(Path(path))
     assert campaign is not None  # list_runs found it
+    sources = [campaign.source_of(p.name) or _found(p) for p in folders]  # each run's source, looked up once
+    manifests = [_manifest(s, p.name) for s, p in zip(sources, folders)]
     rows = []
     params_of = []
     for m in manifests:
@@ -359,13 +367,12 @@ def load_campaign(path: str | Path, *, failed: bool = False, only: Iterable[str]
         present = [i for i in keep if kind in manifests[i].frames]
         files = [folders[i] / f"{kind}.parquet" for i in present]
 
-        def table_of(file: Path):
-            source = campaign.source_of(file.parent.name)
-            t = source.frame(kind, file.parent.name) if source is not None else None
+        def table_of(i: int):
+            t = sources[i].frame(kind, folders[i].name)
             return t if t is not None else pa.Table.from_pandas(schema.empty(), preserve_index=False)
 
         with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 1) + 1)) as pool:  # pyarrow frees the GIL
-            tables = list(pool.map(table_of, files))
+            tables = list(pool.map(table_of, present))
         for file, t in zip(files, tables):
             if not t.schema.equals(tables[0].schema, check_metadata=False):
                 read_run(file.parent)  # the schema check names the file and the column

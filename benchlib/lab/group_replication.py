@@ -20,7 +20,6 @@ from benchlib.lab import sql
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
 from benchlib.lab.topology import Topology, register
-from benchlib.systems.settings import ClusterTarget
 
 __all__ = ["GroupReplication"]
 
@@ -35,16 +34,9 @@ class GroupReplication(Topology):
     MEMBERS = ("SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE "
                "FROM performance_schema.replication_group_members")
     START_S = 150.0  # START GROUP_REPLICATION waits up to 60 s for its view: let the server say why it failed
-
-    def target(self) -> ClusterTarget:
-        """The group's nodes for settings, on connections that wait as long as a START GROUP_REPLICATION may (a
-        setting such as ``applier_threads`` has a member leave the group and join it again: on a loaded host the
-        join outlasts the usual 60 s read timeout)."""
-        return ClusterTarget.of(self.cluster, [n.name for n in self.nodes],
-                                lambda name: self.connect(next(n for n in self.nodes if n.name == name),
-                                                          read_timeout=self.START_S),
-                                hint="benchlib lab status shows the nodes' state; benchlib lab heal restarts "
-                                     "nodes that are down")
+    #: a setting such as ``applier_threads`` has a member leave the group and join it again: on a loaded host the
+    #: join outlasts the usual 60 s read timeout
+    SETTINGS_READ_S = START_S
 
     def _recovery_account(self, conn) -> None:
         with conn.cursor() as cur:

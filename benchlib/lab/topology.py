@@ -149,10 +149,15 @@ class Topology:
         return get_system(self.ctx.rules.system).node_status(conn, "primary" if node.index == 1 else "replica")
 
     # -- runtime settings -----------------------------------------------------------
+    #: how long a settings statement may keep its connection waiting (None: the connection's default); a topology
+    #: whose settings restart something (a group member leaving and joining again) waits longer
+    SETTINGS_READ_S: float | None = None
+
     def target(self) -> ClusterTarget:
         """The cluster's nodes for settings: node 1 takes the writes."""
+        wait = {"read_timeout": self.SETTINGS_READ_S} if self.SETTINGS_READ_S else {}
         return ClusterTarget.of(self.cluster, [n.name for n in self.nodes],
-                                lambda name: self.connect(next(n for n in self.nodes if n.name == name)),
+                                lambda name: self.connect(next(n for n in self.nodes if n.name == name), **wait),
                                 hint="benchlib lab status shows the nodes' state; benchlib lab heal restarts "
                                      "nodes that are down")
 

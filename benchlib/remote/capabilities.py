@@ -7,6 +7,7 @@ its servers are not benchlib's (a provisioned lab's are: ``benchlib.provision.la
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
@@ -125,6 +126,16 @@ class RemoteHooks:
 
     def __init__(self, lab: Any):
         self.lab = lab
+        self._server_ssh: Any = None  # connections to the server hosts with ssh access (host metrics only)
+        self._server_ssh_failed: dict[str, str] = {}  # host -> why it cannot be reached (tried once per lab)
+        self._server_ssh_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connections to the server hosts (the lab closes its own)."""
+        with self._server_ssh_lock:
+            if self._server_ssh is not None:
+                self._server_ssh.close()
+            self._server_ssh = None
 
     def secrets(self) -> list[str]:
         """Every cluster's password, read now from the environment (an unset variable raises here)."""
@@ -170,23 +181,22 @@ class RemoteHooks:
         (one that cannot be opened is not tried again by this lab: the probe warns once per run, at once)."""
         from benchlib.sampling.host import shell_command, split_output
 
-        lab = self.lab
-
         def read(paths: tuple[str, ...]) -> dict[str, str | None]:
-            with lab._server_ssh_lock:
-                if name in lab._server_ssh_failed:
-                    raise OSError(lab._server_ssh_failed[name])
-                if lab._server_ssh is None:
+            with self._server_ssh_lock:
+                if name in self._server_ssh_failed:
+                    raise OSError(self._server_ssh_failed[name])
+                if self._server_ssh is None:
                     from benchlib.remote.ssh import SSHClients
 
-                    lab._server_ssh = SSHClients(lab.spec.server_hosts(), kind="server host")
-                if name not in lab._server_ssh.conns:
+                    self._server_ssh = SSHClients(self.lab.spec.server_hosts(), kind="server host")
+                if name not in self._server_ssh.conns:
                     try:
-                        lab._server_ssh.open([name], keep=True)
+                        self._server_ssh.open([name], keep=True)
                     except Exception as exc:  # noqa: BLE001 - reported by the probe as a warning
-                        lab._server_ssh_failed[name] = str(exc).splitlines()[0]
+                        self._server_ssh_failed[name] = str(exc).splitlines()[0]
                         raise
-            rc, out, err = lab._server_ssh.run(name, shell_command(paths), timeout=5)
+                ssh = self._server_ssh
+            rc, out, err = ssh.run(name, shell_command(paths), timeout=5)
             return split_output(out, paths)
         return read
 

@@ -63,9 +63,6 @@ class RemoteLab:
         self.name = spec.name
         self._nodes = {n.name: (c, n) for c, cl in spec.clusters.items() for n in cl.nodes}
         self._ssh = None
-        self._server_ssh = None  # connections to the server hosts with ssh access (host metrics only)
-        self._server_ssh_failed: dict[str, str] = {}  # host -> why it cannot be reached (tried once per lab)
-        self._server_ssh_lock = threading.Lock()
         self._client_facts: dict[str, dict[str, Any]] | None = None
         self._watch: dict[str, Any] = {}
         self._watch_lock = threading.Lock()
@@ -160,10 +157,10 @@ class RemoteLab:
     def close(self, *, down: bool = False) -> None:
         """Close the SSH connections and the watch connections; the servers are left as they are (a remote lab is
         never taken down: ``down`` changes nothing)."""
-        for ssh in (self._ssh, self._server_ssh):
-            if ssh is not None:
-                ssh.close()
-        self._ssh = self._server_ssh = None
+        if self._ssh is not None:
+            self._ssh.close()
+        self._ssh = None
+        self.hooks.close()
         with self._watch_lock:
             for conn in self._watch.values():
                 try:
