@@ -21,6 +21,7 @@ from benchlib.errors import StoreError
 from benchlib.manifest import Manifest, upgrade
 from benchlib.packed import PACK_PREFIX, PackedRun, write_pack
 from benchlib.axis import frame_schemas
+from benchlib.run_source import RETIRED, retired
 from benchlib.store import TMP_PREFIX, pack_of, pack_holding, list_runs, raw_texts, read_table
 
 __all__ = ["Packing", "pack_campaign", "unpack_campaign", "unpack_run"]
@@ -61,24 +62,27 @@ def _check(record: PackedRun, where: Path) -> None:
         frame_schemas()[kind].validate(table.to_pandas(), f"{where}/{kind}.parquet")
 
 
-def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempts: bool = True,
-                  again: bool = False) -> Packing:
+def pack_campaign(campaign_dir: str | Path, *, attempts: bool = True, again: bool = False) -> Packing:
     """Pack the campaign's finished runs (its pack's and its run folders) into a new pack generation, then remove
-    the folders it took in and the old generation (``attempts``: ``attempts/`` too, packed apart); ``drop``: run ids
-    to leave out (a retired run); ``again``: write a new generation even with nothing new (a pack written by an
+    the folders it took in and the old generation (``attempts``: ``attempts/`` too, packed apart); the packed runs
+    that were retired (run again: ``benchlib.run_source.RETIRED``) are left out, their redos taken in; ``again``: write a new generation even with nothing new (a pack written by an
     earlier benchlib, in the encoding of today's). Each run is checked first (a damaged one stops the packing,
     naming it); the caller makes sure no campaign writes there."""
     root = Path(campaign_dir)
-    dropped = set(drop)
     old = pack_of(root) if root.is_dir() else None
+    gone = retired(root) if old is not None else set()  # packed runs run again: their redos are folders
     runs = list_runs(root)
-    folders = [p for p in runs if (p / "manifest.json").exists() and (old is None or p.name not in old.status)]
+
+    def packed(name: str) -> bool:
+        return old is not None and name in old.status and name not in gone
+
+    folders = [p for p in runs if (p / "manifest.json").exists() and not packed(p.name)]
     if attempts and (root / "attempts").is_dir():
         pack_campaign(root / "attempts", attempts=False, again=again)
-    if not folders and not dropped and not (again and old is not None):
+    if not folders and not gone and not (again and old is not None):
         return Packing(None, len(old.run_ids) if old else 0, 0, 0, 0)
-    keep = [p for p in runs if p.name not in dropped]
-    records = [old.run(p.name) if old is not None and p.name in old.status else _folder_run(p) for p in keep]
+    keep = runs  # a retired run not yet run again is in neither (its copy is in attempts/)
+    records = [old.run(p.name) if old is not None and packed(p.name) else _folder_run(p) for p in keep]
     for p, record in zip(keep, records):
         _check(record, p)
     before = _size(folders + ([old.path] if old is not None else []))
@@ -90,6 +94,7 @@ def pack_campaign(campaign_dir: str | Path, *, drop: Iterable[str] = (), attempt
     for stale in root.glob(f"{PACK_PREFIX}*"):
         if stale != path:
             shutil.rmtree(stale, ignore_errors=True)
+    (root / RETIRED).unlink(missing_ok=True)  # the new pack holds none of them
     return Packing(path, len(records), len(folders), before, _size([path]))
 
 

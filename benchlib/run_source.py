@@ -4,7 +4,9 @@ A ``RunSource`` holds finished runs and gives each one's manifest as written, it
 are two: the campaign folder's run folders (``FolderSource``: ``<campaign>/<run_id>/manifest.json``, one parquet
 file per frame, ``raw/``) and its pack (``PackSource``: a few compressed files for every run, ``benchlib.packed``).
 A ``Campaign`` is a campaign folder as the readers see it: its sources, the pack first (a folder its pack also
-holds is read once, from the pack), found again only when the folder's entries changed. The run store's readers
+holds is read once, from the pack), found again only when the folder's entries changed. A pack is never rewritten
+but by ``benchlib pack``: a packed run that is run again is retired (``RETIRED``: its run id listed in
+``retired.json`` beside the pack, its copy kept in ``attempts/``), and its redo is a run folder. The run store's readers
 (``benchlib.store``: ``read_manifest``, ``read_run``, ``raw_texts``, ``list_runs``, ``load_campaign``) ask the
 campaign which source holds a run and read it there; none of them asks which kind it is.
 """
@@ -20,7 +22,30 @@ import pyarrow as pa
 from benchlib.errors import StoreError
 from benchlib.packed import Pack, find_pack
 
-__all__ = ["Campaign", "FolderSource", "PackSource", "RunSource", "campaign_of", "forget", "read_table"]
+__all__ = ["Campaign", "FolderSource", "PackSource", "RETIRED", "RunSource", "campaign_of", "forget", "read_table",
+           "retire_packed", "retired"]
+
+#: beside a campaign's pack: the run ids the pack holds that were retired (run again); ``benchlib pack`` drops them
+RETIRED = "retired.json"
+
+
+def retired(root: Path) -> set[str]:
+    """The packed runs of campaign folder ``root`` that were retired (run again since the pack was written)."""
+    try:
+        return set(json.loads((root / RETIRED).read_text()))
+    except FileNotFoundError:
+        return set()
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{root / RETIRED} is damaged: {exc}",
+                         hint="it lists the packed runs that were run again; benchlib pack rewrites the pack "
+                              "without them once it is fixed") from None
+
+
+def retire_packed(root: Path, run_id: str) -> None:
+    """Mark the packed run ``run_id`` retired: the readers stop seeing the pack's copy; the pack is not touched."""
+    tmp = root / f".{RETIRED}.tmp"
+    tmp.write_text(json.dumps(sorted(retired(root) | {run_id})))
+    tmp.replace(root / RETIRED)
 
 
 def read_table(file: Path) -> pa.Table:
@@ -95,15 +120,16 @@ class FolderSource:
 class PackSource:
     """The pack of a campaign folder (``benchlib pack``): every run it holds, read from its files."""
 
-    def __init__(self, pack: Pack):
+    def __init__(self, pack: Pack, retired: set[str] = frozenset()):  # type: ignore[assignment]
         self.pack = pack
         self.where = pack.path
+        self.retired = retired  # runs it holds that were run again: not read from it any more
 
     def holds(self, run_id: str) -> bool:
-        return run_id in self.pack.status
+        return run_id in self.pack.status and run_id not in self.retired
 
     def run_ids(self) -> list[str]:
-        return list(self.pack.run_ids)
+        return [r for r in self.pack.run_ids if r not in self.retired]
 
     def manifest(self, run_id: str) -> dict[str, Any]:
         return self.pack.manifest(run_id)
@@ -124,7 +150,8 @@ class Campaign:
     def __init__(self, root: Path, pack: Pack | None):
         self.root = root
         self.pack = pack
-        self.sources: list[RunSource] = [*([PackSource(pack)] if pack is not None else []), FolderSource(root)]
+        self.sources: list[RunSource] = [*([PackSource(pack, retired(root))] if pack is not None else []),
+                                         FolderSource(root)]
 
     def source_of(self, run_id: str) -> RunSource | None:
         """The source holding run ``run_id`` (None: it is not a finished run of this campaign)."""

@@ -44,7 +44,7 @@ from benchlib import axis as axes
 from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
 from benchlib.packed import Pack
-from benchlib.run_source import RunSource, campaign_of, read_table
+from benchlib.run_source import PackSource, RunSource, campaign_of, read_table
 from benchlib.traits import COLUMNS as TRAIT_COLUMNS
 from benchlib.traits import traits
 from collections.abc import Mapping
@@ -202,8 +202,8 @@ def pack_of(campaign: Path) -> Pack | None:
 
 def pack_holding(run_dir: Path) -> Pack | None:
     """The pack holding the run ``run_dir`` names (None: it is not packed)."""
-    pack = pack_of(Path(run_dir).parent)
-    return pack if pack is not None and Path(run_dir).name in pack.status else None
+    source = _source(Path(run_dir))
+    return source.pack if isinstance(source, PackSource) else None
 
 
 def _source(run_dir: Path) -> RunSource | None:

@@ -97,16 +97,33 @@ def test_the_recorded_data_stays_small():
     assert weight <= 11_000_000, f"data/ holds {weight / 1e6:.2f} MB: pack new campaigns (benchlib pack)"
 
 
-def test_a_packed_run_is_retired_into_attempts_and_leaves_the_pack(tmp_path):
+def test_a_packed_run_is_retired_into_attempts_beside_a_pack_left_as_it_is(tmp_path):
+    """Running a packed run again does not rewrite the pack: the run's copy goes to attempts/, the pack's copy is
+    masked (retired.json), the redo is a run folder read instead, and only benchlib pack writes a new pack (without
+    the retired copy, with the redo)."""
     folders = _folder_copy(tmp_path)
     names = [p.name for p in list_runs(folders)]
     pack_campaign(folders)
+    pack = find_pack(folders).path
+    before = {f.name: f.stat().st_mtime_ns for f in pack.iterdir()}
     folder = CampaignFolder(folders)
     target = folder.retire(names[1])
     assert target == folders / "attempts" / f"{names[1]}.1" and (target / "manifest.json").exists()
     assert read_manifest(target).run_id == names[1] and (target / "raw" / "sysbench.txt").exists()
     assert not folder.has(names[1]) and names[1] not in folder.stored() and folder.has(names[0])
-    assert find_pack(folders).path.name == "packed-2"
+    assert find_pack(folders).path == pack and {f.name: f.stat().st_mtime_ns for f in pack.iterdir()} == before
+    assert json.loads((folders / "retired.json").read_text()) == [names[1]]
+    # the redo: a run folder, read instead of the pack's copy; retiring it again keeps both earlier attempts
+    redo = unpack_run(target, folders / names[1])
+    manifest = json.loads((redo / "manifest.json").read_text())
+    (redo / "manifest.json").write_text(json.dumps({**manifest, "reason": "the redo"}))
+    assert folder.has(names[1]) and read_manifest(folders / names[1]).reason == "the redo"
+    assert len(list_runs(folders)) == len(names)
+    # benchlib pack: a new pack with the redo in it, the retired copy out, the mask gone
+    done = pack_campaign(folders)
+    assert done.path.name == "packed-2" and done.runs == len(names) and not (folders / "retired.json").exists()
+    assert not (folders / names[1]).exists() and read_manifest(folders / names[1]).reason == "the redo"
+    assert folder.attempts_of(names[1]) == 1
 
 
 def test_the_manifest_facts_every_run_shares_go_out_and_come_back():

@@ -8,6 +8,8 @@
         packed-N/            the runs of a packed campaign (benchlib.packed; ``benchlib pack``): read as run folders
         attempts/<run_id>.N  failed and disturbed runs that a later attempt replaced, kept as they were (packed
                              with the campaign: attempts/packed-N/)
+        retired.json         packed runs that were run again (their copies in attempts/, their redos run
+                             folders): the pack is left as it is until benchlib pack writes the next one
         notebooks/           executed copies of the campaign notebook (benchlib run)
 """
 
@@ -24,7 +26,8 @@ from typing import Any, Callable
 from benchlib.campaign.ids import RunId
 from benchlib.environment import git_revision, host_facts
 from benchlib.errors import BenchlibError
-from benchlib.packing import pack_campaign, unpack_run
+from benchlib.packing import unpack_run
+from benchlib.run_source import retire_packed
 from benchlib.store import TMP_PREFIX, Manifest, has_run, list_runs, read_campaign_record, read_manifest
 
 __all__ = ["CampaignError", "CampaignFolder"]
@@ -133,9 +136,9 @@ class CampaignFolder:
         target = attempts / f"{run_id}.{n}"
         if folder.exists():
             os.rename(folder, target)
-        else:  # a packed run: its folder written out, and the pack written again without it
+        else:  # a packed run: its copy written out, and the pack (never rewritten but by benchlib pack) masked
             unpack_run(folder, target)
-            pack_campaign(self.path, drop=[run_id], attempts=False)
+            retire_packed(self.path, run_id)
         return target
 
     def attempts_of(self, run_id: str, status: str | None = None) -> int:

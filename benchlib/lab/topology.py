@@ -165,7 +165,10 @@ class Topology:
         """Apply an already parsed setting to the running ``nodes`` of this cluster."""
         names = {n.name for n in nodes}
         target = self.target()
-        apply_setting(target, self.ctx.rules.settings[key], value, [r for r in target.nodes if r.name in names])
+        setting = self.ctx.rules.settings[key]
+        apply_setting(target, setting, value, [r for r in target.nodes if r.name in names])
+        if setting.rejoins:  # a member left and joined again: back in the cluster (recovered) before anything goes on
+            self.wait_ready(self.SETTINGS_READ_S or 120.0)
 
     # -- helpers ------------------------------------------------------------------
     def _poll(self, timeout: float, check: Callable[[], tuple[bool, str]], what: str) -> None:

@@ -105,10 +105,31 @@ class RemoteTuning:
                                       on_restart=self._wait_back,
                                       hint="the account needs SUPER (MariaDB) or SYSTEM_VARIABLES_ADMIN (MySQL 8) "
                                            "to change global variables")
-            apply_setting(target, self.setting_rules(c).settings[key], value)
+            setting = self.setting_rules(c).settings[key]
+            apply_setting(target, setting, value)
+            if setting.rejoins:
+                self._until_whole(c)
             self._settings[c][key] = value
             done.setdefault(c, {})[key] = value
         return done
+
+    def _until_whole(self, cluster: str, timeout: float = 300) -> None:
+        """After a setting that has nodes leave their cluster and join it again: until every node is ready by its
+        system's own check (a group member ONLINE in a full group), as a local lab waits."""
+        system = get_system(self.lab.spec.system_of(cluster))
+        nodes = self.lab.cluster_nodes(cluster)
+        deadline = time.monotonic() + timeout
+        while True:
+            problems: list[str] = []
+            for i, n in enumerate(nodes):
+                with self.lab.connect(n.name) as conn:
+                    problems += system.readiness(conn, i == 0, len(nodes), n.name)
+            if not problems:
+                return
+            if time.monotonic() > deadline:
+                raise RemoteLabError(f"{cluster}: not whole again {timeout:g} s after a setting that has its members "
+                                     f"rejoin: {problems[0]}", hint="benchlib lab check says what each node lacks")
+            time.sleep(0.2)
 
     def _wait_back(self, node: str, timeout: float = 300) -> None:
         time.sleep(2)

@@ -104,6 +104,9 @@ class Setting:
     only_with: str | None = None
     restart: str | None = None  # read only at server start: this variable (SET PERSIST_ONLY + RESTART)
     apply: Callable[[ClusterTarget, Any, list[NodeRef]], None] | None = None  # a whole-cluster applier
+    #: the statements take a node out of its cluster for a while (a group member leaves and joins again): the lab
+    #: waits until the cluster is whole again before it goes on
+    rejoins: bool = False
 
 
 def set_global(var: str, roles: tuple[str, ...] = ("primary", "replica")) -> Callable[..., list[str]]:

@@ -103,7 +103,7 @@ SETTINGS: dict[str, Setting] = {**COMMON, **{s.name: s for s in [
             "secondary leaves the group, takes the value and rejoins (the primary applies nothing remote)",
             lambda v, r, vs: ["STOP GROUP_REPLICATION", f"SET GLOBAL replica_parallel_workers = {int(v)}",
                               "START GROUP_REPLICATION"] if r == "replica" else [],
-            read_var("replica_parallel_workers"), replicas_only=True),
+            read_var("replica_parallel_workers"), replicas_only=True, rejoins=True),
     _gr("gr_member_expel_timeout", int_range(0, 3600), "seconds a member suspected of being gone (after 5 s without "
         "a message) is waited for before it is expelled; the suspicions are checked every 15 s, so the expulsion "
         "comes about 5 + 15 x ceil(E/15) s after the member went silent", "member_expel_timeout"),
