@@ -73,16 +73,16 @@ def pack_campaign(campaign_dir: str | Path, *, attempts: bool = True, again: boo
     gone = retired(root) if old is not None else set()  # packed runs run again: their redos are folders
     runs = list_runs(root)
 
-    def packed(name: str) -> bool:
+    def in_pack(name: str) -> bool:
         return old is not None and name in old.status and name not in gone
 
-    folders = [p for p in runs if (p / "manifest.json").exists() and not packed(p.name)]
+    folders = [p for p in runs if (p / "manifest.json").exists() and not in_pack(p.name)]
     if attempts and (root / "attempts").is_dir():
         pack_campaign(root / "attempts", attempts=False, again=again)
     if not folders and not gone and not (again and old is not None):
         return Packing(None, len(old.run_ids) if old else 0, 0, 0, 0)
     keep = runs  # a retired run not yet run again is in neither (its copy is in attempts/)
-    records = [old.run(p.name) if old is not None and packed(p.name) else _folder_run(p) for p in keep]
+    records = [old.run(p.name) if old is not None and in_pack(p.name) else _folder_run(p) for p in keep]
     for p, record in zip(keep, records):
         _check(record, p)
     before = _size(folders + ([old.path] if old is not None else []))
