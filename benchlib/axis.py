@@ -12,8 +12,9 @@ package's) and registered in ``AXES`` when first asked for. An ``Axis`` says, as
   configuration's key, ``params()``, what the run store records as the run's parameters, and optionally
   ``load_settings()``, settings the load runs under);
 - what **cannot run beside it** (``excludes``: the other axis -> how a spec asks for it, ``apart``: why);
-- what a **run** does for it: ``run`` gives a hook beside the run's load (``AxisRun``), or, for an axis that
-  ``drives``, ``drive`` executes the whole run (the fault run: its own writer and schedule);
+- what a **run** does for it: ``run`` gives its hook into the one run engine's steps (``AxisRun``,
+  ``benchlib.campaign.run``): probes beside the load, a writer and a schedule in the load window (the fault), a
+  heal after it, an audit of its own; an axis whose runs take nodes down on purpose ``breaks``;
 - its **records**: the frame schemas its runs write (``frames``), the columns of the campaign's ``runs`` table it
   reads from a manifest (``facts``);
 - its **analysis** (``analysis(a)``: an ``AxisAnalysis`` of the campaign, ``a.axis(name)``, with at least
@@ -123,7 +124,9 @@ class Axis:
     #: another axis -> how a campaign spec asks for it ("[probe]"): the two cannot run together, because ``apart``
     excludes: ClassVar[dict[str, str]] = {}
     apart: ClassVar[str] = ""
-    drives: ClassVar[bool] = False  # it executes its runs itself (``drive``) instead of hooking the throughput run
+    #: its runs take nodes down on purpose (a fault): the load follows the writes, the lab is healed after the load,
+    #: the run is judged by the axis (``AxisRun.breaks``)
+    breaks: ClassVar[bool] = False
     #: whether its runs are judged on throughput like the matrix's (a fault run is judged by what the fault did, a
     #: search's open-loop runs by rate); those that are not are marked by their ``marker`` column of the runs table
     counts_for_throughput: ClassVar[bool] = True
@@ -151,10 +154,6 @@ class Axis:
     def run(self, ctx: RunContext) -> AxisRun | None:
         """Its hook beside a throughput run's load (None: nothing to do in a run)."""
         return None
-
-    def drive(self, lab: Any, cluster: str, options: Any, writer: Any, variant: Any, **run: Any) -> Any:
-        """Executes a whole run of this axis (``drives``); returns the run's result."""
-        raise NotImplementedError(f"the {self.name} axis does not drive its runs")
 
     # -- its records ---------------------------------------------------------------------------------------------
     def recorded(self, manifest: Any) -> Any:
@@ -204,11 +203,23 @@ class RunContext:
     driver: Any = None
     stall_s: float = 10.0
     outside: Callable[[], str | None] = lambda: None
+    setup: Any = None  # the run's RunSetup (benchlib.campaign.setup): its nodes' facts, the write node, its manifest
+    origin: float = 0.0  # the sampler's start on time.monotonic, set once sampling runs
 
 
 class AxisRun:
-    """What an axis does beside a throughput run's load, step by step in the run's order; every step is optional
-    (the defaults do nothing)."""
+    """What an axis does in a run, step by step in the run engine's order (``benchlib.campaign.run``: setup, arm,
+    load, catch up, audit, record); every step is optional (the defaults do nothing)."""
+
+    #: it takes nodes down on purpose (a fault): the watchdog lets it, the load follows the writes (``writes_to``,
+    #: ``writable``), ``after_load`` makes the lab whole again instead of a catch-up, and the run is judged by what it
+    #: says (``stop``), not by the cluster's invariants, its catch-up or the host's interference
+    breaks: bool = False
+
+    def begin(self) -> str | None:
+        """Before anything is armed: why the run cannot be (the lab cannot do what the axis asks: the run fails with
+        it), None when it can."""
+        return None
 
     def probes(self) -> list[Any]:
         """Probes the run's sampler runs beside its own, prepared (started before the load, stopped after the
@@ -222,13 +233,33 @@ class AxisRun:
         """Asked during the load by its watchdog: why the run must stop now (None: it goes on)."""
         return None
 
+    def writes_to(self) -> str | None:
+        """Where the run's writes go now, when the axis moves them (a failover: the load ends where it was and starts
+        again there); None when it does not."""
+        return None
+
+    def writable(self, since: float) -> bool:
+        """Whether writes were acknowledged where they go now since ``since`` (time.monotonic): the load may start
+        again there."""
+        return True
+
+    def load_event(self, event: str, node: str, words: str) -> None:
+        """What the engine did to the load (``load_ended``, ``load_restarted``), for an axis that keeps events."""
+
     def join(self, loaded: Any) -> Any:
         """Right after the load: the load's result (``sysbench.process.LoadResult``), failed when this axis's side
         of it failed."""
         return loaded
 
+    def after_load(self) -> None:
+        """After the load of a run that ``breaks``: make the lab whole again (a heal that fails raises
+        ``CampaignError``: the campaign stops)."""
+
+    def audit(self) -> None:
+        """After the shared audit (every node holds what the write node holds): the axis's own."""
+
     def stop(self) -> str | None:
-        """After the catch-up; a reason when what the axis measured failed the run."""
+        """After the catch-up (or the heal); a reason when what the axis measured failed the run."""
         return None
 
     def tables(self) -> list[str]:

@@ -200,9 +200,9 @@ def _plan_has(record: CampaignRecord, key: str, values: int = 1) -> bool:
 
 
 def _driven(record) -> bool:
-    """A campaign whose runs an axis runs its own way (a [fault]): judged by what the axis measures (its notebook),
+    """A campaign whose runs an axis breaks on purpose (a [fault]): judged by what the axis measures (its notebook),
     not by the throughput notebooks."""
-    return any(a.drives and record.campaign.get(a.name) for a in AXES.values())
+    return any(a.breaks and record.campaign.get(a.name) for a in AXES.values())
 
 
 #: analysis notebooks -> whether a campaign (its campaign.json) has what the notebook shows; each axis adds its own

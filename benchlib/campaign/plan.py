@@ -150,7 +150,7 @@ def _long_last_round(spec: CampaignSpec, runs: list[PlannedRun], source: str) ->
     if long_s <= spec.load.time_s:
         raise SpecError(f"{source}: load.stability_s = {long_s} is not longer than load.time_s = {spec.load.time_s}",
                         hint="stability_s is for a campaign of short runs: leave it out, or make it longer")
-    driven = [a.name for a in AXES.values() if a.drives and a.active(spec)]
+    driven = [a.name for a in AXES.values() if a.breaks and a.active(spec)]
     if driven or spec.load.rates:
         raise SpecError(f"{source}: load.stability_s lengthens closed-loop runs; this campaign has "
                         f"{f'a [{driven[0]}]' if driven else 'load.rates'}", hint="leave stability_s out")

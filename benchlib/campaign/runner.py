@@ -29,7 +29,6 @@ from benchlib.campaign.folder import CampaignError, CampaignFolder
 from benchlib.campaign.progress import Progress
 from benchlib.campaign.run import execute_run
 from benchlib.campaign.search import SearchDriver
-from benchlib.axis import AXES
 from benchlib.campaign.plan import PlannedRun, plan, plan_searches
 from benchlib.campaign.spec import CampaignSpec, load_campaign_spec
 from benchlib.environment import git_revision
@@ -188,15 +187,10 @@ class CampaignSession:
         redos = self.folder.attempts_of(run.run_id, status="disturbed")
         disturbed_above = guard.redo_above if guard.redo_above < 1 and not run.search else None
         try:
-            driver = next((AXES.lookup(n) for n in run.axes if AXES.lookup(n).drives), None)
-            if driver is not None:  # an axis that runs the whole run its own way (a fault run)
-                done = driver.drive(lab, run.cluster, run.options, writer, run.axes[driver.name], stall_s=spec.stall_s,
-                                    context=self.context(), on_second=self.progress.second)
-            else:
-                done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
-                                   stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s,
-                                   on_interval=hook, on_second=self.progress.second, context=self.context(),
-                                   disturbed_above=disturbed_above, axes=run.axes)
+            done = execute_run(lab, run.cluster, run.options, writer, warmup_s=spec.load.warmup_s,
+                               stall_s=spec.stall_s, catch_up_timeout=spec.catch_up_timeout_s,
+                               on_interval=hook, on_second=self.progress.second, context=self.context(),
+                               disturbed_above=disturbed_above, axes=run.axes)
         except CampaignError:
             raise  # a lab that could not be healed: stop rather than measure a broken lab
         except (BenchlibError, pymysql.MySQLError, OSError) as exc:

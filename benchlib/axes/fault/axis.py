@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.axes.fault import FaultSpec, _facts
-from benchlib.axis import Axis, AxisAnalysis, CaptionTable, ChartTable
+from benchlib.axis import Axis, AxisAnalysis, AxisRun, CaptionTable, ChartTable, RunContext
 from benchlib.axes.fault import FaultRecord
 from benchlib.schema import Cell
 
@@ -14,13 +14,14 @@ __all__ = ["AXIS", "FaultAxis"]
 
 
 class FaultAxis(Axis):
-    """Faults, failover and lost writes: a fault run drives its own writer and schedule (``benchlib.axes.fault.run``)."""
+    """Faults, failover and lost writes: a fault run's hook brings its writer and schedule into the run engine's load
+    window, and heals the lab after it (``benchlib.axes.fault.run``)."""
 
     name = "fault"
     title = "faults, failover and lost writes"
     order = 30
     spec = FaultSpec
-    drives = True
+    breaks = True  # its runs take nodes down on purpose
     counts_for_throughput = False  # a fault run is judged by what the fault did
     marker = "fault_at_s"
     excludes = {"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"}
@@ -39,10 +40,10 @@ class FaultAxis(Axis):
 
         return variants(spec, lab, clusters, source)
 
-    def drive(self, lab: Any, cluster: str, options: Any, writer: Any, variant: Any, **run: Any) -> Any:
-        from benchlib.axes.fault.run import execute_fault_run
+    def run(self, ctx: RunContext) -> AxisRun:
+        from benchlib.axes.fault.run import FaultHook
 
-        return execute_fault_run(lab, cluster, options, writer, variant, **run)
+        return FaultHook(ctx)
 
     def facts(self, record: FaultRecord | None) -> dict[str, Cell]:
         return _facts(record)

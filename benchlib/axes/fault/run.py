@@ -1,5 +1,8 @@
-"""One fault run: a fault under load, the failover, the heal, and an audit of every acknowledged write, as explicit
-steps (``FaultRun``): begin -> inject -> detect and promote -> release -> rejoin -> heal -> audit -> record.
+"""A fault run: the fault axis's hook into the run engine (``benchlib.campaign.run``): a fault under load, the failover,
+the heal, and an audit of every acknowledged write, as the engine's steps (``FaultHook``): begin (the lab can do
+it, the ledger table, a proxy) -> probes (the ledger writers and reader, the semi-sync watch) -> start (the schedule
+and the rejoin, on threads of their own) -> the load, which follows the writes -> join -> after_load (the heal) ->
+audit (the ledger on every node) -> frames and manifest.
 
 The load is sysbench on the node that takes the writes, with the ledger writer (``benchlib.sampling.ledger``) beside
 it at a fixed rate: the client that never stops writing. At ``at_s`` into the load the lab injects the fault
@@ -11,70 +14,70 @@ replica or a site. Then:
 - on an async or semi-sync cluster with ``failover = "promote"``, once the write node has not answered for
   ``detect_s`` the lab promotes the most advanced replica and the others follow it (each step timed); the ledger
   writer is told where the writes go now;
-- sysbench cannot follow a failover (its connections die with the node and it does not reconnect reliably,
-  akopytov/sysbench #461): when it ends, it is started again on the node that takes the writes once the ledger
-  writer has had a write acknowledged there, for the rest of the load time. Its per-second throughput is therefore
-  zero from the fault until that restart, then measured again; the unavailability is the ledger writer's.
+- the engine's load follows the writes (``writes_to``): sysbench ends when they move and starts again where they
+  went once the ledger writer has had a write acknowledged there (``writable``), for the rest of the load time. Its
+  per-second throughput is therefore zero from the fault until that restart, then measured again; the
+  unavailability is the ledger writer's.
 - a freeze or cut is released after ``duration_s``; with ``rejoin_at_s`` a killed node starts again under the load.
 
 After the load the lab heals (the killed node restarts and rejoins; a promoted cluster gets its original primary
-back) and says how (``heal_report``); the run waits until every node has applied the same history, then audits:
-the ledger on the node that took the writes last and on every other node (an acknowledged write that is absent is
-**lost**), and the dataset's checksums across nodes (a node holding what the others lack is divergence). A heal
-that fails stops the campaign (the lab is marked broken with the reason); what the fault itself does to the
-cluster is the measurement, never a failed run.
+back) and says how (``heal_report``); the engine waits until every node serves and has applied the same history and
+audits the dataset's checksums across nodes (a node holding what the others lack is divergence); then the ledger is
+audited on the node that took the writes last and on every other node (an acknowledged write that is absent is
+**lost**). A heal that fails stops the campaign (the lab is marked broken with the reason); what the fault itself
+does to the cluster is the measurement, never a failed run.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 import pymysql
 
+from benchlib.axis import AxisRun, RunContext
 from benchlib.systems import base as systems
 from benchlib.campaign.folder import CampaignError
-from benchlib.campaign.setup import Audit, RunSetup, dataset_tables, wait_serving
+from benchlib.campaign.run import RunEngine
 from benchlib.errors import BenchlibError
 from benchlib.lab.base import Fault
 from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
 from benchlib.sampling.ledger import LedgerReader, LedgerWriter, Router, create_table
 from benchlib.sampling.probe import Sampler
-from benchlib.sampling.status import LivenessProbe, SemisyncWatch, StatusLog
-from benchlib.schema import INTERVALS
+from benchlib.sampling.status import SemisyncWatch, StatusLog
 from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
-from benchlib.sysbench.output import Interval
+from benchlib.sysbench.process import LoadResult
 from benchlib.axes.fault.run_control import Controller
 from benchlib.axes.fault.run_records import (Events, fault_of, ledger_audit, ledger_rows, schedule_of,
                                             semisync_summary, words as _words)
 from benchlib.systems import sql
-from pydantic import JsonValue
 
 if TYPE_CHECKING:
     from benchlib.axes.fault import FaultPlan
     from benchlib.lab.base import FaultControl, Lab
 
-__all__ = ["FaultRun", "execute_fault_run", "fault_of"]
+__all__ = ["FaultHook", "execute_fault_run", "fault_of"]
 
 
-class FaultRun(Controller):
-    """One fault run of ``plan`` on ``cluster`` under ``opts``'s load, step by step (see the module docstring).
-    ``before_audit(lab, survivor)`` runs after the heal, before the audit (tests tamper there)."""
+class FaultHook(AxisRun, Controller):
+    """The fault axis's hook of one run of ``ctx.variant`` (a ``FaultPlan``), step by step (see the module
+    docstring). ``before_audit(lab, survivor)`` runs after the heal, before the audit (tests tamper there)."""
 
-    def __init__(self, lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, plan: "FaultPlan", *,
-                 stall_s: float = 10.0, context: dict[str, JsonValue] | None = None,
-                 on_second: Callable[[Interval, float | None], None] | None = None,
-                 before_audit: Callable[["Lab", str], None] | None = None):
-        self.lab, self.cluster, self.opts, self.writer, self.plan = lab, cluster, opts, writer, plan
-        self.stall_s, self.context, self.on_second, self.before_audit = stall_s, context, on_second, before_audit
+    breaks = True
+
+    def __init__(self, ctx: RunContext, before_audit: Callable[["Lab", str], None] | None = None):
+        self.ctx = ctx
+        self.lab, self.cluster, self.plan = ctx.lab, ctx.cluster, ctx.variant
+        self.run_id = ctx.run_id
+        self.setup = ctx.setup
+        self.before_audit = before_audit
         self.clock = time.monotonic
         self.events = Events(self.clock)
-        self.log = StatusLog()
+        self.log = StatusLog()  # its rows join the run's cluster frame
         self.errors: list[str] = []  # what went wrong with the fault itself (the run fails, naming it)
         self.t_fault: float | None = None  # the fault's first step
         self.lost_at: float | None = None  # when the write node was lost to its cluster, and by which step
@@ -82,70 +85,56 @@ class FaultRun(Controller):
         self.steps_done: list[dict[str, Any]] = []
         self.promotion: dict[str, Any] | None = None
         self.serving = ""  # the node the proxy sends the writes to
-        self.stop = threading.Event()
-        self.intervals: list[pd.DataFrame] = []
-        self.outputs: list[str] = []
+        self.halt = threading.Event()  # the load ended: the controller and the rejoiner stop
         self.front: Any = None
+        self.sampler: Sampler | None = None
+        self.entry: dict[str, Any] = {}
+        self.healed: dict[str, Any] | None = None
+        self.survivor: str | None = None
+        self.threads: list[threading.Thread] = []
 
-    # -- begin: the shared run setup, the lab's fault capability, the ledger ------------------------------------
-    def begin(self) -> Path | None:
-        """Set the run up; the failed run's folder when it cannot be (a node down, a lab without faults)."""
-        plan, lab = self.plan, self.lab
-        setup = RunSetup.begin(lab, self.cluster, self.opts, self.writer, context=self.context)
-        if not isinstance(setup, RunSetup):
-            return setup
-        self.setup = setup
+    # -- begin: the lab's fault capability, the ledger, the proxy -------------------------------------------------
+    def begin(self) -> str | None:
+        plan, lab, setup = self.plan, self.lab, self.setup
         self.how = systems.failover_of(str(setup.facts.system))
         self.schedule = schedule_of(plan, setup.nodes)
         self.fault = self.schedule[0].fault
+        self.serving = setup.write_node
+        how = self.how
+        self.entry = {  # its entry of the manifest (benchlib.axes.fault.FaultRecord)
+            **plan.as_dict(), "nodes": list(self.fault.nodes), "site": self.fault.site,
+            "words": "; then ".join(_words(p) for p in self.schedule) if plan.sequence else self.fault.words(),
+            "failover": {"how": "promote" if plan.promote else (how.how if how and how.automatic else "none"),
+                         "promise": how.promise if how else ""}}
         control = lab.faults()
         if control is None:
-            return self.writer.fail(f"FAILED: the lab cannot {self.fault.kind} {plan.target}: {lab.spec.lacks('faults')}",
-                                    lab=setup.lab_record())
+            return f"the lab cannot {self.fault.kind} {plan.target}: {lab.spec.lacks('faults')}"
         self.control: "FaultControl" = control
         for p in self.schedule:
             refusal = None if p.step.do == "release" else \
                 control.fault_refusal(self.cluster, p.fault.kind, list(p.fault.nodes), p.fault.site)
             if refusal:
-                return self.writer.fail(f"FAILED: the lab cannot {p.fault.kind} {p.step.target}: {refusal}",
-                                        lab=setup.lab_record())
+                return f"the lab cannot {p.fault.kind} {p.step.target}: {refusal}"
         with lab.connect(setup.write_node) as conn:
-            create_table(conn, self.writer.run_id)
-        setup.record_servers()
-        how = self.how
-        setup.extra["axes"] = {"fault": {  # its entry of the manifest (benchlib.axes.fault.FaultRecord)
-            **plan.as_dict(), "nodes": list(self.fault.nodes), "site": self.fault.site,
-            "words": "; then ".join(_words(p) for p in self.schedule) if plan.sequence else self.fault.words(),
-            "failover": {"how": "promote" if plan.promote else (how.how if how and how.automatic else "none"),
-                         "promise": how.promise if how else ""}}}
-        self.serving = setup.write_node
+            create_table(conn, self.run_id)
+        self.router = Router(setup.write_node, setup.infos, self.how if self.automatic else None, lab.connect)
+        self.ledger = LedgerWriter(self.router, self.run_id, self.clock, plan.write_rate, plan.timeout_s)
+        self.writers = [self.ledger]
+        self.reader = LedgerReader(self.router, self.run_id, self.clock, rate=20.0, timeout_s=plan.timeout_s)
+        if plan.proxy != "none":
+            proxies = lab.proxy()
+            if proxies is None:
+                return f"no {plan.proxy} in front of {self.cluster}: {lab.spec.lacks('proxy')}"
+            self.front = proxies.front(self.cluster, self.proxied_node)
+            front = self.front
+            behind = Router(plan.proxy, [], None, lambda _n, timeout=1.0: front.connect(timeout))
+            self.writers.append(LedgerWriter(behind, f"{self.run_id}~{plan.proxy}", self.clock, plan.write_rate,
+                                             plan.timeout_s, via=plan.proxy))
         return None
 
     @property
     def automatic(self) -> bool:
         return self.how is not None and self.how.automatic
-
-    # -- arm: the writers (direct, and through a proxy) and the sampler ------------------------------------------
-    def arm(self) -> Path | None:
-        plan, lab, setup = self.plan, self.lab, self.setup
-        self.router = Router(setup.write_node, setup.infos, self.how if self.automatic else None, lab.connect)
-        self.ledger = LedgerWriter(self.router, self.writer.run_id, self.clock, plan.write_rate, plan.timeout_s)
-        self.writers = [self.ledger]
-        self.reader = LedgerReader(self.router, self.writer.run_id, self.clock, rate=20.0, timeout_s=plan.timeout_s)
-        if plan.proxy != "none":
-            proxies = lab.proxy()
-            if proxies is None:
-                return self.writer.fail(f"FAILED: no {plan.proxy} in front of {self.cluster}: {lab.spec.lacks('proxy')}",
-                                        **setup.extra)
-            self.front = proxies.front(self.cluster, self.proxied_node)
-            front = self.front
-            behind = Router(plan.proxy, [], None, lambda _n, timeout=1.0: front.connect(timeout))
-            self.writers.append(LedgerWriter(behind, f"{self.writer.run_id}~{plan.proxy}", self.clock, plan.write_rate,
-                                             plan.timeout_s, via=plan.proxy))
-        self.sampler = Sampler([*self.writers, self.reader, *[LivenessProbe(lab.connect, n, self.clock, interval_s=0.25,
-                                                               log=self.log) for n in setup.nodes],
-                                SemisyncWatch(lab.connect, setup.write_node, self.log, self.clock)])
-        return None
 
     def proxied_node(self) -> str | None:
         """The node the proxy sends the writes to: the cluster's answer, or the lab's promotion."""
@@ -156,13 +145,53 @@ class FaultRun(Controller):
             return found
         return self.promotion["primary"] if self.promotion else self.setup.write_node
 
+    def tables(self) -> list[str]:
+        return [LEDGER_TABLE]
+
+    # -- the load window: its own writers and the schedule, on threads of their own -------------------------------
+    def start(self) -> None:
+        """The ledger writers, the reader and the semi-sync watch start (a sampler of their own: they stop with the
+        load), then the controller and, with ``rejoin_at_s``, the rejoiner."""
+        self.sampler = Sampler([*self.writers, self.reader,
+                                SemisyncWatch(self.lab.connect, self.setup.write_node, self.log, self.clock)])
+        self.sampler.start()
+        self.load_t0 = self.clock()
+        self.threads = [threading.Thread(target=self.control_loop, name="fault-controller", daemon=True)]
+        if self.plan.rejoin_at_s is not None and self.fault.kind == "kill" and self.fault.nodes:
+            self.threads.append(threading.Thread(target=self.rejoin, name="rejoin", daemon=True))
+        for t in self.threads:
+            t.start()
+
+    def writes_to(self) -> str | None:
+        return self.router.node
+
+    def writable(self, since: float) -> bool:
+        return self.ledger.acked_since(since)
+
+    def load_event(self, event: str, node: str, words: str) -> None:
+        self.events.add(event, node, words)
+
+    def join(self, loaded: LoadResult) -> LoadResult:
+        self.halt.set()
+        for t in self.threads:
+            t.join(timeout=120 if t.name == "fault-controller" else self.plan.heal_timeout_s)
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.front is not None:
+            self.front.stop()
+        if self.t_fault is None and not self.errors:
+            self.errors.append(f"the load ended before the fault at {self.plan.at_s:g} s")
+        for t, node, why in self.router.moves:
+            self.events.add("writer_moved", node, why, t=t)
+        return loaded
+
     # -- rejoin under the load ------------------------------------------------------------------------------------
     def rejoin(self) -> None:
         """Start the killed node again at rejoin_at_s under the load; then follow its lag (the newest ledger write
         it holds against the writer's acknowledgements) every 100 ms until the load ends."""
         plan, node = self.plan, self.fault.nodes[0]
         assert plan.rejoin_at_s is not None
-        if self.stop.wait(max(0.0, plan.rejoin_at_s - (self.clock() - self.load_t0))):
+        if self.halt.wait(max(0.0, plan.rejoin_at_s - (self.clock() - self.load_t0))):
             return
         self.events.add("rejoin_asked", node, f"{node} to start again ({plan.rejoin})")
         try:
@@ -174,11 +203,11 @@ class FaultRun(Controller):
             return
         self.events.add("rejoined", node, path)
         conn = None
-        while not self.stop.wait(0.1):
+        while not self.halt.wait(0.1):
             try:
                 conn = conn or self.lab.connect(node, timeout=1.0)
                 newest = sql.scalar(conn, f"SELECT COALESCE(MAX(seq), 0) FROM {LEDGER_TABLE} WHERE run = %s",
-                                    (self.writer.run_id,))
+                                    (self.run_id,))
             except (BenchlibError, pymysql.MySQLError, OSError):
                 conn = None
                 continue
@@ -189,77 +218,7 @@ class FaultRun(Controller):
         if conn is not None:
             conn.close()
 
-    # -- the load: sysbench, started again where the writes went --------------------------------------------------
-    def load(self) -> None:
-        opts, write_node = self.opts, self.setup.write_node
-        target = write_node
-        while True:
-            left = opts.time_s - (self.clock() - self.load_t0)
-            if left < 2:
-                break
-            seg_t0 = self.clock() - self.load_t0
-            here = target
-
-            def moved(here: str = here) -> str | None:
-                return f"the writes moved to {self.router.node}" if self.router.node != here else None
-
-            on_second = self.on_second
-            loaded = self.lab.hooks.load_driver().run(here, replace(opts, time_s=max(1, int(left))), stall_s=self.stall_s,
-                                                source=f"{self.writer.run_id}/raw/sysbench.txt",
-                                                on_interval=(lambda iv: on_second(iv, None)) if on_second else None,
-                                                abort_if=moved)
-            self.outputs.append(f"# segment on {here} at {seg_t0:.1f} s: {loaded.status} {loaded.reason or ''}\n"
-                                + loaded.output)
-            if loaded.result is not None and not loaded.result.intervals.empty:
-                seg = loaded.result.intervals.copy()
-                seg["t_s"] = seg["t_s"] + seg_t0
-                self.intervals.append(seg)
-            if loaded.status == "ok":
-                break
-            self.events.add("load_ended", here, loaded.reason or loaded.status)
-            # sysbench lost its node: start it again where the ledger writer gets its writes acknowledged
-            while self.clock() - self.load_t0 < opts.time_s - 2:
-                mark = self.clock()
-                time.sleep(0.1)
-                if self.ledger.acked_since(mark - 0.1) and self.lab.health.is_up(self.router.node):
-                    break
-            target = self.router.node
-            if self.clock() - self.load_t0 < opts.time_s - 2:
-                self.events.add("load_restarted", target, f"sysbench started again on {target}")
-
-    def measure(self) -> None:
-        """The sampler, the controller and the rejoiner around the load; all stopped whatever happens."""
-        try:
-            self.sampler.start()
-        except BaseException:
-            if self.front is not None:
-                self.front.stop()
-            raise
-        self.origin = self.sampler.t0
-        ctl = threading.Thread(target=self.control_loop, name="fault-controller", daemon=True)
-        self.load_t0 = self.clock()
-        ctl.start()
-        rejoiner = threading.Thread(target=self.rejoin, name="rejoin", daemon=True) \
-            if self.plan.rejoin_at_s is not None and self.fault.kind == "kill" and self.fault.nodes else None
-        if rejoiner is not None:
-            rejoiner.start()
-        try:
-            self.load()
-        finally:
-            self.stop.set()
-            ctl.join(timeout=120)
-            if rejoiner is not None:
-                rejoiner.join(timeout=self.plan.heal_timeout_s)
-            self.sampler.stop()
-            if self.front is not None:
-                self.front.stop()
-        self.load_end = self.clock()
-        if self.t_fault is None and not self.errors:
-            self.errors.append(f"the load ended before the fault at {self.plan.at_s:g} s")
-        for t, node, why in self.router.moves:
-            self.events.add("writer_moved", node, why, t=t)
-
-    # -- heal: the cluster whole again, and how it came back ----------------------------------------------------
+    # -- after the load: the cluster whole again, and how it came back --------------------------------------------
     def settle(self, wait_s: float = 30.0) -> None:
         """After a freeze or a cut was released, give the cluster ``wait_s`` to take its nodes back by itself (a Galera
         node rejoins, an async replica reconnects); a node still not back in its role (a group member expelled while
@@ -279,7 +238,7 @@ class FaultRun(Controller):
             self.events.add("heal", ",".join(stuck), f"not back {wait_s:g} s after the release ({problems[0]}): "
                                                      "killed, to be restarted by the heal", t=time.monotonic())
 
-    def heal(self) -> None:
+    def after_load(self) -> None:
         """Heal the lab after the load (a heal that fails stops the campaign: the lab is broken)."""
         lab = self.lab
         heal_t0 = time.monotonic()
@@ -293,80 +252,71 @@ class FaultRun(Controller):
             if lab.health.broken():
                 restarted, how = lab.health.heal(timeout=self.plan.heal_timeout_s), lab.health.heal_report()
         except BenchlibError as exc:
-            self.writer.abandon()
-            raise CampaignError(f"the lab could not be healed after fault run {self.writer.run_id}: {exc.message}",
+            raise CampaignError(f"the lab could not be healed after fault run {self.run_id}: {exc.message}",
                                 hint="benchlib lab status shows the nodes; benchlib lab heal retries; the campaign "
                                      "resumes when rerun", detail=exc.detail) from None
         self.healed = {"restarted": restarted, "how": how, "s": time.monotonic() - heal_t0}
-        self.events.add("heal", ",".join(restarted), "; ".join(how) or "nothing to heal",
-                        t=time.monotonic())
+        self.events.add("heal", ",".join(restarted), "; ".join(how) or "nothing to heal", t=time.monotonic())
+        self.survivor = self.router.node
+        if self.before_audit is not None:
+            self.before_audit(lab, self.survivor)
 
-    # -- audit: every acknowledged write on the survivor, the same data on every node -----------------------------
+    def stop(self) -> str | None:
+        """What went wrong with the fault itself (the run fails, naming it)."""
+        return "; ".join(self.errors) or None
+
+    # -- audit: every acknowledged write on the survivor (and what every other node lacks) ------------------------
     def audit(self) -> None:
         lab, nodes = self.lab, self.setup.nodes
-        self.survivor = survivor = self.router.node
-        self.refused = wait_serving(lab, nodes, timeout=60.0)
-        if self.before_audit is not None:
-            self.before_audit(lab, survivor)
+        survivor = self.survivor or self.router.node
         order = [survivor] + [n for n in nodes if n != survivor]
-        # the healed cluster has its write node first again (a promoted cluster got its original primary back)
-        self.checked: Audit | None = None if self.refused else self.setup.audit(
-            dataset_tables(self.opts) + [LEDGER_TABLE], timeout=120.0)
-        self.ledger_frame, self.counts = ledger_audit(lab, self.writers, self.ledger, self.writer.run_id, order,
-                                                      self.origin)
-        self.reads_frame = self.reader.frame(self.origin, ledger_rows(lab, survivor, self.writer.run_id))
+        origin = self.ctx.origin
+        self.ledger_frame, self.counts = ledger_audit(lab, self.writers, self.ledger, self.run_id, order, origin)
+        self.reads_frame = self.reader.frame(origin, ledger_rows(lab, survivor, self.run_id))
         done = self.reads_frame[self.reads_frame.lost.notna()]
         self.counts["direct"].update({"reads": int(len(done)), "reads_of_lost": int(done.lost.astype(bool).sum())})
 
-    # -- record: the run folder ----------------------------------------------------------------------------------
-    def record(self) -> Path:
-        w, extra, origin, counts = self.writer, self.setup.extra, self.origin, self.counts
-        w.raw("sysbench.txt", "\n".join(self.outputs))
-        w.frame("intervals", pd.concat(self.intervals, ignore_index=True) if self.intervals else INTERVALS.empty())
-        w.frame("ledger", self.ledger_frame)
-        w.frame("ledger_reads", self.reads_frame)
-        w.frame("fault_events", self.events.frame(origin))
-        w.frame("cluster", self.log.frame(origin))
-        extra["axes"]["fault"].update({
-            "happened_s": None if self.t_fault is None else self.t_fault - origin,
-            "steps_done": [{**{k: v for k, v in d.items() if k not in ("planned_t", "done_t")},
-                            "planned_s": d["planned_t"] - origin, "done_s": d["done_t"] - origin}
-                           for d in self.steps_done],
-            "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
-            "promotion": self.promotion,
-            "heal": self.healed,
-            "survivor": self.survivor,
-            "ledger": {**counts["direct"], **({"via": {k: v for k, v in counts.items() if k != "direct"}}
-                                              if len(counts) > 1 else {})},
-            "proxy": {"kind": self.plan.proxy, "address": f"{self.front.host}:{self.front.port}"}
-            if self.front is not None else None})
-        extra.update({
-            "load_window_s": [self.load_t0 - origin, self.load_end - origin],
-            "audit": self.checked.as_dict() if self.checked is not None else None,
-            "sampler": {"errors": [(name, t, str(exc)) for name, t, exc in self.sampler.errors],
-                        "skipped_ticks": dict(self.sampler.skipped)},
-        })
-        if self.errors:
-            return w.fail("FAILED: " + "; ".join(self.errors), **extra)
-        if self.refused:
-            return w.fail(f"FAILED: after the heal, {self.refused}", **extra)
-        return w.finish(**extra)
+    # -- record: its frames and its entry of the manifest ---------------------------------------------------------
+    def frames(self, origin: float) -> dict[str, pd.DataFrame]:
+        out = {"fault_events": self.events.frame(origin), "cluster": self.log.frame(origin)}
+        if hasattr(self, "ledger_frame"):
+            out.update(ledger=self.ledger_frame, ledger_reads=self.reads_frame)
+        return out
 
-    def execute(self) -> Path:
-        """Every step in order; returns the run folder."""
-        stopped = self.begin() or self.arm()
-        if stopped is not None:
-            return stopped
-        self.measure()
-        self.heal()
-        self.audit()
-        return self.record()
+    def manifest(self) -> dict[str, object]:
+        if self.healed is None:  # before the load: what the fault is
+            return dict(self.entry)
+        origin, counts = self.ctx.origin, getattr(self, "counts", {"direct": {}})
+        return {**self.entry,
+                "happened_s": None if self.t_fault is None else self.t_fault - origin,
+                "steps_done": [{**{k: v for k, v in d.items() if k not in ("planned_t", "done_t")},
+                                "planned_s": d["planned_t"] - origin, "done_s": d["done_t"] - origin}
+                               for d in self.steps_done],
+                "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
+                "promotion": self.promotion,
+                "heal": self.healed,
+                "survivor": self.survivor,
+                "ledger": {**counts["direct"], **({"via": {k: v for k, v in counts.items() if k != "direct"}}
+                                                  if len(counts) > 1 else {})},
+                "proxy": {"kind": self.plan.proxy, "address": f"{self.front.host}:{self.front.port}"}
+                if self.front is not None else None}
+
+    def close(self) -> None:
+        self.halt.set()
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.front is not None:
+            self.front.stop()
 
 
 def execute_fault_run(lab: "Lab", cluster: str, opts: SysbenchOptions, writer: RunWriter, plan: "FaultPlan", *,
-                      stall_s: float = 10.0, context: dict[str, JsonValue] | None = None,
-                      on_second: Callable[[Interval, float | None], None] | None = None,
-                      before_audit: Callable[["Lab", str], None] | None = None) -> Path:
-    """One fault run of ``plan`` on ``cluster`` (``FaultRun``); returns the run folder."""
-    return FaultRun(lab, cluster, opts, writer, plan, stall_s=stall_s, context=context, on_second=on_second,
-                    before_audit=before_audit).execute()
+                      before_audit: Callable[["Lab", str], None] | None = None, **run: Any) -> Path:
+    """One run of the fault ``plan`` on ``cluster`` through the run engine (``RunEngine``, its keywords in ``run``);
+    returns the run folder. ``before_audit(lab, survivor)`` runs after the heal, before the audit."""
+    def tamper(hooks: dict[str, AxisRun]) -> None:
+        hook = hooks["fault"]
+        assert isinstance(hook, FaultHook)
+        hook.before_audit = before_audit
+
+    return RunEngine(lab, cluster, opts, writer, axes={"fault": plan},
+                     on_hooks=tamper if before_audit is not None else None, **run).execute()

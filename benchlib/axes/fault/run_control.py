@@ -1,4 +1,4 @@
-"""A fault run's controller (``FaultRun`` runs it on a thread of its own beside the load): each step of the fault when
+"""A fault run's controller (``FaultHook`` runs it on a thread of its own beside the load): each step of the fault when
 it is due (``benchlib.axes.fault.sequences``), each timed against its plan; where the lab promotes, the promotion once
 the write node is lost to its cluster; which node takes the writes, followed every 100 ms. A client beside a write node
 cut off from its cluster stays with it until the cut ends (``benchlib.sampling.ledger.Router.hold``)."""
@@ -18,7 +18,7 @@ __all__ = ["Controller"]
 
 
 class Controller:
-    """The controller's steps, as methods of the ``FaultRun`` they act for (what they use of it, typed here)."""
+    """The controller's steps, as methods of the ``FaultHook`` they act for (what they use of it, typed here)."""
 
     lab: Any
     cluster: str
@@ -35,12 +35,12 @@ class Controller:
     steps_done: list[dict[str, Any]]
     promotion: dict[str, Any] | None
     serving: str
-    stop: threading.Event
+    halt: threading.Event  # set when the load ends
     schedule: list[Planned]
     ledger: Any
 
     @property
-    def automatic(self) -> bool:  # FaultRun's: whether the system fails over by itself
+    def automatic(self) -> bool:  # FaultHook's: whether the system fails over by itself
         raise NotImplementedError
     router: Any
 
@@ -124,13 +124,13 @@ class Controller:
         """At at_s, each step of the fault when it is due; every 100 ms meanwhile: promote where asked once the write
         node is lost to its cluster, follow which node takes the writes."""
         t_start = self.clock()
-        if self.stop.wait(self.plan.at_s):
+        if self.halt.wait(self.plan.at_s):
             return
         begin = self.clock()
         pending = list(self.schedule)
         promoted = False
         primary = self.setup.write_node
-        while not self.stop.is_set():
+        while not self.halt.is_set():
             while pending and self.clock() >= begin + pending[0].step.at_s:
                 if not self.do_step(pending.pop(0), begin):
                     return
@@ -140,5 +140,5 @@ class Controller:
                 self.promote()
             primary = self.follow_primary(primary)
             due = begin + pending[0].step.at_s - self.clock() if pending else 0.1
-            self.stop.wait(max(0.0, min(0.1, due)))
+            self.halt.wait(max(0.0, min(0.1, due)))
 

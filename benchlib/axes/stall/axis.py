@@ -21,7 +21,7 @@ class StallAxis(Axis):
     spec = StallSpec
     docs = "docs/campaigns/faults.md"
     excludes = {"fault": "[fault]"}
-    apart = "a stall is measured beside the load, a fault run drives its own"
+    apart = "a stall is measured beside the load, a fault run breaks nodes on purpose"
     facts_columns = ("stalled_node", "stalled_for_s", "stalled_from_s", "stalled_to_s")
     record = StallRecord
 
