@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from benchlib.analysis.campaign import CampaignAnalysis
+from benchlib.analysis.runs import throughput_runs
 
 __all__ = ["events", "interference_findings", "noise_line"]
 
@@ -29,8 +30,7 @@ def interference_findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
     what the ratios' adjustment did."""
     from benchlib.analysis import interference
 
-    ok = a.runs[a.runs.status == "ok"]
-    measured = ok[ok.search.isna()] if "search" in ok else ok
+    measured = throughput_runs(a.runs)
     s = interference.summary(measured)
     out = []
     if s:

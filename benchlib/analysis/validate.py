@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from benchlib.analysis import interference
-from benchlib.analysis.runs import config_label
+from benchlib.analysis.runs import config_label, throughput_runs
 
 def sorted_problems(problems: pd.DataFrame) -> pd.DataFrame:
     order = {"error": 0, "warning": 1, "info": 2}
@@ -163,11 +163,9 @@ OUT_OF_LINE = 5.0
 
 
 def _measured_runs(table: pd.DataFrame) -> pd.DataFrame:
-    """The ok runs without a fault: the ones a condition per configuration is about."""
-    ok = table[table.status == "ok"]
-    if "fault_at_s" in ok:
-        ok = ok[ok.fault_at_s.isna()]
-    return ok
+    """The ok runs judged on throughput (no fault, no rate search): the ones a condition per configuration is
+    about."""
+    return throughput_runs(table)
 
 
 def _once_per_config(problems: list[dict[str, Any]], table: pd.DataFrame,

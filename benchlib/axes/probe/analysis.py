@@ -64,10 +64,9 @@ def consistency_costs(a: Any) -> pd.DataFrame:
     """Per cluster and read consistency setting, the writer's throughput and latency against the same cluster's
     weakest (default) setting with the load otherwise the same: ratio, 95% interval, verdict (as ``comparisons``);
     empty without the stale-read probe or with one setting a cluster."""
-    ok = a.runs[a.runs.status == "ok"]
-    if "search" in ok:
-        ok = ok[ok.search.isna()]
-    return consistency_costs_of(ok, a.param_columns, a.record.margin)
+    from benchlib.analysis.runs import throughput_runs
+
+    return consistency_costs_of(throughput_runs(a.runs), a.param_columns, a.record.margin)
 
 
 def consistency_findings(a: Any) -> list[str]:
