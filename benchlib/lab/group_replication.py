@@ -9,6 +9,8 @@ again, and a single-primary group gets its intended primary (node 1) back after 
 
 from __future__ import annotations
 
+import atexit
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,6 +24,52 @@ from benchlib.lab.node import log_tail
 from benchlib.lab.topology import Topology, register
 
 __all__ = ["GroupReplication"]
+
+
+class Joining:
+    """A START GROUP_REPLICATION of a joiner, running on a thread of its own with its own connection (closed when it
+    returns): whether it still runs, and the server's error when it failed. The server refuses another START or STOP
+    GROUP_REPLICATION on the member until it has returned: ``settle`` waits for it first, and so does this process
+    before it exits."""
+
+    RUNNING: dict[tuple[str, int], "Joining"] = {}  # (host, port) of the member -> its START still running
+
+    def __init__(self, node: NodePlan, conn: Any):
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._run, args=(conn,), name="gr-join", daemon=True)
+        Joining.RUNNING[(node.listen_host, node.port)] = self
+        self.thread.start()
+
+    @classmethod
+    def settle(cls, nodes: list[NodePlan], timeout: float = 150.0) -> None:
+        """Until the START GROUP_REPLICATION of each of ``nodes`` still running has returned."""
+        for n in nodes:
+            joining = cls.RUNNING.pop((n.listen_host, n.port), None)
+            if joining is not None:
+                joining.thread.join(timeout)
+
+    @classmethod
+    def settle_all(cls, timeout: float = 150.0) -> None:
+        for joining in list(cls.RUNNING.values()):
+            joining.thread.join(timeout)
+        cls.RUNNING.clear()
+
+    def _run(self, conn: Any) -> None:
+        try:
+            sql.execute(conn, "START GROUP_REPLICATION")
+        except pymysql.err.MySQLError as exc:
+            self.error = str(exc.args[-1] if exc.args else exc)
+        finally:
+            conn.close()
+
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    def failed(self) -> str | None:
+        return None if self.running() else self.error
+
+
+atexit.register(Joining.settle_all)  # a process that exits leaves no START GROUP_REPLICATION half done
 
 
 @register
@@ -49,9 +97,12 @@ class GroupReplication(Topology):
 
     def _start(self, node: NodePlan, bootstrap: bool, members: list[NodePlan] = (), retries: int = 1) -> None:
         """START GROUP_REPLICATION on ``node``: it bootstraps the group, or joins through ``members`` only (the
-        nodes ONLINE now: a joiner that asks another joiner to add it waits 10 s for nothing) and recovers."""
-        failed = None
-        with self.connect(node, read_timeout=self.START_S) as conn:
+        nodes ONLINE now: a joiner that asks another joiner to add it waits 10 s for nothing) and recovers. A join is
+        done once the member is ONLINE: START GROUP_REPLICATION returns about a second after that (the plugin's own
+        wait), which is left to finish on a thread of its own (``Joining``) instead of being waited for."""
+        Joining.settle([node])
+        conn = self.connect(node, read_timeout=self.START_S)
+        try:
             self._recovery_account(conn)
             if members:
                 with conn.cursor() as cur:
@@ -59,17 +110,21 @@ class GroupReplication(Topology):
                                 (",".join(self._address(m) for m in members),))
             if bootstrap:
                 sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = ON")
-            try:
-                sql.execute(conn, "START GROUP_REPLICATION")
-            except pymysql.err.MySQLError as exc:
-                failed = exc.args[-1] if exc.args else str(exc)
-                if bootstrap:
-                    raise self._failure(node, f"START GROUP_REPLICATION failed: {failed}") from None
-            finally:
-                if bootstrap:
+                try:
+                    sql.execute(conn, "START GROUP_REPLICATION")
+                except pymysql.err.MySQLError as exc:
+                    raise self._failure(node, f"START GROUP_REPLICATION failed: {exc.args[-1] if exc.args else exc}") \
+                        from None
+                finally:
                     sql.execute(conn, "SET GLOBAL group_replication_bootstrap_group = OFF")
-        if not bootstrap:
-            self._until_recovered(node, members, failed, retries)
+                return
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            if bootstrap:
+                conn.close()
+        self._until_recovered(node, members, Joining(node, conn), retries)
 
     CLONE_DONE = "Clone shutting down server as RESTART failed"  # MY-013462: no supervisor to restart it
 
@@ -104,6 +159,7 @@ class GroupReplication(Topology):
         """A member holding transactions the group lacks cannot join: none was acknowledged (a commit needs the
         group's majority, and the group has the majority's), so the lab discards them as an operator re-provisioning
         the member would: its GTID history is reset, and distributed recovery clones a donor's data over its own."""
+        Joining.settle([node])
         with self.connect(node, read_timeout=self.START_S) as conn:
             extra = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed")
             sql.execute(conn, "STOP GROUP_REPLICATION")
@@ -114,13 +170,14 @@ class GroupReplication(Topology):
         self.__dict__.setdefault("notes", {})[node.name] = (
             f"{node.name} held transactions the group lacked ({extra}): discarded, and cloned from a donor")
 
-    def _until_recovered(self, node: NodePlan, members: list[NodePlan], failed: str | None, retries: int,
+    def _until_recovered(self, node: NodePlan, members: list[NodePlan], joining: "Joining", retries: int,
                          timeout: float = 600.0) -> None:
         """Wait while a joining ``node`` recovers until ONLINE. A member cloned from a donor shuts down (nothing
         restarts it): it is started again and joins again, incrementally. A join that failed (on a loaded
         machine the view change can time out) is tried ``retries`` more times."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            failed = joining.failed()
             try:
                 with self.connect(node) as conn:
                     state = sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
@@ -130,6 +187,9 @@ class GroupReplication(Topology):
             if state == "ONLINE":
                 self.__dict__.get("rebuilt", set()).discard(node.name)
                 return
+            if state in (None, "ERROR", "OFFLINE") and joining.running():
+                time.sleep(0.05)  # START GROUP_REPLICATION has not said how it ended yet
+                continue
             if state is None and self._cloned(node):
                 self.__dict__.setdefault("cloned", set()).add(node.name)  # rejoin_path says so
                 self.ctx.restart([node])
@@ -213,7 +273,12 @@ class GroupReplication(Topology):
             return [dead]
         return [[self.nodes[0]], [n for n in dead if n is not self.nodes[0]]]  # the whole group: bootstrap again
 
+    def apply_setting(self, key: str, value: Any, nodes: list[NodePlan]) -> None:
+        Joining.settle(self.nodes)  # a setting may stop and start the group on a member
+        super().apply_setting(key, value, nodes)
+
     def after_group(self, group, timeout):
+        Joining.settle(self.nodes)
         members = [n for n in self.nodes if n not in group and self._is_member(n)]
         if not members and self.nodes[0] in group:
             self._start(self.nodes[0], bootstrap=True)  # the whole group was down: node 1 bootstraps it again
@@ -299,6 +364,7 @@ class GroupReplication(Topology):
         return f"binary logs purged on {', '.join(m.name for m in survivors)} (incremental recovery impossible: clone)"
 
     def before_rejoin(self, node, survivors, timeout):
+        Joining.settle(self.nodes)
         """The group must have expelled the killed incarnation before the node can join again."""
         self._drop_old_incarnations([node], [m for m in survivors if self._is_member(m)], timeout)
 
