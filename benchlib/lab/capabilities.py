@@ -5,26 +5,28 @@ module is imported by it).
   runtime settings (``LocalTuning``: applied by its topologies, kept in its record so a heal applies them again) and
   what a run takes from it (``LocalHooks``: sysbench here, the run's facts and secrets, the process, host and
   foreign-CPU probes).
-- The two only some labs have: faults (``LocalFaults``: kill, freeze, cut, promote, rejoin its own servers) and a
-  proxy in front of a cluster (``LocalProxy``: HAProxy). ``LocalLab.faults()`` and ``LocalLab.proxy()`` give them; a
+- The two only some labs have: faults (``benchlib.lab.node_hosts.HostFaults`` over ``LocalHosts``: kill, freeze,
+  cut, isolate, promote, rejoin its own servers, as a provisioned lab does over SSH) and a proxy in front of a
+  cluster (``LocalProxy``: HAProxy). ``LocalLab.faults()`` and ``LocalLab.proxy()`` give them; a
   remote lab gives None and its spec says why (``lacks``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import signal
+from typing import Any
 
 import pymysql
 
-from benchlib.errors import BenchlibError, LabError
+from benchlib.errors import BenchlibError
 from benchlib.lab import faults, healing, isolation, procs, sql, state, wan
-from benchlib.lab.base import Fault, NodeStatus, Progress, Promotion
+from benchlib.lab.base import NodeStatus, Progress
 from benchlib.lab.base import quiet as _quiet
 from benchlib.manifest import ClusterFacts, NodeFacts
 from benchlib.systems.settings import SettingRules, plan_settings
 from benchlib.schema import Cell
 
-__all__ = ["LocalFaults", "LocalHealth", "LocalHooks", "LocalProxy", "LocalTuning"]
+__all__ = ["LocalHealth", "LocalHosts", "LocalHooks", "LocalProxy", "LocalTuning"]
 
 
 class LocalHealth:
@@ -190,53 +192,53 @@ class LocalHooks:
 
 
 
-class LocalFaults:
-    """``benchlib.lab.base.FaultControl`` of the embedded lab."""
+class LocalHosts:
+    """``benchlib.lab.node_hosts.NodeHosts`` of the embedded lab: its own server processes (signalled once their
+    command line is checked), its sites' network namespaces and links, its datadirs."""
+
+    local_files = True
 
     def __init__(self, lab: Any):  # a LocalLab (this module is imported by it)
         self.lab = lab
 
-    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
-        return self.lab.spec.fault_refusal(kind, nodes, site)
+    def refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        return None  # what this lab cannot do, its spec says (a node on loopback has no link to cut)
 
-    def inject(self, cluster: str, fault: Fault) -> None:
-        faults.inject(self.lab.layout, self.lab.record.pids, fault)
+    def signal(self, node: str, what: str) -> bool:
+        sig = {"kill": signal.SIGKILL, "freeze": signal.SIGSTOP, "thaw": signal.SIGCONT}[what]
+        pid = self.lab.record.pids.get(node)
+        return bool(pid) and procs.signal_if_ours(pid, self.lab.layout.nodes[node].marker, sig)
 
-    def release(self, cluster: str, fault: Fault) -> None:
-        faults.release(self.lab.layout, self.lab.record.pids, fault)
+    def isolate(self, node: str) -> None:
+        isolation.isolate(self.lab.layout, node)
 
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
-        topo = self.lab.topology(cluster)
-        if not hasattr(topo, "point_at"):
-            raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
-        done = faults.promote(topo, self.lab.node(failed), self.lab.is_up, timeout)
-        with state.update(self.lab.dir) as rec:
-            rec.promoted[cluster] = done.primary
-        self.lab.record.promoted[cluster] = done.primary
-        return done
+    def let_back(self, node: str) -> None:
+        layout, pid = self.lab.layout, self.lab.record.pids.get(node)
+        if not procs.is_running(pid, layout.nodes[node].marker):  # killed while cut off: a lost host
+            isolation.forget(layout, node)
+        isolation.release(layout, node)
 
-    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
-               starting: Callable[[], None] | None = None) -> str:
-        topo = self.lab.topology(cluster)
-        me = self.lab.node(node)
-        if self.lab.is_up(me):
-            raise LabError(f"{node} is running: there is nothing to rejoin")
-        procs.wait_gone([p for p in [self.lab.pid(me)] if p], 30)
-        survivors = [n for n in topo.nodes if n is not me and self.lab.is_up(n)]
-        topo.before_rejoin(me, survivors, timeout)
-        forced = topo.force_full_transfer(me, survivors) if full else ""
-        if starting is not None:
-            starting()
-        self.lab.start_nodes([me])
-        self.lab.wait_connectable([me], timeout, "restart")
-        topo.after_rejoin(me, timeout)
-        self.lab.reapply_settings(topo, [me])
-        path = topo.rejoin_path([me])
-        if cluster not in self.lab.record.moved:  # the group's primary may have moved with the fault: heal restores it
-            with state.update(self.lab.dir) as rec:
-                rec.moved.append(cluster)
-            self.lab.record.moved.append(cluster)
-        return f"{path} ({forced})" if forced else path
+    def link(self, site: str, up: bool) -> None:
+        faults.set_site_link(self.lab.layout, site, up=up)
+
+    def stop(self, nodes: list[Any], timeout: float) -> None:
+        lab = self.lab
+        running = [(p, n.marker) for n in nodes if (p := lab.pid(n)) and lab.is_up(n)]
+        procs.stop(running, graceful=True, timeout=timeout)
+        procs.wait_gone([p for n in nodes if (p := lab.pid(n))], 30)
+
+    def start(self, nodes: list[Any], timeout: float) -> None:
+        self.lab.start_nodes(nodes)
+        self.lab.wait_connectable(nodes, timeout, "restart")
+
+    def gone(self, node: Any, timeout: float) -> None:
+        procs.wait_gone([p for p in [self.lab.pid(node)] if p], timeout)
+
+    def copy(self, src: Any, dst: Any) -> None:
+        faults.copy_data(src, dst, self.lab.record.run_as)
+
+    def is_up(self, node: Any) -> bool:
+        return bool(self.lab.is_up(node))
 
 
 class LocalProxy:

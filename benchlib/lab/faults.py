@@ -1,4 +1,7 @@
-"""Faults the embedded lab injects, and the failover it performs where the system has none of its own.
+"""Faults the embedded lab injects, and the failover a lab performs where the system has none of its own.
+
+What each fault does on the embedded lab (``benchlib.lab.capabilities.LocalHosts``, through the fault layer both
+kinds of lab share, ``benchlib.lab.node_hosts``):
 
 - ``kill``: SIGKILL to the node's server (the pid checked against its command line first); it stays down until heal.
 - ``freeze``: SIGSTOP, released by SIGCONT: the process keeps its sockets, so peers and clients see a node that
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from typing import TYPE_CHECKING, Callable
@@ -29,14 +31,14 @@ from typing import TYPE_CHECKING, Callable
 import pymysql
 
 from benchlib.errors import LabError
-from benchlib.lab import isolation, procs, sql
-from benchlib.lab.base import Fault, Promotion
+from benchlib.lab import sql
+from benchlib.lab.base import Promotion
 from benchlib.lab.layout import Layout, NodePlan
 
 if TYPE_CHECKING:
     from benchlib.lab.topology import Async
 
-__all__ = ["inject", "promote", "release", "restore", "set_site_link"]
+__all__ = ["copy_data", "promote", "restore", "set_site_link"]
 
 #: files of a datadir that belong to the node, not to its data (a copy leaves them out)
 NODE_FILES = ("auto.cnf", "master.info", "relay-log.info", "multi-master.info", "mysqld-auto.cnf")
@@ -54,38 +56,6 @@ def set_site_link(layout: Layout, site: str, up: bool) -> None:
     if up and layout.hub_address:  # the route to the other sites, when the shaper added one (netem)
         subprocess.run(["ip", "-n", s.netns, "route", "add", f"{layout.hub_address.rsplit('.', 1)[0]}.0/24", "via",
                         layout.hub_address, "dev", s.tun, "src", s.address], capture_output=True, text=True)
-
-
-def inject(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
-    if fault.kind == "isolate":
-        for name in fault.nodes:
-            isolation.isolate(layout, name)
-        return
-    if fault.kind == "cut":
-        set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=False)
-        return
-    sig = {"kill": signal.SIGKILL, "freeze": signal.SIGSTOP}[fault.kind]
-    for name in fault.nodes:
-        node, pid = layout.nodes[name], pids.get(name)
-        if not pid or not procs.signal_if_ours(pid, node.marker, sig):
-            raise LabError(f"{name} is not running: there is nothing to {fault.kind}",
-                           hint="benchlib lab heal restarts it")
-
-
-def release(layout: Layout, pids: dict[str, int | None], fault: Fault) -> None:
-    if fault.kind == "isolate":
-        for name in fault.nodes:
-            pid = pids.get(name)
-            if not procs.is_running(pid, layout.nodes[name].marker):  # killed while cut off: a lost host
-                isolation.forget(layout, name)
-            isolation.release(layout, name)
-    elif fault.kind == "cut":
-        set_site_link(layout, fault.site or layout.nodes[fault.nodes[0]].site, up=True)
-    elif fault.kind == "freeze":
-        for name in fault.nodes:
-            pid = pids.get(name)
-            if pid:
-                procs.signal_if_ours(pid, layout.nodes[name].marker, signal.SIGCONT)
 
 
 def _status(topo: "Async", conn) -> dict:

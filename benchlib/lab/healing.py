@@ -11,7 +11,7 @@ from typing import Any
 import pymysql
 
 from benchlib.errors import LabError
-from benchlib.lab import faults, isolation, procs, state, wan
+from benchlib.lab import faults, isolation, node_hosts, procs, state, wan
 from benchlib.lab.base import Progress
 from benchlib.lab.layout import NodePlan
 
@@ -83,20 +83,7 @@ def _link_down(lab: Any, site: str) -> bool:
 
 def _restore(lab: Any, cluster: str, promoted: NodePlan, timeout: float) -> str:
     topo = lab.topology(cluster)
-
-    def stop(nodes: list[NodePlan]) -> None:
-        running = [(p, n.marker) for n in nodes if (p := lab.pid(n)) and lab.health.is_up(n)]
-        procs.stop(running, graceful=True, timeout=timeout)
-        procs.wait_gone([p for n in nodes if (p := lab.pid(n))], 30)
-
-    def start(nodes: list[NodePlan]) -> None:
-        lab.start_nodes(nodes)
-        lab.wait_connectable(nodes, timeout, "restart")
-
-    how = faults.restore(topo, promoted, stop, start,
-                         lambda src, dst: faults.copy_data(src, dst, lab.record.run_as), timeout)
+    how = node_hosts.restore(topo, promoted, lab.hosts(), timeout)
     lab.reapply_settings(topo, topo.nodes)
-    with state.update(lab.dir) as rec:
-        rec.promoted.pop(cluster, None)
-    lab.record.promoted.pop(cluster, None)
+    lab.record_promotion(cluster, None)
     return how

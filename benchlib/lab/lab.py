@@ -25,7 +25,8 @@ from benchlib.lab import node as nodeops
 from benchlib.lab.base import NodeInfo, Progress
 from benchlib.lab.base import quiet as _quiet
 from benchlib.lab.layout import Layout, NodePlan, build_layout, lab_root
-from benchlib.lab.capabilities import LocalFaults, LocalHealth, LocalHooks, LocalProxy, LocalTuning
+from benchlib.lab.capabilities import LocalHealth, LocalHooks, LocalHosts, LocalProxy, LocalTuning
+from benchlib.lab.node_hosts import HostFaults, reapply
 from benchlib.lab.spec import LabSpec, load_spec
 from benchlib.lab.state import list_labs
 from benchlib.lab.topology import ClusterContext, Topology, for_cluster
@@ -257,19 +258,40 @@ class LocalLab:
                     raise
 
     # -- capabilities: the embedded lab runs its servers, so it has every one ----------------------------------------
-    def faults(self) -> "LocalFaults":
-        """Its faults (``benchlib.lab.base.FaultControl``): this lab kills, freezes and cuts its own servers, promotes
-        a replica and starts a killed node again (``benchlib.lab.capabilities``)."""
-        return LocalFaults(self)
+    def faults(self) -> HostFaults:
+        """Its faults (``benchlib.lab.base.FaultControl``): this lab kills, freezes, isolates and cuts its own servers,
+        promotes a replica and starts a killed node again (``benchlib.lab.node_hosts`` over ``LocalHosts``)."""
+        return HostFaults(self, self.hosts())
+
+    def hosts(self) -> LocalHosts:
+        """Its nodes' servers and hosts, as its faults and its heal act on them (``benchlib.lab.node_hosts``)."""
+        return LocalHosts(self)
+
+    def record_promotion(self, cluster: str, node: str | None) -> None:
+        """``cluster``'s primary moved to ``node`` by a promotion (None: given back); the heal gives it back."""
+        with state.update(self.dir) as rec:
+            if node is None:
+                rec.promoted.pop(cluster, None)
+            else:
+                rec.promoted[cluster] = node
+        if node is None:
+            self.record.promoted.pop(cluster, None)
+        else:
+            self.record.promoted[cluster] = node
+
+    def record_moved(self, cluster: str) -> None:
+        """A node of ``cluster`` rejoined under load: its roles may have moved; the heal restores them."""
+        if cluster not in self.record.moved:
+            with state.update(self.dir) as rec:
+                rec.moved.append(cluster)
+            self.record.moved.append(cluster)
 
     def proxy(self) -> "LocalProxy":
         """Its proxy (``benchlib.lab.base.ProxyControl``): HAProxy in front of a cluster."""
         return LocalProxy(self)
 
     def reapply_settings(self, topo: Topology, nodes: list[NodePlan]) -> None:
-        for key, value in self.tuning.settings(topo.cluster).items():
-            whole = topo.ctx.rules.settings[key].apply is not None  # a whole-cluster applier (semi-sync on or off)
-            topo.apply_setting(key, value, topo.nodes if whole else nodes)
+        reapply(topo, self.tuning.settings(topo.cluster), nodes)
 
     # -- teardown -------------------------------------------------------------------------------
     def _destroy(self) -> None:

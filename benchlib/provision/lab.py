@@ -2,8 +2,9 @@
 restart.
 
 It is a ``benchlib.remote.lab.RemoteLab`` (connections, load, sampling, check: as any remote lab) with two
-capabilities more, both through the hosts: faults (``kill``: SIGKILL, ``freeze``: SIGSTOP until released), sent over
-the SSH connection to the node's host as ``benchlib-node kill|freeze|thaw NODE``; ``isolate``: the node cut off from
+capabilities more, both through the hosts: faults, by the fault layer the embedded lab has too
+(``benchlib.lab.node_hosts.HostFaults``) over this lab's hosts (``ProvisionedHosts``): ``kill``: SIGKILL, ``freeze``:
+SIGSTOP until released, sent over the SSH connection to the node's host as ``benchlib-node kill|freeze|thaw NODE``; ``isolate``: the node cut off from
 the other nodes of its cluster while its clients still reach it, by firewall rules on its host (iptables: its peers'
 addresses on its cluster's ports, each rule named after the node, removed on release); and a heal that starts the nodes
 that do not answer and waits until each is back in its cluster (Ansible's ``heal.yml``: a Galera node rejoins by
@@ -12,7 +13,7 @@ state transfer, a group member starts Group Replication again and the group gets
 ``promote`` on an async or semi-sync cluster is the embedded lab's (``benchlib.lab.faults.promote``: the most advanced
 replica takes the writes, the others follow it), its SQL sent as each server's ``root@localhost`` through a port
 forwarded over the SSH connection to the server's socket (no administrator account opens to the network). The heal
-then gives the original primary its role back as the embedded lab does (``benchlib.lab.faults.restore``): the
+then gives the original primary its role back as the embedded lab does (``benchlib.lab.node_hosts.restore``): the
 promoted node's data copied over the old primary's, streamed from host to host through this machine (``tar`` over
 the two SSH connections), both started again, every replica following the original primary. Which cluster was
 promoted is kept in the folder (``promoted.json``), so a ``lab heal`` in another process restores it too.
@@ -25,22 +26,22 @@ import shlex
 import threading
 import time
 from pathlib import Path
-from typing import Callable
 
 import pymysql
 
 from benchlib.errors import LabError
 from benchlib.lab import faults as lab_faults
+from benchlib.lab import node_hosts
 from benchlib.lab import secrets as lab_secrets
-from benchlib.lab.base import Fault, Progress, Promotion, quiet
+from benchlib.lab.base import Progress, quiet
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import write_private
-from benchlib.lab.topology import Async, ClusterContext, Topology, for_cluster
+from benchlib.lab.topology import ClusterContext, Topology, for_cluster
 from benchlib.remote.capabilities import RemoteHealth
 from benchlib.remote.lab import RemoteLab
 from benchlib.remote.spec import RemoteLabSpec
 
-__all__ = ["ProvisionedFaults", "ProvisionedLab"]
+__all__ = ["ProvisionedHosts", "ProvisionedLab"]
 
 
 class ProvisionedLab(RemoteLab):
@@ -58,8 +59,14 @@ class ProvisionedLab(RemoteLab):
         self._creds = None
         self.health = ProvisionedHealth(self)
 
-    def faults(self) -> "ProvisionedFaults":  # type: ignore[override]
-        return ProvisionedFaults(self)
+    def faults(self) -> node_hosts.HostFaults:  # type: ignore[override]
+        """Its faults (``benchlib.lab.base.FaultControl``): the fault layer the embedded lab has too
+        (``benchlib.lab.node_hosts``), over its hosts (``ProvisionedHosts``)."""
+        return node_hosts.HostFaults(self, self.hosts())
+
+    def hosts(self) -> "ProvisionedHosts":
+        """Its nodes' servers and hosts, as its faults and its heal act on them, over SSH."""
+        return ProvisionedHosts(self)
 
     def plan(self):
         """The provisioning plan of these servers (their ports and hosts), from the folder it kept."""
@@ -145,27 +152,8 @@ class ProvisionedLab(RemoteLab):
 
     def _restore(self, cluster: str, promoted: str, timeout: float) -> str:
         topo = self.topology(cluster)
-
-        def stop(nodes: list[NodePlan]) -> None:
-            for n in nodes:
-                self.run_on_host(n.name, f"/usr/local/sbin/benchlib-node stop {shlex.quote(n.name)}", timeout)
-
-        def start(nodes: list[NodePlan]) -> None:
-            for n in nodes:
-                self.run_on_host(n.name, f"/usr/local/sbin/benchlib-node start {shlex.quote(n.name)}", timeout)
-            deadline = time.monotonic() + timeout
-            for n in nodes:
-                while True:
-                    try:
-                        self.admin_connect(n, timeout=2).close()
-                        break
-                    except LabError:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.2)
-
-        how = lab_faults.restore(topo, next(n for n in topo.nodes if n.name == promoted), stop, start,
-                                 self._copy_data, timeout)
+        how = node_hosts.restore(topo, next(n for n in topo.nodes if n.name == promoted), self.hosts(), timeout)
+        node_hosts.reapply(topo, self.tuning.settings(cluster), topo.nodes)
         self.record_promotion(cluster, None)
         return how
 
@@ -230,16 +218,19 @@ def _tag(node: str) -> str:
     return f"benchlib-isolate-{node}"
 
 
-class ProvisionedFaults:
-    """``benchlib.lab.base.FaultControl`` of a provisioned lab: kill, freeze and isolate over SSH."""
+class ProvisionedHosts:
+    """``benchlib.lab.node_hosts.NodeHosts`` of a provisioned lab: ``benchlib-node`` and iptables on each node's host,
+    over SSH; a node's data copied from host to host through this machine. Its nodes' files are on their hosts: a
+    rejoin under load, which reads and changes them here, is the embedded lab's only."""
+
+    local_files = False
 
     def __init__(self, lab: ProvisionedLab):
         self.lab = lab
 
-    def fault_refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
-        refused = self.lab.spec.fault_refusal(kind, nodes, site)
-        if refused or kind != "isolate":
-            return refused
+    def refusal(self, cluster: str, kind: str, nodes: list[str], site: str | None) -> str | None:
+        if kind != "isolate":
+            return None
         plan = self.lab.plan()
         for name in nodes:
             me = plan.nodes[name]
@@ -249,23 +240,54 @@ class ProvisionedFaults:
                         "cannot cut them apart")
         return None
 
-    def inject(self, cluster: str, fault: Fault) -> None:
-        if fault.kind == "isolate":
-            for node in fault.nodes:
-                self.lab.run_on_host(node, self._isolation(node))
-            return
-        verb = {"kill": "kill", "freeze": "freeze"}[fault.kind]
-        for node in fault.nodes:
-            self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node {verb} {shlex.quote(node)}")
+    def signal(self, node: str, what: str) -> bool:
+        self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node {what} {shlex.quote(node)}")
+        return True
 
-    def release(self, cluster: str, fault: Fault) -> None:
-        if fault.kind == "isolate":
-            for node in fault.nodes:
-                self.lab.run_on_host(node, f"iptables -S | grep -F -- '--comment {_tag(node)}' | "
-                                           "sed 's/^-A /-D /' | xargs -r -L1 iptables")
-        if fault.kind == "freeze":
-            for node in fault.nodes:
-                self.lab.run_on_host(node, f"/usr/local/sbin/benchlib-node thaw {shlex.quote(node)}")
+    def isolate(self, node: str) -> None:
+        self.lab.run_on_host(node, self._isolation(node))
+
+    def let_back(self, node: str) -> None:
+        self.lab.run_on_host(node, f"iptables -S | grep -F -- '--comment {_tag(node)}' | "
+                                   "sed 's/^-A /-D /' | xargs -r -L1 iptables")
+
+    def link(self, site: str, up: bool) -> None:
+        raise LabError(f"a provisioned lab has no site links to take {'up' if up else 'down'} (site {site})")
+
+    def stop(self, nodes: list[NodePlan], timeout: float) -> None:
+        for n in nodes:
+            self.lab.run_on_host(n.name, f"/usr/local/sbin/benchlib-node stop {shlex.quote(n.name)}", timeout)
+
+    def start(self, nodes: list[NodePlan], timeout: float) -> None:
+        for n in nodes:
+            self.lab.run_on_host(n.name, f"/usr/local/sbin/benchlib-node start {shlex.quote(n.name)}", timeout)
+        deadline = time.monotonic() + timeout
+        for n in nodes:
+            while True:
+                try:
+                    self.lab.admin_connect(n, timeout=2).close()
+                    break
+                except LabError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+
+    def gone(self, node: NodePlan, timeout: float) -> None:
+        """``benchlib-node kill`` signals and returns: until the host says the node no longer runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ssh, key = self.lab._host_ssh(node.name)
+            rc, _, _ = ssh.run(key, self.lab._as_root(node.name, f"/usr/local/sbin/benchlib-node status "
+                                                                 f"{shlex.quote(node.name)}"), timeout=10)
+            if rc != 0:
+                return
+            time.sleep(0.2)
+
+    def copy(self, src: NodePlan, dst: NodePlan) -> None:
+        self.lab._copy_data(src, dst)
+
+    def is_up(self, node: NodePlan | str) -> bool:
+        return bool(self.lab.health.is_up(node if isinstance(node, str) else node.name))
 
     def _isolation(self, node: str) -> str:
         """The iptables rules that cut ``node`` off from its cluster's other nodes: what they send to its ports, and
@@ -283,16 +305,3 @@ class ProvisionedFaults:
                       f"iptables -I OUTPUT -d {peer.address} -p tcp -m multiport --dports {theirs} "
                       f"-m comment --comment {_tag(node)} -j DROP"]
         return " && ".join(rules)
-
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
-        topo = self.lab.topology(cluster)
-        if not isinstance(topo, Async):
-            raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
-        done = lab_faults.promote(topo, next(n for n in topo.nodes if n.name == failed),
-                                  lambda n: self.lab.health.is_up(n.name), timeout)
-        self.lab.record_promotion(cluster, done.primary)
-        return done
-
-    def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
-               starting: Callable[[], None] | None = None) -> str:
-        raise LabError(f"{cluster}: rejoin under load runs on the embedded lab only so far")

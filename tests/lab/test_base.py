@@ -58,15 +58,30 @@ def _implements(cls: type, protocol: type) -> None:
         assert all(q.default is not inspect.Parameter.empty for q in extra), f"{cls.__name__}.{method}: {extra}"
 
 
-@pytest.mark.parametrize("control, protocol", [("benchlib.lab.capabilities:LocalFaults", "FaultControl"),
+@pytest.mark.parametrize("control, protocol", [("benchlib.lab.node_hosts:HostFaults", "FaultControl"),
                                               ("benchlib.lab.capabilities:LocalProxy", "ProxyControl"),
-                                              ("benchlib.provision.lab:ProvisionedFaults", "FaultControl"),
                                               ("benchlib.provision.lab:ProvisionedHealth", "Health")])
 def test_each_lab_s_capabilities_take_their_protocols_parameters(control, protocol):
-    """What a lab offers beyond the core (``faults()``, ``proxy()``) implements its capability's protocol: the
-    embedded lab's faults and proxy, a provisioned lab's faults and health."""
+    """What a lab offers beyond the core (``faults()``, ``proxy()``) implements its capability's protocol: the faults
+    the embedded and the provisioned lab share, the embedded lab's proxy, a provisioned lab's health."""
     module, _, name = control.partition(":")
     _implements(getattr(importlib.import_module(module), name), getattr(base, protocol))
+
+
+@pytest.mark.parametrize("hosts", ["benchlib.lab.capabilities:LocalHosts", "benchlib.provision.lab:ProvisionedHosts"])
+def test_the_embedded_and_the_provisioned_lab_reach_their_nodes_hosts_alike(hosts):
+    """Both kinds of lab that fault their nodes give the one host interface the shared fault layer acts through
+    (``benchlib.lab.node_hosts``), and both labs' faults() is that layer."""
+    from benchlib.lab.lab import LocalLab
+    from benchlib.lab.node_hosts import HostFaults, NodeHosts
+    from benchlib.provision.lab import ProvisionedLab
+
+    module, _, name = hosts.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    _implements(cls, NodeHosts)
+    assert isinstance(cls.local_files, bool)
+    for lab in (LocalLab, ProvisionedLab):
+        assert inspect.signature(lab.faults).return_annotation in (HostFaults, "HostFaults", "node_hosts.HostFaults")
 
 
 def test_the_lab_core_is_small_and_a_remote_lab_offers_no_faults_saying_why():
