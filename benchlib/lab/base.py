@@ -242,9 +242,11 @@ class FaultControl(Protocol):
         ``starting()`` is called just before the node's process starts (after what must come first: a group
         expelling the node's killed incarnation). Returns the path it took, in words."""
 
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0, discard: bool = False) -> Promotion:
         """Make the most advanced surviving replica of an async or semi-sync ``cluster`` its primary and the other
-        replicas follow it (as orchestrator does); ``heal`` gives the original write node its role back."""
+        replicas follow it (as orchestrator does: each applies its relay log first; with ``discard``, the one that
+        applied the most at once, its relay log thrown away unapplied, as a hasty failover tool does); ``heal`` gives
+        the original write node its role back."""
 
 
 @runtime_checkable

@@ -87,8 +87,12 @@ def _seq_count(topo: "Async", conn) -> int:
     return sum(int(p.rsplit("-", 1)[1]) for p in text.split(",") if p.strip())
 
 
-def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], timeout: float) -> Promotion:
-    """Promote the most advanced surviving replica of ``topo`` (see the module docstring)."""
+def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], timeout: float, *,
+            discard: bool = False) -> Promotion:
+    """Promote the most advanced surviving replica of ``topo`` (see the module docstring); with ``discard``, the one
+    that has applied the most at once, without waiting for the replicas to apply their relay logs: ``RESET REPLICA
+    ALL`` throws away what it had received and not applied (what a hasty failover tool does: a semi-sync replica
+    acknowledged those writes once they were in its relay log)."""
     t0 = time.monotonic()
     steps: list[tuple[str, float]] = []
     names = topo.flavor.replication
@@ -97,22 +101,39 @@ def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], 
         raise LabError(f"{topo.cluster}: no replica is running to promote after {failed.name} failed")
     conns = {n.name: topo.connect(n) for n in survivors}
     try:
+        if not discard:  # an applier that was stopped (an error, an operator) runs again to apply it all, started
+            # before its receiver stops: a MariaDB replica by GTID whose two threads are both stopped discards its
+            # relay log when it starts again (it fetches again from the primary, which is gone)
+            for n in survivors:
+                sql.execute(conns[n.name], names.start.replace("START SLAVE", "START SLAVE SQL_THREAD")
+                            .replace("START REPLICA", "START REPLICA SQL_THREAD"))
         for n in survivors:
             sql.execute(conns[n.name], names.stop.replace("STOP SLAVE", "STOP SLAVE IO_THREAD")
                         .replace("STOP REPLICA", "STOP REPLICA IO_THREAD"))
         steps.append(("receivers stopped", time.monotonic() - t0))
         deadline = time.monotonic() + timeout
-        for n in survivors:
-            while not _applied_all(_status(topo, conns[n.name])):
-                if time.monotonic() > deadline:
-                    raise LabError(f"{topo.cluster}: {n.name} did not apply its relay log within {timeout:g} s")
-                time.sleep(0.02)
-        steps.append(("relay logs applied", time.monotonic() - t0))
+        unapplied = {}
+        if discard:  # the appliers stopped where they are: what the relay logs hold beyond is never applied
+            for n in survivors:
+                row = _status(topo, conns[n.name])
+                unapplied[n.name] = not _applied_all(row)
+                sql.execute(conns[n.name], names.stop)
+        else:
+            for n in survivors:
+                while not _applied_all(_status(topo, conns[n.name])):
+                    if time.monotonic() > deadline:
+                        raise LabError(f"{topo.cluster}: {n.name} did not apply its relay log within {timeout:g} s")
+                    time.sleep(0.02)
+            steps.append(("relay logs applied", time.monotonic() - t0))
         ahead = {n.name: _seq_count(topo, conns[n.name]) for n in survivors}
         new = max(survivors, key=lambda n: (ahead[n.name], -n.index))
         c = conns[new.name]
         sql.execute(c, names.stop, "RESET SLAVE ALL" if names.stop == "STOP SLAVE" else "RESET REPLICA ALL",
                     "SET GLOBAL read_only = OFF")
+        if discard:
+            steps.append((f"{new.name}'s relay log discarded" + (" with events it had not applied"
+                                                                  if unapplied.get(new.name) else ""),
+                          time.monotonic() - t0))
         steps.append((f"{new.name} takes writes", time.monotonic() - t0))
         for n in survivors:
             if n is not new:

@@ -125,11 +125,11 @@ class HostFaults:
     def release(self, cluster: str, fault: Fault) -> None:
         release(self.hosts, fault)
 
-    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0) -> Promotion:
+    def promote(self, cluster: str, failed: str, *, timeout: float = 60.0, discard: bool = False) -> Promotion:
         topo = self.lab.topology(cluster)
         if not hasattr(topo, "point_at"):
             raise LabError(f"{cluster}: a {topo.name} cluster has no primary for the lab to promote")
-        done = faults.promote(topo, self._node(topo, failed), self.hosts.is_up, timeout)
+        done = faults.promote(topo, self._node(topo, failed), self.hosts.is_up, timeout, discard=discard)
         self.lab.record_promotion(cluster, done.primary)
         return done
 

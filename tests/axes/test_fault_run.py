@@ -158,3 +158,38 @@ def test_a_heal_that_fails_marks_the_lab_broken_and_stops_the_fault_run(async_la
         cnf.write_text(good)
     async_lab.health.heal()
     assert async_lab.health.broken() == [] and async_lab.health.is_up("async-3")
+
+
+def test_a_promotion_that_discards_relay_logs_loses_what_semi_sync_acknowledged_and_one_that_applies_them_none(
+        labs, tmp_path):
+    """Semi-sync AFTER_SYNC with one replica whose applier stops 2 s into the load (an applier error, say): its
+    receiver goes on acknowledging the primary's writes once they are in its relay log. The primary is killed at 3 s
+    and the lab promotes the replica. Thrown away with its relay log (what a hasty failover tool does), every write
+    acknowledged since the applier stopped is lost; applied first (the applier started again), none is."""
+    semi = {"topology": "semisync", "replicas": 1, "wait_point": "AFTER_SYNC", "timeout_ms": 10000}
+    lab = labs.up(example_spec("semisync-1p2r.toml", "t-frelay", clusters={"semi": semi}))
+
+    stopped: list[str] = []
+
+    def stop_the_applier(iv, lag):  # once: the load starts again on the promoted node, its seconds from 1 again
+        if iv.t_s == 2 and not stopped:
+            stopped.append(mode)
+            with lab.connect("semi-2") as conn:
+                sql.execute(conn, "STOP SLAVE SQL_THREAD")
+
+    out = {}
+    for mode in ("discard", "apply"):
+        stopped.clear()
+        run = read_run(execute_fault_run(lab, "semi", OPTS, writer(lab, tmp_path, mode),
+                                         plan(promote=True, relay_logs=mode), on_second=stop_the_applier))
+        m = run.manifest
+        assert m.status == "ok", m.reason
+        f = m.axis("fault")
+        assert f.promotion["primary"] == "semi-2" and f.get("relay_logs") == (None if mode == "apply" else mode)
+        out[mode] = (f.ledger["lost"], f.ledger["acked"], [s for s, _ in f.promotion["steps"]])
+    lost, acked, steps = out["discard"]
+    assert 20 <= lost < acked, out  # about a second of acknowledged writes at 50/s
+    assert steps[:2] == ["receivers stopped", "semi-2's relay log discarded with events it had not applied"], steps
+    lost, acked, steps = out["apply"]
+    assert lost == 0 and acked > 100 and steps[:2] == ["receivers stopped", "relay logs applied"], out
+    assert not lab.health.broken()

@@ -193,11 +193,32 @@ def test_the_fault_is_an_axis_and_promotion_goes_where_the_system_has_no_failove
     ({"at_s": 40}, {}, "not within the load"),
     ({"target": "site:far", "kind": "kill"}, {}, "a site is a target of a cut only"),
     ({"target": "elsewhere"}, {}, "unknown fault targets"),
+    ({"relay_logs": "discard"}, {}, "no cluster is promoted"),
+    ({"relay_logs": ["apply", "discard"], "failover": "promote"}, {"matrix": {"clusters": ["semisync"]}},
+     "a replica that applied more than the promoted one could not follow it"),
 ])
 def test_a_fault_the_lab_cannot_inject_is_refused_when_the_spec_is_loaded(fault, kw, words):
     with pytest.raises(Exception) as err:  # SpecError, or the spec's own validation
         plan(fault_spec(fault, **kw), CONSISTENCY)
     assert words in str(err.value) + str(getattr(err.value, "detail", ""))
+
+
+def test_what_a_promotion_does_with_relay_logs_is_an_axis_of_the_promoted_clusters_only():
+    """relay_logs = ["apply", "discard"]: two configurations where the lab promotes (a 1+1 semi-sync cluster), one
+    where the system fails over by itself; a replica's fault promotes nothing, so it runs once."""
+    semi = {"topology": "semisync", "replicas": 1}
+    lab = load_spec(EXAMPLES / "consistency.toml").model_copy(deep=True)
+    lab = type(lab).model_validate({**lab.model_dump(), "clusters": {**lab.model_dump()["clusters"], "semisync": semi}})
+    runs = plan(fault_spec({"relay_logs": ["apply", "discard"], "failover": "promote",
+                            "target": ["write_node", "replica"]},
+                           matrix={"clusters": ["semisync", "gr"]}), lab)
+    semi_runs = {(r.fault.target, r.fault.relay_logs) for r in runs if r.cluster == "semisync"}
+    assert semi_runs == {("write_node", "apply"), ("write_node", "discard"), ("replica", "apply")}
+    assert {r.fault.relay_logs for r in runs if r.cluster == "gr"} == {"apply"}
+    discarding = next(r for r in runs if r.fault.discards)
+    assert discarding.params["failover"] == "promote, relay logs discarded"
+    assert discarding.params["fault"] == "kill write_node, relay logs discarded"
+    assert "relay_logs" not in next(r for r in runs if r.cluster == "gr").fault.as_dict()  # old keys unchanged
 
 
 def test_a_fault_on_a_remote_lab_is_refused():

@@ -60,6 +60,11 @@ class FaultSpec(Strict):
     #: not answered for detect_s) or "none"; a table gives it per cluster. Galera and Group Replication fail over
     #: by themselves.
     failover: Literal["none", "promote"] | dict[str, Literal["none", "promote"]] = "none"
+    #: what the lab's promotion does with the replicas' relay logs (an axis): "apply" (every surviving replica applies its relay log first, then the most
+    #: advanced takes the writes: orchestrator's way) or "discard" (the replica that applied the most takes the writes at
+    #: once, its relay log thrown away unapplied: what a hasty failover tool does, resetting the replica first). A
+    #: semi-sync replica acknowledges a write once it is in its relay log: "discard" loses what it had not applied yet
+    relay_logs: list[Literal["apply", "discard"]] = Field(default=["apply"], min_length=1)
     detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
     write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
     timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
@@ -75,7 +80,7 @@ class FaultSpec(Strict):
     #: HAProxy sees, beside the writer that follows the failover itself
     proxy: Literal["none", "haproxy"] = "none"
 
-    @field_validator("kind", "target", "rejoin", mode="before")
+    @field_validator("kind", "target", "rejoin", "relay_logs", mode="before")
     @classmethod
     def _listed(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
@@ -127,6 +132,7 @@ class FaultPlan:
     rejoin: str = "auto"
     proxy: str = "none"
     steps: tuple[Step, ...] = ()  # what the run does, when (``benchlib.axes.fault.sequences``)
+    relay_logs: str = "apply"  # apply | discard: the promoted replica's relay log applied first, or thrown away
 
     @property
     def sequence(self) -> bool:
@@ -136,7 +142,13 @@ class FaultPlan:
     @property
     def label(self) -> str:
         what = self.kind if self.sequence else f"{self.kind} {self.target}"
-        return what + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "")
+        return what + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "") + \
+            (", relay logs discarded" if self.discards else "")
+
+    @property
+    def discards(self) -> bool:
+        """The lab promotes a replica without applying its relay log first."""
+        return self.promote and self.relay_logs == "discard"
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -144,6 +156,8 @@ class FaultPlan:
             del out["rejoin_at_s"], out["rejoin"]
         if self.proxy == "none":
             del out["proxy"]
+        if self.relay_logs == "apply":  # campaigns planned before the promotion had a mode keep their keys
+            del out["relay_logs"]
         if self.sequence:  # a sequence's key holds its steps; a single fault's stays what it was
             out["steps"] = [st.as_dict() for st in self.steps]
         else:
@@ -154,7 +168,8 @@ class FaultPlan:
         return [self.as_dict()]
 
     def params(self) -> dict[str, Cell]:
-        return {"fault": self.label, "failover": "promote" if self.promote else ""}
+        return {"fault": self.label,
+                "failover": ("promote, relay logs discarded" if self.discards else "promote") if self.promote else ""}
 
 
 def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
@@ -256,6 +271,7 @@ class FaultRecord(AxisRecord):
     timeout_s: float | None = None
     heal_timeout_s: float | None = None
     promote: bool | None = None
+    relay_logs: str | None = None  # what the lab's promotion did with them: apply | discard (absent: apply)
     write_rate: float | None = None
     steps: list[StepRecord] | None = None  # a sequence's steps, as planned
     words: str | None = None

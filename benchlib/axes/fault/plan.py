@@ -46,6 +46,9 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
         if not f.at_s < f.rejoin_at_s < spec.load.time_s:
             raise refuse(f"fault.rejoin_at_s = {f.rejoin_at_s:g} must fall after fault.at_s ({f.at_s:g}) and within "
                          f"the load (load.time_s = {spec.load.time_s})", "leave time after it to see the rejoin")
+    if "discard" in f.relay_logs and f.failover == "none":
+        raise refuse("fault.relay_logs = \"discard\" is what the lab's promotion does: no cluster is promoted "
+                     "(fault.failover = \"none\")", "fault.failover = \"promote\"")
     wanted = f.failover if isinstance(f.failover, dict) else {}
     unknown = sorted(set(wanted) - set(clusters))
     if unknown:
@@ -63,14 +66,16 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
             promote = False  # "promote" for the whole campaign: the clusters that have none of their own
         size = lab.clusters[c].node_count
         plans: list[FaultPlan] = []
-        seen: set[tuple[str, str]] = set()
-        for kind, target, rejoin in itertools.product(f.kind, f.target, f.rejoin if f.rejoin_at_s else ["auto"]):
+        seen: set[tuple[str, str, str]] = set()
+        for kind, target, rejoin, relay_logs in itertools.product(f.kind, f.target,
+                                                                 f.rejoin if f.rejoin_at_s else ["auto"],
+                                                                 f.relay_logs if promote else ["apply"]):
             steps = steps_of(kind, target, f.duration_s, own)
             if kind not in SINGLE:  # a sequence names its own targets: one run whatever fault.target says
                 target = "write_node"
-                if (kind, rejoin) in seen:
+                if (kind, rejoin, relay_logs) in seen:
                     continue
-                seen.add((kind, rejoin))
+                seen.add((kind, rejoin, relay_logs))
             for step in steps:
                 _refuse_step(lab, c, kind, step, size, refuse)
             if f.rejoin_at_s is not None and promote and target == "write_node":
@@ -79,9 +84,15 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
             if rejoin == "full" and f.rejoin_at_s is not None and how is not None and how.failover == "promote":
                 raise refuse(f"fault.rejoin = \"full\" on cluster {c}: {system} replicas catch up from their GTID "
                              "position; the lab has no full transfer for them", "rejoin = \"auto\" there")
+            if relay_logs == "discard" and size > 2:
+                raise refuse(f"fault.relay_logs = \"discard\" on cluster {c} of {size} nodes: a replica that applied "
+                             "more than the promoted one could not follow it, and the lab does not rebuild it",
+                             f"a cluster of one primary and one replica, or leave {c} out of the promotion")
+            if target == "replica" and relay_logs == "discard":
+                continue  # a replica's fault promotes nothing: its run is the "apply" one's
             plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
                                    f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy,
-                                   steps))
+                                   steps, relay_logs if promote and target != "replica" else "apply"))
         out[c] = plans
     return out
 

@@ -94,9 +94,10 @@ class Controller:
         """The lab promotes the most advanced replica; the writer is told where the writes go now."""
         write_node = self.setup.write_node
         t0 = self.clock()
-        self.events.add("step", write_node, f"{write_node} silent for {self.plan.detect_s:g} s: promoting")
+        self.events.add("step", write_node, f"{write_node} silent for {self.plan.detect_s:g} s: promoting"
+                        + (", relay logs discarded" if self.plan.discards else ""))
         try:
-            done = self.control.promote(self.cluster, write_node, timeout=60.0)
+            done = self.control.promote(self.cluster, write_node, timeout=60.0, discard=self.plan.discards)
         except BenchlibError as exc:
             self.errors.append(f"the promotion failed: {exc.message}")
             return
