@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import AbstractSet, Any, Protocol
 
 import pyarrow as pa
 
@@ -120,7 +120,7 @@ class FolderSource:
 class PackSource:
     """The pack of a campaign folder (``benchlib pack``): every run it holds, read from its files."""
 
-    def __init__(self, pack: Pack, retired: set[str] = frozenset()):  # type: ignore[assignment]
+    def __init__(self, pack: Pack, retired: AbstractSet[str] = frozenset()):
         self.pack = pack
         self.where = pack.path
         self.retired = retired  # runs it holds that were run again: not read from it any more

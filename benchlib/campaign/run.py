@@ -136,7 +136,7 @@ class RunEngine:
                                serving_timeout=min(self.sync_timeout, 30.0))
         if not isinstance(setup, RunSetup):
             return setup
-        self.setup_ = setup
+        self.run_setup = setup
         self.extra = setup.extra
         self.extra["warmup_s"] = self.warmup_s
         self.driver = self.lab.hooks.load_driver()
@@ -144,7 +144,7 @@ class RunEngine:
 
     def arm(self) -> Path | None:
         """The axes' hooks (each may refuse the run), the warm-up, sampling with the hooks' probes."""
-        lab, setup, writer = self.lab, self.setup_, self.writer
+        lab, setup, writer = self.lab, self.run_setup, self.writer
         ctx = RunContext(lab, self.cluster, setup.nodes, str(setup.facts.system), self.opts, writer.run_id,
                          axes=self.variants, driver=self.driver, stall_s=self.stall_s, setup=setup)
         self.contexts = {name: replace(ctx, variant=variant) for name, variant in self.variants.items()}
@@ -184,14 +184,14 @@ class RunEngine:
         nodes down on purpose)."""
         if self.breaking:
             return None
-        return nodes_down(self.lab, self.setup_.nodes) or self.sampling.unresponsive(self.stall_s)
+        return nodes_down(self.lab, self.run_setup.nodes) or self.sampling.unresponsive(self.stall_s)
 
     def trouble(self) -> str | None:
         return self.outside() or next((why for h in self.hooks.values() if (why := h.failed())), None)
 
     def load(self) -> None:
         """In sync first, then the load (following the writes where a hook moves them)."""
-        sampling, setup = self.sampling, self.setup_
+        sampling, setup = self.sampling, self.run_setup
         self.in_sync = sampling.wait_caught_up(self.sync_timeout)
         off = setup.semisync_back_on(min(self.sync_timeout, 30.0)) if self.in_sync is not None else None
         self.load_t0 = sampling.now()
@@ -218,7 +218,7 @@ class RunEngine:
         """sysbench on the write node for the load's time; when a hook moves the writes (a failover), it starts
         again where they went once the hook has writes acknowledged there, for what is left of the load time."""
         opts, run_id = self.opts, self.writer.run_id
-        start, here = time.monotonic(), self.setup_.write_node
+        start, here = time.monotonic(), self.run_setup.write_node
         sampling, on_interval, on_second = self.sampling, self.on_interval, self.on_second
 
         def each_second(iv: Interval) -> None:
@@ -245,13 +245,14 @@ class RunEngine:
                 break
             for h in self.hooks.values():
                 h.load_event("load_ended", here, loaded.reason or loaded.status)
+            there = here
             while time.monotonic() - start < opts.time_s - 2:  # until the writes are acknowledged where they go
                 mark = time.monotonic()
                 time.sleep(0.1)
                 there = self._writes_to() or here
                 if all(h.writable(mark - 0.1) for h in self.hooks.values()) and self.lab.health.is_up(there):
                     break
-            here = self._writes_to() or here
+            here = there
             if time.monotonic() - start < opts.time_s - 2:
                 for h in self.hooks.values():
                     h.load_event("load_restarted", here, f"sysbench started again on {here}")
@@ -284,7 +285,7 @@ class RunEngine:
 
     def audit(self) -> None:
         """Every node holds what the write node holds; then each hook's own audit."""
-        setup = self.setup_
+        setup = self.run_setup
         tables = dataset_tables(self.opts) + [t for h in self.hooks.values() for t in h.tables()]
         self.audited = None
         self.refused: str | None = None
@@ -318,7 +319,8 @@ class RunEngine:
             parts = [s.loaded.result.intervals.assign(t_s=s.loaded.result.intervals["t_s"] + s.at_s)
                      for s in self.segments if s.loaded.result is not None and not s.loaded.result.intervals.empty]
             writer.frame("intervals", pd.concat(parts, ignore_index=True) if parts else INTERVALS.empty())
-        own = {"lag": sampling.lag_frame(), "cluster": sampling.cluster_frame()}
+        sampled = sampling.cluster_frame()  # the run's own rows (a hook's join them below)
+        own = {"lag": sampling.lag_frame(), "cluster": sampled}
         for name, h in self.hooks.items():
             for file, text in h.raws().items():
                 writer.raw(file, text)
@@ -333,7 +335,7 @@ class RunEngine:
         cluster_frame = own["cluster"]
         writer.frame("cluster", cluster_frame)
         if loaded.status == "ok":
-            extra["interference"] = interference.of_run(sampling.cluster_frame(), (self.load_t0, self.load_end))
+            extra["interference"] = interference.of_run(sampled, (self.load_t0, self.load_end))
         extra.update({
             "in_sync_wait_s": self.in_sync,
             "load_window_s": [self.load_t0, self.load_end],
@@ -358,9 +360,9 @@ class RunEngine:
             return writer.fail(f"{loaded.status.upper()}: {loaded.reason}", **extra)
         # the cluster held its mode through the load (each system's invariants, on the samples just taken): a member
         # that left the group is why its catch-up never ends, so an invalid run says so before a missing catch-up
-        nodes = self.setup_.nodes
+        nodes = self.run_setup.nodes
         breaches = invariants.check(cluster_frame, invariants.Window(nodes, self.load_t0, self.load_end),
-                                    self.setup_.system.invariants)
+                                    self.run_setup.system.invariants)
         on_purpose = [(n, t0 - origin, t1 - origin) for h in self.hooks.values() for n, t0, t1 in h.excused()]
         breaches = invariants.excuse(breaches, self.load_t0, on_purpose)
         diverged = self.audited.mismatches if self.audited is not None else []
