@@ -23,9 +23,10 @@ def _progress(text: str) -> None:
 
 
 def _print_status(lab) -> None:
+    from benchlib.lab.router import status_lines
     from benchlib.lab.status import format_status
 
-    for line in format_status(lab.name, lab.health.status()):
+    for line in format_status(lab.name, lab.health.status()) + status_lines(lab):
         typer.echo(line)
 
 

@@ -180,14 +180,17 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
                         "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "fell_back_s",
-                        "no_ack_commits")
-            if c in faulted]
+                        "no_ack_commits", "errant")
+            if c in faulted and (c != "errant" or faulted[c].notna().any())]  # campaigns recorded before: none
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
     return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
 
 
-SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush", "suspect_timeout")
+SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush", "innodb_flush",
+                    "suspect_timeout")
 LOAD_KEYS = ("workload", "threads", "rate")
+#: settings a label names with their value (a bare number says nothing; older labels keep their words)
+NAMED = ("innodb_flush_log_at_trx_commit",)
 
 
 def configuration(m: pd.DataFrame) -> list[str]:
@@ -226,6 +229,7 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "lost_median": float(lost.median()) if len(lost) else math.nan,
                      "lost_span_median_s": float(g.lost_span_s.median()) if "lost_span_s" in g else math.nan,
                      **_fell_back(g),
+                     **_errant(g),
                      **({"reads_of_lost_total": int(g.reads_of_lost.fillna(0).sum()),
                          "runs_reading_lost": int((g.reads_of_lost.fillna(0) > 0).sum())}
                         if "reads_of_lost" in g and g.reads_of_lost.notna().any() else {}),
@@ -247,6 +251,19 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _errant(g: pd.DataFrame) -> dict[str, Any]:
+    """Old primaries counted before the heal (promoted clusters): how many held errant transactions, with the
+    share's interval, the median and the total (absent: a campaign recorded before they were counted)."""
+    if "errant" not in g or not g.errant.notna().any():
+        return {}
+    e = g.errant.dropna().astype(int)
+    k = int((e > 0).sum())
+    lo, hi = share_interval(k, len(e))
+    return {"errant_runs": k, "errant_counted": int(len(e)), "errant_total": int(e.sum()),
+            "errant_median": float(e.median()), "errant_max": int(e.max()), "errant_share_low": lo,
+            "errant_share_high": hi}
+
+
 def _fell_back(g: pd.DataFrame) -> dict[str, Any]:
     """A semi-sync primary through its faults: in how many it fell back to async, how soon, and how many commits it
     then acknowledged without a replica's ack (empty for other systems)."""
@@ -255,6 +272,11 @@ def _fell_back(g: pd.DataFrame) -> dict[str, Any]:
     fell = g.fell_back_s.dropna()
     return {"fell_back_runs": int(len(fell)), "fell_back_median_s": float(fell.median()) if len(fell) else math.nan,
             "no_ack_commits_median": float(g.no_ack_commits.median())}
+
+
+#: a proxy a ledger writer went through, in a finding's words: what it adds to the wait
+PROXIES = {"router": "MySQL Router (metadata written by benchlib; Router learns the new primary at its next metadata "
+                     "refresh, every 0.5 s by default, which is part of the wait)"}
 
 
 def _behind_proxy(g: pd.DataFrame) -> dict[str, Any]:
@@ -287,8 +309,8 @@ def _s(x: float) -> str:
 
 def label(row: pd.Series, keys: list[str]) -> str:
     """"gr AFTER_SYNC rate=400 (kill write_node)": the cluster, the settings, the load keys, the fault."""
-    parts = [(f"{k}={row[k]:g}" if k in LOAD_KEYS and isinstance(row[k], (int, float)) else str(row[k]))
-             for k in keys if k not in ("fault",) and str(row[k]) not in ("", "nan", "None")]
+    parts = [(f"{k}={row[k]:g}" if (k in LOAD_KEYS or k in NAMED) and isinstance(row[k], (int, float))
+              else str(row[k])) for k in keys if k not in ("fault",) and str(row[k]) not in ("", "nan", "None")]
     return " ".join(parts) + (f" ({row['fault']})" if "fault" in row else "")
 
 
@@ -336,6 +358,18 @@ def in_words(s: pd.DataFrame) -> list[str]:
         if r.get("reads_of_lost_total", 0) > 0:
             lost += (f"; {int(r.reads_of_lost_total)} reads by a client beside the write node returned a write the "
                      f"failover then lost, in {int(r.runs_reading_lost)} of {n} faults")
+        if r.get("errant_counted", 0) > 0:
+            c = int(r.errant_counted)
+            lost += (f"; the old primary came back holding transactions the new primary lacked (errant) after "
+                     f"{int(r.errant_runs)} of {c} faults (95% {100 * r.errant_share_low:.0f}–"
+                     f"{100 * r.errant_share_high:.0f}%), a median {r.errant_median:g} and at most "
+                     f"{int(r.errant_max)}, which the heal's rebuild discarded" if r.errant_runs else
+                     f"; the old primary came back holding nothing the new primary lacked after any of {c} faults "
+                     f"(95% bound: at most {100 * r.errant_share_high:.0f}% of such faults leave errant transactions)")
+        if "power_cut" in str(r.get("fault", "")):
+            lost += ("; a process kill of every node loses what no server had handed to the operating system "
+                     "(innodb_flush_log_at_trx_commit = 0: the log buffer, up to a second of commits), not what the "
+                     "page cache held: setting 2's loss (an OS crash or a power loss) is not reproduced here")
         if r.get("fell_back_runs", 0) > 0:
             lost += (f"; semi-sync fell back to async in {int(r.fell_back_runs)} of {n} faults, a median "
                      f"{_s(r.fell_back_median_s)} into the fault, and then committed a median "
@@ -365,10 +399,10 @@ def in_words(s: pd.DataFrame) -> list[str]:
                 lo, hi = r[f"{v}_unavail_median_low_s"], r[f"{v}_unavail_median_high_s"]
                 ci = f" (95% {_s(lo)}–{_s(hi)})" if lo == lo and hi == hi else ""
                 lost_v = int(r[f"{v}_lost_total"])
-                proxied += (f"; a writer behind {v} waited a median {_s(r[col])}{ci}, max {_s(r[f'{v}_unavail_max_s'])}"
+                proxied += (f"; a writer behind {PROXIES.get(v, v)} waited a median {_s(r[col])}{ci}, max {_s(r[f'{v}_unavail_max_s'])}"
                             f", and lost {lost_v} acknowledged write{'s' if lost_v != 1 else ''}")
             else:
-                proxied += f"; a writer behind {v} never had a write acknowledged again within the run"
+                proxied += f"; a writer behind {PROXIES.get(v, v)} never had a write acknowledged again within the run"
         out.append(f"{name}: {unavail}{primary}{proxied}{lost}{back}{rejoin}.")
     return out
 

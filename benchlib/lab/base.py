@@ -242,6 +242,10 @@ class FaultControl(Protocol):
         ``starting()`` is called just before the node's process starts (after what must come first: a group
         expelling the node's killed incarnation). Returns the path it took, in words."""
 
+    def errant(self, cluster: str, old: str, new: str, *, timeout: float = 60.0) -> dict[str, Any]:
+        """After a promotion: the transactions the old primary ``old`` holds that the promoted ``new`` lacks (started
+        again first if it is down, stopped again after): ``count``, ``gtids``, ``restarted``, ``s``."""
+
     def promote(self, cluster: str, failed: str, *, timeout: float = 60.0, discard: bool = False) -> Promotion:
         """Make the most advanced surviving replica of an async or semi-sync ``cluster`` its primary and the other
         replicas follow it (as orchestrator does: each applies its relay log first; with ``discard``, the one that
@@ -253,6 +257,8 @@ class FaultControl(Protocol):
 class ProxyControl(Protocol):
     """A proxy a lab can put in front of a cluster's writes."""
 
-    def front(self, cluster: str, serving: Callable[[], "str | None"]) -> Any:
-        """A proxy in front of ``cluster``'s writes (``benchlib.lab.proxy.HAProxyFront``: ``host``, ``port``,
-        ``connect(timeout)`` with the load's account, ``stop()``), steered to the node ``serving()`` names."""
+    def front(self, cluster: str, serving: Callable[[], "str | None"], kind: str = "haproxy") -> Any:
+        """A proxy of ``kind`` in front of ``cluster``'s writes (``host``, ``port``, ``connect(timeout)`` with the
+        load's account, ``stop()``): ``haproxy`` (``benchlib.lab.proxy.HAProxyFront``), steered to the node
+        ``serving()`` names; ``router``, the group's own MySQL Router (``benchlib.lab.router``), which follows the
+        group by itself."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import pymysql
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import BenchlibError, LabError
 from benchlib.lab import faults, healing, isolation, procs, sql, state, wan
 from benchlib.lab.base import NodeStatus, Progress
 from benchlib.lab.base import quiet as _quiet
@@ -247,7 +247,15 @@ class LocalProxy:
     def __init__(self, lab: Any):  # a LocalLab (this module is imported by it)
         self.lab = lab
 
-    def front(self, cluster: str, serving):
+    def front(self, cluster: str, serving, kind: str = "haproxy"):
+        if kind == "router":  # the group's own Router (benchlib.lab.router): it follows the group by itself
+            from benchlib.lab.router import RouterLease, front_of
+
+            router = front_of(self.lab.topology(cluster))
+            if router is None or not router.running():
+                raise LabError(f"no MySQL Router runs in front of {cluster}",
+                               hint="router = true on the cluster in the lab spec; benchlib lab heal starts it again")
+            return RouterLease(router)
         from benchlib.lab.proxy import HAProxyFront
 
         nodes = [(n.name, n.listen_host, n.port) for n in self.lab.layout.cluster_nodes(cluster)]

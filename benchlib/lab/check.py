@@ -4,7 +4,9 @@ Every node that is up is checked by its system's ``readiness`` (``benchlib.syste
 Galera node Synced in a full primary component, a group member ONLINE in a full group), the same check a
 remote lab's runs. For each cluster, one row is written on its writer (node 1) and the time until it
 is visible on every other node is measured from this process's clock (polling
-every millisecond). Problems are listed, each with what to do.
+every millisecond). A group fronted by MySQL Router (``router = true``) has its routing proved: a write through
+Router's read-write port lands on the group's primary, and a read through its read-only port on a secondary.
+Problems are listed, each with what to do.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 import pymysql
 
 from benchlib.errors import BenchlibError
-from benchlib.lab import sql
+from benchlib.lab import router, sql
 from benchlib.systems.base import get as get_system
 
 TABLE = "benchlib.lab_check"
@@ -26,6 +28,7 @@ TABLE = "benchlib.lab_check"
 class CheckResult:
     problems: list[str] = field(default_factory=list)
     visible_ms: dict[str, dict[str, float]] = field(default_factory=dict)  # cluster -> node -> ms
+    routes: dict[str, str] = field(default_factory=dict)  # cluster -> where its Router sent a write and a read
 
     @property
     def ok(self) -> bool:
@@ -79,7 +82,50 @@ def check(lab, timeout: float = 10.0) -> CheckResult:
                                            f"after {timeout:.0f} s")
         except pymysql.err.MySQLError as exc:
             result.problems.append(f"{cluster}: test write failed: {exc.args[-1] if exc.args else exc}")
+    for cluster in lab.spec.clusters:
+        front = router.front_of(lab.topology(cluster)) if all(status[n.name].up for n in lab.layout.cluster_nodes(
+            cluster)) else None
+        if front is not None:
+            _check_routes(lab, cluster, front, result)
     return result
+
+
+def _check_routes(lab, cluster: str, front: "router.RouterFront", result: CheckResult) -> None:
+    """A write through Router's read-write port is on the primary; a read through its read-only port is served by a
+    secondary."""
+    if not front.running():
+        result.problems.append(f"{cluster}: MySQL Router is not running (benchlib lab heal starts it again)")
+        return
+    topo = lab.topology(cluster)
+    by_uuid = {}
+    for n in lab.layout.cluster_nodes(cluster):
+        with lab.connect(n) as conn:
+            by_uuid[sql.scalar(conn, "SELECT @@server_uuid")] = n.name
+    primary = by_uuid.get(router.primary_uuid(topo) or "")
+    token = str(uuid.uuid4())
+    try:
+        with front.connect(2.0) as conn:
+            sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
+                        f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                        "token CHAR(36) NOT NULL, KEY (token))")
+            with conn.cursor() as cur:
+                cur.execute(f"INSERT INTO {TABLE} (token) VALUES (%s)", (token,))
+            wrote = by_uuid.get(sql.scalar(conn, "SELECT @@server_uuid"), "?")
+        with front.connect(2.0, port="ro") as conn:
+            read = by_uuid.get(sql.scalar(conn, "SELECT @@server_uuid"), "?")
+    except pymysql.err.MySQLError as exc:
+        result.problems.append(f"{cluster}: through MySQL Router: {exc.args[-1] if exc.args else exc}")
+        return
+    if primary is None or wrote != primary:
+        result.problems.append(f"{cluster}: MySQL Router sent a write to {wrote}, the primary is {primary} "
+                               f"(see {front.log})")
+    elif read == primary:
+        result.problems.append(f"{cluster}: MySQL Router's read-only port reached the primary {read}")
+    else:
+        ports = front.ports
+        result.routes[cluster] = (f"{cluster}: {front.program.label} (metadata written by benchlib) sent a write on "
+                                  f"{front.host}:{ports['rw']} to {wrote}, the primary, and a read on "
+                                  f":{ports['ro']} to {read}, a secondary")
 
 
 def _wait_visible(conns: dict, token: str, t0: float, timeout: float) -> dict[str, float]:
@@ -103,6 +149,7 @@ def format_check(result: CheckResult) -> list[str]:
     for cluster, seen in result.visible_ms.items():
         lines.append(f"{cluster}: a write on node 1 became visible on " +
                      ", ".join(f"{n} after {ms:.1f} ms" for n, ms in seen.items()))
+    lines += list(result.routes.values())
     lines += [f"PROBLEM {p}" for p in result.problems]
     lines.append("check: ok" if result.ok else f"check: {len(result.problems)} problem(s)")
     return lines

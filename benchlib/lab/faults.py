@@ -15,7 +15,8 @@ kinds of lab share, ``benchlib.lab.node_hosts``):
 Promotion (async and semi-sync clusters, ``promote``) is what orchestrator does on a dead primary: every surviving
 replica applies what it had received, the one that applied the most becomes the primary (replication reset, writes
 allowed, semi-sync's primary side switched on where the cluster runs it) and the others follow it by GTID.
-``restore`` gives the original write node its role back after the run: the promoted node is stopped cleanly, its
+``errant`` counts what the old primary holds that the promoted one lacks (a committed tail no replica received:
+errant transactions once it is back), before ``restore`` gives the original write node its role back after the run: the promoted node is stopped cleanly, its
 datadir copied over the old primary's (what the old primary held that never reached a replica is discarded, as a
 rebuilt node's would be), both start, and every replica follows the original write node again.
 """
@@ -38,7 +39,7 @@ from benchlib.lab.layout import Layout, NodePlan
 if TYPE_CHECKING:
     from benchlib.lab.topology import Async
 
-__all__ = ["copy_data", "promote", "restore", "set_site_link"]
+__all__ = ["copy_data", "errant", "gtid_set_count", "promote", "restore", "set_site_link"]
 
 #: files of a datadir that belong to the node, not to its data (a copy leaves them out)
 NODE_FILES = ("auto.cnf", "master.info", "relay-log.info", "multi-master.info", "mysqld-auto.cnf")
@@ -72,19 +73,50 @@ def _applied_all(row: dict) -> bool:
     return read == done and log_read == log_done
 
 
+def gtid_set_count(text: str) -> int:
+    """The number of transactions in a MySQL GTID set ("uuid:1-5:7,uuid2:3")."""
+    total = 0
+    for part in "".join((text or "").split()).split(","):
+        for rng in part.split(":")[1:]:
+            if rng and rng[0].isdigit():
+                lo, _, hi = rng.partition("-")
+                total += int(hi or lo) - int(lo) + 1
+    return total
+
+
 def _seq_count(topo: "Async", conn) -> int:
     """How far a node has applied, as one comparable number: the number of transactions in its executed GTID
     set (MySQL) or the sum of its GTID position's sequence numbers (MariaDB: one per domain)."""
     if topo.flavor.replication.stop == "STOP REPLICA":
-        text = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed") or ""
-        total = 0
-        for part in "".join(text.split()).split(","):
-            for rng in part.split(":")[1:]:
-                lo, _, hi = rng.partition("-")
-                total += int(hi or lo) - int(lo) + 1
-        return total
+        return gtid_set_count(sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed") or "")
     text = sql.scalar(conn, "SELECT @@GLOBAL.gtid_current_pos") or ""
     return sum(int(p.rsplit("-", 1)[1]) for p in text.split(",") if p.strip())
+
+
+def _binlog_state(text: str) -> dict[tuple[int, int], int]:
+    """MariaDB's gtid_binlog_state ("0-1-500,0-2-520"): (domain, server_id) -> the last sequence number logged."""
+    out = {}
+    for p in (text or "").split(","):
+        if p.strip():
+            d, sid, n = (int(x) for x in p.strip().split("-"))
+            out[(d, sid)] = n
+    return out
+
+
+def errant(topo: "Async", old_conn, new_conn) -> tuple[int, str]:
+    """The transactions the old primary (``old_conn``) holds that the new one (``new_conn``) lacks, errant once the
+    old primary is back: how many, and which in GTID words. MySQL: ``GTID_SUBTRACT`` of the executed sets; MariaDB:
+    per domain and server, the sequence numbers the old one logged beyond the new one's (a single writer's are
+    consecutive)."""
+    if topo.flavor.replication.stop == "STOP REPLICA":
+        held = sql.scalar(old_conn, "SELECT @@GLOBAL.gtid_executed") or ""
+        diff = sql.scalar(new_conn, "SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed)", (held,)) or ""
+        return gtid_set_count(diff), "".join(diff.split())
+    old = _binlog_state(sql.scalar(old_conn, "SELECT @@GLOBAL.gtid_binlog_state") or "")
+    new = _binlog_state(sql.scalar(new_conn, "SELECT @@GLOBAL.gtid_binlog_state") or "")
+    ranges = [(d, sid, new.get((d, sid), 0) + 1, n) for (d, sid), n in sorted(old.items()) if n > new.get((d, sid), 0)]
+    return (sum(n - lo + 1 for _, _, lo, n in ranges),
+            ",".join(f"{d}-{sid}-{lo}" + (f"..{n}" if n > lo else "") for d, sid, lo, n in ranges))
 
 
 def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], timeout: float, *,

@@ -4,7 +4,9 @@ Distributed recovery brings a restarted member back (incrementally from a donor'
 no donor has what it misses: the cloned server shuts down, and the lab starts it again); a group that lost its
 majority is forced to the survivors (or, when they lack what a restarted member holds, formed again around that
 member), a member holding transactions the group lacks is rebuilt by clone, a whole group killed is bootstrapped
-again, and a single-primary group gets its intended primary (node 1) back after a failover.
+again, and a single-primary group gets its intended primary (node 1) back after a failover. A group with
+``router = true`` has MySQL Router in front of it (``benchlib.lab.router``): its metadata written once the group is
+formed, and again after a heal when a member's ``server_uuid`` changed; Router started again if it is not running.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import pymysql
 
 from benchlib.errors import LabError, ReplicationError
-from benchlib.lab import sql
+from benchlib.lab import router, sql
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
 from benchlib.lab.topology import Topology, register
@@ -220,6 +222,7 @@ class GroupReplication(Topology):
             self._join(self.nodes[1:], [first])
             boot.result()
         self.wait_ready(timeout)
+        router.ensure(self, timeout)
 
     def _join(self, nodes: list[NodePlan], members: list[NodePlan]) -> None:
         """``nodes`` join through ``members``, each as soon as the one before it is in the group's view (still
@@ -383,6 +386,10 @@ class GroupReplication(Topology):
         self.wait_ready(timeout)
         if self.spec.single_primary:
             self.restore_primary(timeout)
+        router.ensure(self, timeout)
+
+    def ensure_front(self, timeout: float) -> str | None:
+        return router.ensure(self, timeout)
 
     def primary_name(self) -> str | None:
         """The node that is the group's primary now (None: no primary, or a multi-primary group)."""

@@ -52,6 +52,8 @@ def heal(lab: Any, timeout: float, progress: Progress) -> tuple[list[str], list[
         topo = lab.topology(cluster)
         dead = [n for n in topo.nodes if not lab.health.is_up(n)]
         if not dead:
+            if (done := topo.ensure_front(timeout)) is not None:
+                how.append(f"{cluster}: {done}")
             continue
         # a node killed a moment ago may still hold its port and socket: wait until it is gone
         procs.wait_gone([p for n in dead if (p := lab.pid(n))], 30)

@@ -15,7 +15,10 @@ hosts it built (``benchlib.provision.lab``). Written once over it, for both kind
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Protocol
+
+import pymysql
 
 from benchlib.errors import LabError
 from benchlib.lab import faults
@@ -132,6 +135,29 @@ class HostFaults:
         done = faults.promote(topo, self._node(topo, failed), self.hosts.is_up, timeout, discard=discard)
         self.lab.record_promotion(cluster, done.primary)
         return done
+
+    def errant(self, cluster: str, old: str, new: str, *, timeout: float = 60.0) -> dict[str, Any]:
+        """What the old primary ``old`` of a promoted ``cluster`` holds that the promoted ``new`` lacks: started
+        again (crash recovery commits what its binary log holds) when it is down, counted, stopped again (the heal
+        rebuilds it). ``count``, ``gtids`` (in GTID words), ``restarted``, ``s``."""
+        topo = self.lab.topology(cluster)
+        o, n = self._node(topo, old), self._node(topo, new)
+        t0 = time.monotonic()
+        restarted = not self.hosts.is_up(o)
+        if restarted:
+            self.hosts.gone(o, 30)
+            self.hosts.start([o], timeout)
+        try:
+            with topo.connect(o) as oc, topo.connect(n) as nc:
+                count, gtids = faults.errant(topo, oc, nc)
+        except pymysql.MySQLError as exc:
+            raise LabError(f"{cluster}: could not compare {old}'s transactions with {new}'s: "
+                           f"{exc.args[-1] if exc.args else exc}") from None
+        finally:
+            if restarted:
+                self.hosts.stop([o], timeout)
+        return {"node": old, "against": new, "count": count, "gtids": gtids, "restarted": restarted,
+                "s": time.monotonic() - t0}
 
     def rejoin(self, cluster: str, node: str, *, full: bool = False, timeout: float = 300.0,
                starting: Callable[[], None] | None = None) -> str:

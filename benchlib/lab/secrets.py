@@ -5,7 +5,9 @@ naming the privileges its server spells differently):
 - ``root``@localhost: administration over the unix socket only;
 - ``bench``: load and monitoring (all on ``sbtest`` and ``benchlib``, PROCESS and the server's replication
   monitoring privileges), from loopback and the lab's own namespace addresses;
-- ``repl``: REPLICATION SLAVE (and what Group Replication's recovery needs on MySQL), same hosts.
+- ``repl``: REPLICATION SLAVE (and what Group Replication's recovery needs on MySQL), same hosts;
+- ``router``: MySQL Router's account (``benchlib_router`` on the server), created by Router's own bootstrap on a
+  group fronted by Router (``benchlib.lab.router``).
 No anonymous account and no account without a password exists.
 Passwords never appear on a command line, in a log or in ``repr``.
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from benchlib.errors import LabError
 
-ACCOUNTS = ("root", "bench", "repl")
+ACCOUNTS = ("root", "bench", "repl", "router")
 
 
 def account_statements(creds: "Credentials", hosts: tuple[str, ...], monitor: str, replicate: str,

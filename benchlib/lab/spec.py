@@ -245,6 +245,9 @@ class GroupReplicationCluster(_ClusterBase):
     #: group_replication_paxos_single_leader: one member leads the consensus
     paxos_single_leader: bool = False
     applier_threads: int = Field(default=4, ge=0, le=1024, description="replica_parallel_workers of the applier")
+    #: MySQL Router in front of the group, as InnoDB Cluster deploys it (benchlib.lab.router: metadata written by
+    #: benchlib, Router's own bootstrap): started with the lab, its ports on 127.0.0.1 (benchlib lab status)
+    router: bool = False
 
     @property
     def node_count(self) -> int:

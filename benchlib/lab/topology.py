@@ -110,6 +110,11 @@ class Topology:
     def after_heal(self, restarted: list[NodePlan], timeout: float) -> None:
         self.wait_ready(timeout)
 
+    def ensure_front(self, timeout: float) -> str | None:
+        """A heal with no node to restart: whatever the topology keeps in front of its nodes (GR: MySQL Router)
+        running again; returns what was done (None: nothing)."""
+        return None
+
     def force_full_transfer(self, node: NodePlan, survivors: list[NodePlan]) -> str:
         """Before ``node`` rejoins: make sure it cannot catch up incrementally (its cluster's full path, the one a
         node that was gone too long takes); returns what was done. Default: nothing to force."""
@@ -367,6 +372,15 @@ class Galera(Topology):
 
     def rejoin_path(self, restarted):
         paths = []
+        if len(restarted) == len(self.nodes):  # the whole cluster: no node bootstraps, the saved view comes back
+            at = {n.name: recovered_seqno(n) for n in restarted}
+            known = {k: v for k, v in at.items() if v is not None}
+            if known:
+                top = max(known.values())
+                paths.append("the whole cluster restarted together, its primary component restored from the saved "
+                             "view (pc.recovery: no node bootstrapped it); recovered positions "
+                             + ", ".join(f"{k} seqno {v}" for k, v in known.items())
+                             + f" (most advanced: {', '.join(k for k, v in known.items() if v == top)})")
         for n in restarted:
             log = self.since_start(n)
             # the joiner always runs the SST script; it says which transfer the donor chose ("rsync IST completed on
@@ -384,6 +398,15 @@ class Galera(Topology):
         if alive:
             return [[n] for n in dead]  # joiners one at a time (IST from a donor)
         return [dead]  # whole cluster down: all together, primary view recovered from gvwstate.dat
+
+
+def recovered_seqno(node: NodePlan) -> int | None:
+    """The seqno the node's last ``--wsrep-recover`` found (None: it was not recovered since it last ran)."""
+    log = node.dir / "wsrep-recover.log"
+    if not log.exists():
+        return None
+    found = re.findall(r"WSREP: Recovered position: [0-9a-f-]+:(-?\d+)", log.read_text(errors="replace"))
+    return int(found[-1]) if found else None
 
 
 def recover_position(node: NodePlan, server: Server, run_as: str | None) -> str:

@@ -242,7 +242,7 @@ def provision(lab_path: str | Path, hosts_path: str | Path, dir: str | Path | No
              else lab_secrets.create(folder))
     log = folder / "provision.log"
     secret_file = folder / "secrets.vars.json"
-    passwords = {u: creds.password(u) for u in lab_secrets.ACCOUNTS}
+    passwords = {u: creds.password(u) for u in lab_secrets.ACCOUNTS if u in creds.passwords}
     write_private(secret_file, json.dumps({"secrets": {
         "passwords": passwords, "init_sql": {n: plan.init_sql(node, creds) for n, node in plan.nodes.items()}}}), None)
     try:

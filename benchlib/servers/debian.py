@@ -1,7 +1,7 @@
 """Fetch Debian's MySQL 9 (unstable suite) into benchlib's own prefix, beside the system.
 
 Debian bookworm has no MySQL server; its unstable suite carries ``mysql-server-core`` 9.x
-with Group Replication, semi-sync and clone plugins, built against newer libraries than
+with Group Replication, semi-sync and clone plugins (and ``mysql-router``, the same build's MySQL Router), built against newer libraries than
 the host's. So it is never installed: a private apt configuration (one sources line for
 ``sid``, its own lists and cache, no lock on the system's state) resolves the packages'
 dependency closure, downloads the .debs and ``dpkg -x`` unpacks them into one prefix. The
@@ -30,7 +30,7 @@ __all__ = ["PACKAGES", "fetch"]
 
 MIRROR = "http://deb.debian.org/debian"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-PACKAGES = ("mysql-server-core", "mysql-client-core")
+PACKAGES = ("mysql-server-core", "mysql-client-core", "mysql-router")
 #: not needed to run the server (scripts in perl; package-manager glue)
 SKIP_PREFIXES = ("perl", "libperl", "debconf", "dpkg", "install-info", "mysql-common", "tzdata", "mariadb-")
 NAME = "mysql-debian"
@@ -113,6 +113,12 @@ def fetch(root: Path | None = None, *, progress=lambda msg: None) -> Path:
     return final
 
 
+def _has_router(server) -> bool:
+    from benchlib.servers.router import _in_prefix
+
+    return _in_prefix(server) is not None
+
+
 def _chmod_readable(top: Path) -> None:
     """Everything readable (and directories traversable) by the 'mysql' user the servers run as."""
     os.chmod(top, 0o755)
@@ -137,11 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.force:
             try:
                 s = find("mysql")
-                say(f"{s.label} found ({s.source}): nothing to fetch")
-                return 0
+                if s.library_path is None or _has_router(s):  # a prefix fetched before Router was: fetch again
+                    say(f"{s.label} found ({s.source}): nothing to fetch")
+                    return 0
             except MissingDependencyError:
                 pass
-        say("fetching MySQL from Debian's unstable suite into benchlib's prefix (about 55 MB)")
+        say("fetching MySQL from Debian's unstable suite into benchlib's prefix (about 60 MB)")
         fetch(progress=say)
         mysql = [s for s in found() if s.flavor == "mysql"]
         say(", ".join(f"{s.label} ({s.source})" for s in mysql))

@@ -165,7 +165,9 @@ def test_a_promotion_that_discards_relay_logs_loses_what_semi_sync_acknowledged_
     """Semi-sync AFTER_SYNC with one replica whose applier stops 2 s into the load (an applier error, say): its
     receiver goes on acknowledging the primary's writes once they are in its relay log. The primary is killed at 3 s
     and the lab promotes the replica. Thrown away with its relay log (what a hasty failover tool does), every write
-    acknowledged since the applier stopped is lost; applied first (the applier started again), none is."""
+    acknowledged since the applier stopped is lost; applied first (the applier started again), none is. Before the heal
+    the old primary is started again and counted: discarded, everything the replica had not applied (sysbench's
+    writes too) is errant there; applied, at most the few commits in flight at the kill."""
     semi = {"topology": "semisync", "replicas": 1, "wait_point": "AFTER_SYNC", "timeout_ms": 10000}
     lab = labs.up(example_spec("semisync-1p2r.toml", "t-frelay", clusters={"semi": semi}))
 
@@ -177,7 +179,7 @@ def test_a_promotion_that_discards_relay_logs_loses_what_semi_sync_acknowledged_
             with lab.connect("semi-2") as conn:
                 sql.execute(conn, "STOP SLAVE SQL_THREAD")
 
-    out = {}
+    out, errant = {}, {}
     for mode in ("discard", "apply"):
         stopped.clear()
         run = read_run(execute_fault_run(lab, "semi", OPTS, writer(lab, tmp_path, mode),
@@ -187,7 +189,12 @@ def test_a_promotion_that_discards_relay_logs_loses_what_semi_sync_acknowledged_
         f = m.axis("fault")
         assert f.promotion["primary"] == "semi-2" and f.get("relay_logs") == (None if mode == "apply" else mode)
         out[mode] = (f.ledger["lost"], f.ledger["acked"], [s for s, _ in f.promotion["steps"]])
+        errant[mode] = f.errant
+        assert f.errant["node"] == "semi-1" and f.errant["against"] == "semi-2" and f.errant["restarted"], f.errant
+        assert "errant" in set(run.frames["fault_events"].event)
     lost, acked, steps = out["discard"]
+    assert errant["discard"]["count"] > lost and errant["discard"]["gtids"].startswith("0-"), errant
+    assert errant["apply"]["count"] <= 5, errant  # AFTER_SYNC: the replica received all but what was in flight
     assert 20 <= lost < acked, out  # about a second of acknowledged writes at 50/s
     assert steps[:2] == ["receivers stopped", "semi-2's relay log discarded with events it had not applied"], steps
     lost, acked, steps = out["apply"]

@@ -196,6 +196,8 @@ def test_the_fault_is_an_axis_and_promotion_goes_where_the_system_has_no_failove
     ({"relay_logs": "discard"}, {}, "no cluster is promoted"),
     ({"relay_logs": ["apply", "discard"], "failover": "promote"}, {"matrix": {"clusters": ["semisync"]}},
      "a replica that applied more than the promoted one could not follow it"),
+    ({"proxy": "router"}, {"matrix": {"clusters": ["gr"]}}, "MySQL Router fronts a Group Replication group whose lab "
+                                                            "spec puts it there"),
 ])
 def test_a_fault_the_lab_cannot_inject_is_refused_when_the_spec_is_loaded(fault, kw, words):
     with pytest.raises(Exception) as err:  # SpecError, or the spec's own validation
@@ -229,3 +231,19 @@ def test_a_fault_on_a_remote_lab_is_refused():
             {"name": "a", "host": "h1", "role": "primary"}, {"name": "b", "host": "h2", "role": "replica"}]}}})
     with pytest.raises(SpecError, match="remote lab's servers are not benchlib's"):
         plan(fault_spec({}), remote)
+
+
+def test_a_power_cut_kills_every_node_and_promotes_nothing():
+    """kind = "power_cut": one step, a kill of every node of the cluster; a cluster the lab would promote is not
+    (no replica survives), and asking for its promotion by name is refused."""
+    runs = plan(fault_spec({"kind": "power_cut", "failover": "promote", "relay_logs": ["apply", "discard"]},
+                           matrix={"clusters": ["semisync", "galera"]}), CONSISTENCY)
+    assert sorted({r.cluster: r.fault.as_dict()["kind"] for r in runs}.items()) == [("galera", "power_cut"), (
+        "semisync", "power_cut")] and len(runs) == 2 * 2  # two repetitions, no discard twin: nothing is promoted
+    for r in runs:
+        assert not r.fault.promote and [s.as_dict() for s in r.fault.steps] == [
+            {"at_s": 0.0, "do": "kill", "target": "all_nodes"}]
+        assert r.params["fault"] == "power_cut"
+    with pytest.raises(Exception, match="kills every node: there is no replica to promote"):
+        plan(fault_spec({"kind": "power_cut", "failover": {"semisync": "promote"}},
+                        matrix={"clusters": ["semisync"]}), CONSISTENCY)

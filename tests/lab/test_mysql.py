@@ -33,6 +33,7 @@ nodes = 3
 # about 16 s after with the lab's member_expel_timeout of 5 (measured here: a heal took 14 s instead of 41 s); the
 # lab keeps 5 s so that a member a loaded machine starves for a moment is not expelled
 server = { loose-group_replication_member_expel_timeout = 0 }
+router = true  # MySQL Router in front of it (benchlib.lab.router): every heal below keeps it routing to the primary
 
 [clusters.one]
 system = "mysql"
@@ -181,15 +182,43 @@ def _elected(lab, survivor: str, members: int, within_s: float) -> str:
     return f"no primary after {within_s:.0f} s; {survivor} saw {rows}; its log ends:\n" + "\n".join(tail)
 
 
+def _through_router(lab, within_s: float) -> str:
+    """The member a write through the group's MySQL Router lands on, once one is acknowledged within ``within_s``."""
+    from benchlib.lab.router import front_of
+
+    front = front_of(lab.topology("gr"))
+    by_port = {n.port: n.name for n in lab.cluster_nodes("gr")}
+    deadline, last = time.monotonic() + within_s, None
+    while time.monotonic() < deadline:
+        try:
+            with front.connect(1.0) as conn:
+                sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
+                            "CREATE TABLE IF NOT EXISTS benchlib.routed (id INT AUTO_INCREMENT PRIMARY KEY)",
+                            "INSERT INTO benchlib.routed VALUES ()")
+                return by_port[int(sql.scalar(conn, "SELECT @@port"))]
+        except Exception as exc:  # noqa: BLE001 - refused, or the old primary's connection cut: try again
+            last = exc
+        time.sleep(0.1)
+    raise AssertionError(f"no write through MySQL Router within {within_s} s: {last}")
+
+
 @pytest.mark.usefixtures("group")
 def test_killed_primary_fails_over_and_heal_restores_the_intended_primary(lab):
+    """Also through the group's MySQL Router (metadata written by benchlib): writes follow the new primary, and after
+    the heal, node 1 again; lab check proves the routing."""
+    routes = [line for line in lab.health.check().lines() if "MySQL Router" in line]
+    assert len(routes) == 1 and "to gr-1, the primary" in routes[0] and "a secondary" in routes[0], routes
+    assert _through_router(lab, 5) == "gr-1"
     kill9(lab, "gr-1")
     # suspicion (5 s), expulsion (member_expel_timeout 0 here), then the election: seconds when idle, longer on a loaded CI
     assert _elected(lab, "gr-2", 2, within_s=90) in ("gr-2", "gr-3")
+    assert _through_router(lab, 30) in ("gr-2", "gr-3")  # Router's next metadata refresh (0.5 s) found it
     assert lab.health.heal(timeout=120) == ["gr-1"]
     roles = {s.name: s.detail["member_role"] for s in lab.health.status() if s.cluster == "gr"}
     assert roles == {"gr-1": "PRIMARY", "gr-2": "SECONDARY", "gr-3": "SECONDARY"}
     _write_and_read(lab, "gr")
+    assert _through_router(lab, 5) == "gr-1"
+    assert any("to gr-1, the primary" in line for line in lab.health.check().lines())
 
 
 @pytest.mark.usefixtures("group")

@@ -21,9 +21,9 @@ __all__ = ["FailoverRecord", "FaultPlan", "FaultRecord", "FaultSpec", "HealRecor
 
 
 def _target_problem(t: str) -> str | None:
-    if t in ("write_node", "replica") or (t.startswith("site:") and len(t) > 5):
+    if t in ("write_node", "replica", "all_nodes") or (t.startswith("site:") and len(t) > 5):
         return None
-    return f"unknown fault target {t!r}: write_node, replica or site:NAME"
+    return f"unknown fault target {t!r}: write_node, replica, all_nodes or site:NAME"
 
 
 class StepSpec(Strict):
@@ -31,7 +31,7 @@ class StepSpec(Strict):
 
     at_s: float = Field(ge=0, le=3600)  # from the fault's start (fault.at_s into the load)
     do: Literal[ACTIONS]  # type: ignore[valid-type]
-    #: write_node, replica or site:NAME
+    #: write_node, replica, all_nodes or site:NAME
     target: str = "write_node"
 
     @field_validator("target")
@@ -47,9 +47,10 @@ class FaultSpec(Strict):
     """[fault]: every run injects a fault under load and measures what follows (``benchlib.axes.fault.run``)."""
 
     #: an axis: a single fault (kill, freeze, cut of ``target``), a built-in sequence (host_loss, isolation,
-    #: replica_then_loss: ``benchlib.axes.fault.sequences``) or one of ``sequences``
+    #: replica_then_loss, power_cut: ``benchlib.axes.fault.sequences``) or one of ``sequences``
     kind: list[str] = Field(default=["kill"], min_length=1)
-    target: list[str] = Field(default=["write_node"], min_length=1)  # write_node | replica | site:NAME (an axis)
+    #: write_node | replica | all_nodes | site:NAME (an axis)
+    target: list[str] = Field(default=["write_node"], min_length=1)
     at_s: float = Field(default=10.0, gt=0)  # into the load
     #: freeze and cut: until released; kill: until the heal; host_loss: the cut before the kill; isolation: the cut;
     #: replica_then_loss: the replica's cut before the write node's kill
@@ -65,6 +66,11 @@ class FaultSpec(Strict):
     #: once, its relay log thrown away unapplied: what a hasty failover tool does, resetting the replica first). A
     #: semi-sync replica acknowledges a write once it is in its relay log: "discard" loses what it had not applied yet
     relay_logs: list[Literal["apply", "discard"]] = Field(default=["apply"], min_length=1)
+    #: a promoted cluster's old primary, before the heal: the transactions it holds that the promoted replica lacks
+    #: are counted (errant once it is back: started again if it was killed, crash recovery committing what its
+    #: binary log holds), then "rebuild" (the heal rebuilds it from a copy of the new primary, discarding them) or
+    #: "refuse" (the campaign stops with the count, the lab left as it is for a look)
+    errant: Literal["rebuild", "refuse"] = "rebuild"
     detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
     write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
     timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
@@ -76,9 +82,10 @@ class FaultSpec(Strict):
     #: "auto": the path the cluster picks (Galera IST, GR incremental recovery); "full": its full transfer, forced
     #: (Galera SST: the node's grastate.dat removed; GR clone: the survivors' binary logs purged)
     rejoin: list[Literal["auto", "full"]] = Field(default=["auto"], min_length=1)  # an axis
-    #: a second ledger writer through a proxy in front of the cluster (benchlib.lab.proxy): what a client behind
-    #: HAProxy sees, beside the writer that follows the failover itself
-    proxy: Literal["none", "haproxy"] = "none"
+    #: a second ledger writer through a proxy in front of the cluster: what a client behind HAProxy
+    #: (benchlib.lab.proxy) or the lab's MySQL Router (benchlib.lab.router; a group with router = true) sees, beside
+    #: the writer that follows the failover itself
+    proxy: Literal["none", "haproxy", "router"] = "none"
 
     @field_validator("kind", "target", "rejoin", "relay_logs", mode="before")
     @classmethod
@@ -90,7 +97,7 @@ class FaultSpec(Strict):
     def _targets(cls, v: list[str]) -> list[str]:
         bad = [t for t in v if _target_problem(t)]
         if bad:
-            raise ValueError(f"unknown fault targets {bad}: write_node, replica or site:NAME")
+            raise ValueError(f"unknown fault targets {bad}: write_node, replica, all_nodes or site:NAME")
         return v
 
     @model_validator(mode="after")
@@ -133,6 +140,7 @@ class FaultPlan:
     proxy: str = "none"
     steps: tuple[Step, ...] = ()  # what the run does, when (``benchlib.axes.fault.sequences``)
     relay_logs: str = "apply"  # apply | discard: the promoted replica's relay log applied first, or thrown away
+    errant: str = "rebuild"  # rebuild | refuse: what the heal does with an old primary holding errant transactions
 
     @property
     def sequence(self) -> bool:
@@ -158,6 +166,8 @@ class FaultPlan:
             del out["proxy"]
         if self.relay_logs == "apply":  # campaigns planned before the promotion had a mode keep their keys
             del out["relay_logs"]
+        if self.errant == "rebuild":
+            del out["errant"]
         if self.sequence:  # a sequence's key holds its steps; a single fault's stays what it was
             out["steps"] = [st.as_dict() for st in self.steps]
         else:
@@ -185,7 +195,7 @@ def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
             "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
             "heal_s": f.heal.s, "heal_how": "; ".join(f.heal.how),
             "reads_of_lost": led.reads_of_lost, "fell_back_s": semisync.fell_back_s,
-            "no_ack_commits": semisync.no_ack_commits}
+            "no_ack_commits": semisync.no_ack_commits, "errant": f.errant.count if f.errant else None}
 
 
 class LedgerRecord(AxisRecord):
@@ -243,6 +253,18 @@ class PromotionRecord(AxisRecord):
     held: str | None = None
 
 
+class ErrantRecord(AxisRecord):
+    """A promoted cluster's old primary, counted before the heal: the transactions it holds that the new primary
+    lacks (errant once it is back), in GTID words, whether it had to be started again for it, and how long it took."""
+
+    node: str | None = None
+    against: str | None = None
+    count: int | None = None
+    gtids: str | None = None
+    restarted: bool | None = None
+    s: float | None = None
+
+
 class HealRecord(AxisRecord):
     """The heal after the run: the nodes restarted, how each came back, in words, and how long it took."""
 
@@ -281,12 +303,13 @@ class FaultRecord(AxisRecord):
     steps_done: list[StepRecord] = Field(default_factory=list)  # each step of the fault as done
     semisync: SemisyncRecord | None = None
     promotion: PromotionRecord | None = None
+    errant: ErrantRecord | None = None  # a promoted cluster's old primary before the heal
     heal: HealRecord = Field(default_factory=HealRecord)
     survivor: str | None = None  # the node the writes ended on
     ledger: LedgerRecord | None = None  # the ledger writer's counts after the audit
     proxy: ProxyRecord | None = None
 
-    @field_validator("ledger", "semisync", "promotion", "proxy", mode="before")
+    @field_validator("ledger", "semisync", "promotion", "errant", "proxy", mode="before")
     @classmethod
     def _absent(cls, value: Any) -> Any:
         return value or None  # an empty table: the run had none

@@ -65,6 +65,10 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                              f"leave {c} out of fault.failover")
             promote = False  # "promote" for the whole campaign: the clusters that have none of their own
         size = lab.clusters[c].node_count
+        if f.proxy == "router" and not getattr(lab.clusters[c], "router", False):
+            raise refuse(f"fault.proxy = \"router\" on cluster {c}: MySQL Router fronts a Group Replication group "
+                         "whose lab spec puts it there", f"router = true in [clusters.{c}] of the lab spec (a "
+                         "group_replication cluster), or leave the cluster out")
         plans: list[FaultPlan] = []
         seen: set[tuple[str, str, str]] = set()
         for kind, target, rejoin, relay_logs in itertools.product(f.kind, f.target,
@@ -78,6 +82,12 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                 seen.add((kind, rejoin, relay_logs))
             for step in steps:
                 _refuse_step(lab, c, kind, step, size, refuse)
+            whole = any(st.target == "all_nodes" for st in steps)
+            if (target == "replica" or whole) and relay_logs == "discard":
+                continue  # a replica's fault or a power cut promotes nothing: its run is the "apply" one's
+            if whole and promote and c in wanted:
+                raise refuse(f"fault {kind} on cluster {c} kills every node: there is no replica to promote",
+                             f"leave {c} out of fault.failover")
             if f.rejoin_at_s is not None and promote and target == "write_node":
                 raise refuse(f"fault.rejoin_at_s on cluster {c}: a promoted cluster's old primary comes back by the "
                              "heal's rebuild, not by a rejoin", f"target a replica, or leave {c} out of the promotion")
@@ -88,11 +98,11 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                 raise refuse(f"fault.relay_logs = \"discard\" on cluster {c} of {size} nodes: a replica that applied "
                              "more than the promoted one could not follow it, and the lab does not rebuild it",
                              f"a cluster of one primary and one replica, or leave {c} out of the promotion")
-            if target == "replica" and relay_logs == "discard":
-                continue  # a replica's fault promotes nothing: its run is the "apply" one's
-            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica", f.detect_s,
+            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica" and not whole,
+                                   f.detect_s,
                                    f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy,
-                                   steps, relay_logs if promote and target != "replica" else "apply"))
+                                   steps, relay_logs if promote and target != "replica" and not whole else "apply",
+                                   f.errant if promote and target != "replica" and not whole else "rebuild"))
         out[c] = plans
     return out
 
@@ -104,7 +114,10 @@ def _refuse_step(lab: Any, c: str, kind: str, step: Step, size: int, refuse: Any
     if target == "replica" and size < 2:
         raise refuse(f"{what}: cluster {c} has one node, no replica", f"leave {c} out, or target write_node")
     names = lab.nodes_of(c)
-    nodes = [names[0]] if target == "write_node" else [names[-1]] if target == "replica" else []
+    nodes = ([names[0]] if target == "write_node" else [names[-1]] if target == "replica" else
+             list(names) if target == "all_nodes" else [])
+    if target == "all_nodes" and do != "kill":
+        raise refuse(f"{what}: every node of a cluster is a target of a kill only (a power cut)", "do = \"kill\"")
     site: str | None = target[5:] if target.startswith("site:") else None
     if site is not None and do not in ("cut", "release"):
         raise refuse(f"{what}: a site is a target of a cut only ({target})", "kind = \"cut\"")

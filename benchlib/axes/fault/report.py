@@ -50,10 +50,11 @@ def section(a: Any, said: list[str]) -> str:
                                                           "lost_total", "runs_losing", "losing_share_high",
                                                           "lost_median", "lost_span_median_s", "reads_of_lost_total",
                                                           "fell_back_median_s", "no_ack_commits_median",
+                                                          "errant_runs", "errant_median", "errant_max",
                                                           "recovered_95_median_s", "heal_median_s", "heal_how"]))
     out += fold("Failover by run", table(a.axis("fault").failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
                                                         "new_primary_s", "acked", "failed", "unknown", "lost",
                                                         "lost_span_s", "reads_of_lost", "fell_back_s",
-                                                        "no_ack_commits", "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
+                                                        "no_ack_commits", "errant", "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
                                                         "heal_s", "heal_how"]))
     return out

@@ -90,6 +90,7 @@ class FaultHook(AxisRun, Controller):
         self.sampler: Sampler | None = None
         self.entry: dict[str, Any] = {}
         self.healed: dict[str, Any] | None = None
+        self.errant: dict[str, Any] | None = None  # a promoted cluster's old primary before the heal
         self.survivor: str | None = None
         self.threads: list[threading.Thread] = []
 
@@ -125,7 +126,7 @@ class FaultHook(AxisRun, Controller):
             proxies = lab.proxy()
             if proxies is None:
                 return f"no {plan.proxy} in front of {self.cluster}: {lab.spec.lacks('proxy')}"
-            self.front = proxies.front(self.cluster, self.proxied_node)
+            self.front = proxies.front(self.cluster, self.proxied_node, plan.proxy)
             front = self.front
             behind = Router(plan.proxy, [], None, lambda _n, timeout=1.0: front.connect(timeout))
             self.writers.append(LedgerWriter(behind, f"{self.run_id}~{plan.proxy}", self.clock, plan.write_rate,
@@ -246,6 +247,7 @@ class FaultHook(AxisRun, Controller):
         if self.promotion is None and any(p.step.do != "kill" and p.step.target not in killed for p in self.schedule):
             self.settle()  # a node that was only held may not come back by itself (a promoted cluster is rebuilt)
         lab.tuning.refresh()
+        self.count_errant()
         restarted: list[str] = []
         how: list[str] = []  # this run's heal only: a lab that healed itself still reports the last heal's words
         try:
@@ -260,6 +262,27 @@ class FaultHook(AxisRun, Controller):
         self.survivor = self.router.node
         if self.before_audit is not None:
             self.before_audit(lab, self.survivor)
+
+    def count_errant(self) -> None:
+        """A promoted cluster's old primary, before the heal rebuilds it: what it holds that the new primary lacks
+        (``FaultControl.errant``); with ``errant = "refuse"`` and any, the campaign stops with the count."""
+        old, new = self.setup.write_node, (self.promotion or {}).get("primary")
+        if not new or new == old:
+            return
+        try:
+            self.errant = self.control.errant(self.cluster, old, new, timeout=self.plan.heal_timeout_s)
+        except BenchlibError as exc:
+            self.errors.append(f"could not count {old}'s errant transactions: {exc.message}")
+            return
+        self.events.add("errant", old, f"{old} holds {self.errant['count']} transactions {new} lacks"
+                        + (f" ({self.errant['gtids']})" if self.errant["count"] else ""), t=time.monotonic())
+        if self.errant["count"] and self.plan.errant == "refuse":
+            raise CampaignError(f"fault run {self.run_id}: the old primary {old} came back with "
+                                f"{self.errant['count']} errant transactions ({self.errant['gtids']}) that {new}, "
+                                "the new primary, lacks; the heal is refused (fault.errant = \"refuse\")",
+                                hint=f"the lab is left unhealed ({old} stopped, its datadir as it came back); "
+                                     "benchlib lab heal rebuilds it from the new primary, discarding them; the "
+                                     "campaign resumes when rerun")
 
     def stop(self) -> str | None:
         """What went wrong with the fault itself (the run fails, naming it)."""
@@ -294,6 +317,7 @@ class FaultHook(AxisRun, Controller):
                                for d in self.steps_done],
                 "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
                 "promotion": self.promotion,
+                "errant": self.errant,
                 "heal": self.healed,
                 "survivor": self.survivor,
                 "ledger": {**counts["direct"], **({"via": {k: v for k, v in counts.items() if k != "direct"}}

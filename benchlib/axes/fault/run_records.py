@@ -25,9 +25,11 @@ __all__ = ["Events", "Planned", "fault_of", "ledger_audit", "ledger_rows", "sche
 
 
 def _fault(do: str, target: str, nodes: list[str]) -> Fault:
-    """The lab's fault for a step: its target resolved to nodes (write node, last replica) or a site."""
+    """The lab's fault for a step: its target resolved to nodes (write node, last replica, every node) or a site."""
     if target.startswith("site:"):
         return Fault(do, (), target[5:])
+    if target == "all_nodes":
+        return Fault(do, tuple(nodes))
     return Fault(do, (nodes[0],) if target == "write_node" else (nodes[-1],))
 
 

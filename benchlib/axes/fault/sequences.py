@@ -10,10 +10,16 @@ Every fault is a sequence. The single faults are one or two steps: ``kill`` (kil
   cluster (or the lab's promotion) fails over meanwhile, and the old primary comes back beside a new one.
 - ``replica_then_loss``: the last replica is cut off first (a semi-sync primary with one replica falls back to async
   after its timeout), the write node is killed ``D`` seconds later, and the replica let back half a second after.
+- ``power_cut``: every node of the cluster killed at once (SIGKILL to each within a millisecond or so), as a power
+  loss of the whole cluster would: what survives is what each server had handed to the operating system. With
+  ``innodb_flush_log_at_trx_commit = 0`` the log buffer dies with the process, so a kill shows that setting's loss;
+  setting 2's (the page cache lost with the OS) needs an OS crash or power loss, which a process kill does not
+  reproduce. The heal starts the whole cluster again (Galera: every node recovers its position, the saved primary
+  view comes back).
 
 A campaign can name its own in ``[fault.sequences]``: a list of steps, each ``{at_s, do, target}`` with ``at_s`` from
 the fault's start (``fault.at_s`` into the load), ``do`` one of kill, freeze, cut, isolate, release, and ``target``
-write_node, replica or site:NAME. ``check`` refuses what the lab could not undo: a release of nothing, a step on a
+write_node, replica, all_nodes or site:NAME. ``check`` refuses what the lab could not undo: a release of nothing, a step on a
 killed node, a freeze of a frozen one.
 """
 
@@ -28,7 +34,7 @@ __all__ = ["ACTIONS", "BUILT_IN", "SINGLE", "Step", "check", "steps_of"]
 ACTIONS = ("kill", "freeze", "cut", "isolate", "release")
 #: the single faults: one step, and its release after duration_s (a kill lasts until the heal)
 SINGLE = ("kill", "freeze", "cut")
-BUILT_IN = ("host_loss", "isolation", "replica_then_loss")
+BUILT_IN = ("host_loss", "isolation", "replica_then_loss", "power_cut")
 AFTER_KILL_S = 0.5  # a sequence's cut is released this long after its kill
 
 
@@ -36,7 +42,7 @@ AFTER_KILL_S = 0.5  # a sequence's cut is released this long after its kill
 class Step:
     at_s: float  # from the fault's start
     do: str  # kill | freeze | cut | isolate | release
-    target: str  # write_node | replica | site:NAME
+    target: str  # write_node | replica | all_nodes | site:NAME
 
     def as_dict(self) -> dict[str, Cell]:
         return {"at_s": self.at_s, "do": self.do, "target": self.target}
@@ -55,6 +61,8 @@ def steps_of(kind: str, target: str, duration_s: float, own: dict[str, list[Step
                 Step(duration_s + AFTER_KILL_S, "release", "write_node"))
     if kind == "isolation":
         return (Step(0.0, "isolate", "write_node"), Step(duration_s, "release", "write_node"))
+    if kind == "power_cut":
+        return (Step(0.0, "kill", "all_nodes"),)
     if kind == "replica_then_loss":
         return (Step(0.0, "isolate", "replica"), Step(duration_s, "kill", "write_node"),
                 Step(duration_s + AFTER_KILL_S, "release", "replica"))
