@@ -180,8 +180,8 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
                         "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "fell_back_s",
-                        "no_ack_commits", "errant")
-            if c in faulted and (c != "errant" or faulted[c].notna().any())]  # campaigns recorded before: none
+                        "no_ack_commits", "errant", "switchover_s")
+            if c in faulted and (c not in ("errant", "switchover_s") or faulted[c].notna().any())]  # older: none
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
     return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
 
@@ -230,6 +230,9 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "lost_span_median_s": float(g.lost_span_s.median()) if "lost_span_s" in g else math.nan,
                      **_fell_back(g),
                      **_errant(g),
+                     **({"switchover_median_s": float(g.switchover_s.median()),
+                         "switchover_max_s": float(g.switchover_s.max())}
+                        if "switchover_s" in g and g.switchover_s.notna().any() else {}),
                      **({"reads_of_lost_total": int(g.reads_of_lost.fillna(0).sum()),
                          "runs_reading_lost": int((g.reads_of_lost.fillna(0) > 0).sum())}
                         if "reads_of_lost" in g and g.reads_of_lost.notna().any() else {}),
@@ -366,6 +369,9 @@ def in_words(s: pd.DataFrame) -> list[str]:
                      f"{int(r.errant_max)}, which the heal's rebuild discarded" if r.errant_runs else
                      f"; the old primary came back holding nothing the new primary lacked after any of {c} faults "
                      f"(95% bound: at most {100 * r.errant_share_high:.0f}% of such faults leave errant transactions)")
+        if r.get("switchover_median_s", math.nan) == r.get("switchover_median_s", math.nan):
+            lost += (f"; the switchover itself took a median {_s(r.switchover_median_s)} (max "
+                     f"{_s(r.switchover_max_s)})")
         if "power_cut" in str(r.get("fault", "")):
             lost += ("; a process kill of every node loses what no server had handed to the operating system "
                      "(innodb_flush_log_at_trx_commit = 0: the log buffer, up to a second of commits), not what the "

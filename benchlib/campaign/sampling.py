@@ -175,7 +175,7 @@ def sample(lab: "Lab", targets: list[Target], *, write_every: float = 0.1, read_
         if len(nodes) > 1:
             trigger = set(nodes[1:]) if lab.hooks.heartbeat_triggers(t.cluster) else set()
             hb = Heartbeat(lab.connect, nodes[0], nodes[1:], trigger_on=trigger, write_every=write_every,
-                           read_every=read_every, clock=clock)
+                           read_every=read_every, clock=clock, write_connect=lab.hooks.client_connect())
             heartbeats[t.cluster] = hb
             probes += hb.probes
         factory = STATUS_PROBES.get(t.system.facts.status_probe)

@@ -69,7 +69,8 @@ class Fault:
         where = f"site {self.site} ({', '.join(self.nodes)})" if self.site else ", ".join(self.nodes)
         return {"kill": f"killed {where} (SIGKILL)", "freeze": f"froze {where} (SIGSTOP)",
                 "cut": f"cut the network link of {where}",
-                "isolate": f"cut {where} off from the rest of its cluster (its clients still reach it)"}[self.kind]
+                "isolate": f"cut {where} off from the rest of its cluster (its clients still reach it)",
+                "switchover": f"switched the primary role over from {where} (planned)"}[self.kind]
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,11 @@ class RunHooks(Protocol):
     def heartbeat_triggers(self, cluster: str) -> bool:
         """Whether replicas of ``cluster`` get the apply-time trigger (needs privileges a remote account lacks)."""
 
+    def client_connect(self) -> Callable[..., Any]:
+        """How an application connects to a node (``connect(node, timeout=...)``): the load's account, without the
+        administrative rights that ``read_only`` lets through (the heartbeat writer writes as one: a read-only old
+        primary refuses it, as it refuses the application)."""
+
 
 #: what a lab may offer beyond the core (``Lab.faults()``, ``Lab.proxy()``); a campaign that needs one asks the lab
 #: (or its spec: ``lacks``) and refuses with the lab's own reason when it lacks it
@@ -241,6 +247,11 @@ class FaultControl(Protocol):
         moves); ``full``: force its cluster's full state transfer (Galera SST, Group Replication clone);
         ``starting()`` is called just before the node's process starts (after what must come first: a group
         expelling the node's killed incarnation). Returns the path it took, in words."""
+
+    def switchover(self, cluster: str, *, timeout: float = 60.0, wait_s: float = 15.0) -> Promotion:
+        """A planned change of ``cluster``'s primary (async, semi-sync: read-only, replicas caught up, the first
+        replica promoted, the others following; Group Replication: ``group_replication_set_as_primary``), an open
+        transaction on the old primary waited for up to ``wait_s``; ``heal`` gives the roles back."""
 
     def errant(self, cluster: str, old: str, new: str, *, timeout: float = 60.0) -> dict[str, Any]:
         """After a promotion: the transactions the old primary ``old`` holds that the promoted ``new`` lacks (started

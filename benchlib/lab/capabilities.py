@@ -177,6 +177,10 @@ class LocalHooks:
     def heartbeat_triggers(self, cluster: str) -> bool:
         return bool(self.lab.topology(cluster).heartbeat_triggers())
 
+    def client_connect(self):
+        lab = self.lab
+        return lambda node, **kw: lab.connect(node, user="bench", tcp=True, **kw)
+
     def facts(self, cluster: str) -> ClusterFacts:
         lab = self.lab
         c = lab.spec.clusters[cluster]

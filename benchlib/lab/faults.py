@@ -15,7 +15,7 @@ kinds of lab share, ``benchlib.lab.node_hosts``):
 Promotion (async and semi-sync clusters, ``promote``) is what orchestrator does on a dead primary: every surviving
 replica applies what it had received, the one that applied the most becomes the primary (replication reset, writes
 allowed, semi-sync's primary side switched on where the cluster runs it) and the others follow it by GTID.
-``errant`` counts what the old primary holds that the promoted one lacks (a committed tail no replica received:
+``switchover`` is the planned change of primary (see its docstring). ``errant`` counts what the old primary holds that the promoted one lacks (a committed tail no replica received:
 errant transactions once it is back), before ``restore`` gives the original write node its role back after the run: the promoted node is stopped cleanly, its
 datadir copied over the old primary's (what the old primary held that never reached a replica is discarded, as a
 rebuilt node's would be), both start, and every replica follows the original write node again.
@@ -39,7 +39,7 @@ from benchlib.lab.layout import Layout, NodePlan
 if TYPE_CHECKING:
     from benchlib.lab.topology import Async
 
-__all__ = ["copy_data", "errant", "gtid_set_count", "promote", "restore", "set_site_link"]
+__all__ = ["copy_data", "errant", "gtid_set_count", "promote", "restore", "set_site_link", "switchover"]
 
 #: files of a datadir that belong to the node, not to its data (a copy leaves them out)
 NODE_FILES = ("auto.cnf", "master.info", "relay-log.info", "multi-master.info", "mysqld-auto.cnf")
@@ -181,6 +181,87 @@ def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], 
         for conn in conns.values():
             conn.close()
     return Promotion(new.name, tuple(steps), f"{ahead[new.name]} transactions applied on {new.name}")
+
+
+def _read_only(topo: "Async", conn, on: bool, wait_s: float) -> int:
+    """Make the node on ``conn`` read-only (``on``) or writable. A server makes a client that holds an open transaction
+    block ``read_only = ON`` until it ends (MySQL says so; MariaDB too, for one that wrote): after ``wait_s``, the
+    connections holding one are disconnected, as Group Replication's switchover does after its timeout, and it is set
+    then. Returns how many were disconnected."""
+    var = "super_read_only" if topo.flavor.replication.stop == "STOP REPLICA" else "read_only"
+    if not on:
+        sql.execute(conn, f"SET GLOBAL {var} = OFF", "SET GLOBAL read_only = OFF")
+        return 0
+    sql.execute(conn, f"SET SESSION lock_wait_timeout = {max(1, int(round(wait_s)))}")
+    try:
+        sql.execute(conn, f"SET GLOBAL {var} = ON")
+        return 0
+    except pymysql.MySQLError as exc:
+        if exc.args and exc.args[0] != 1205:  # not a lock wait timeout
+            raise
+    me = sql.scalar(conn, "SELECT CONNECTION_ID()")
+    holders = [r["id"] for r in sql.query(conn, "SELECT trx_mysql_thread_id AS id FROM information_schema.innodb_trx")
+               if r["id"] != me]
+    for tid in holders:
+        try:
+            sql.execute(conn, f"KILL CONNECTION {int(tid)}")
+        except pymysql.MySQLError:
+            pass  # gone meanwhile
+    sql.execute(conn, f"SET GLOBAL {var} = ON")
+    return len(holders)
+
+
+def switchover(topo: "Async", timeout: float, *, wait_s: float = 15.0) -> Promotion:
+    """A planned change of primary, as an operator (or orchestrator's graceful takeover) does it: the primary made
+    read-only (a client's open transaction waited for up to ``wait_s``, then disconnected), every replica waits until it
+    has applied everything the primary logged, the first replica takes the writes, and the others and the old primary
+    follow it. Nothing acknowledged can be lost; what clients wait is the measure."""
+    t0 = time.monotonic()
+    steps: list[tuple[str, float]] = []
+    names = topo.flavor.replication
+    old, replicas = topo.primary, topo.replicas
+    if not replicas:
+        raise LabError(f"{topo.cluster}: a switchover needs a replica to hand the writes to")
+    new = replicas[0]
+    mysql = names.stop == "STOP REPLICA"
+    conns = {n.name: topo.connect(n, read_timeout=max(60.0, timeout)) for n in topo.nodes}
+    try:
+        cut = _read_only(topo, conns[old.name], True, wait_s)
+        steps.append((f"{old.name} read-only" + (f" ({cut} connection{'s' if cut != 1 else ''} with an open "
+                                                   f"transaction disconnected after {wait_s:g} s)" if cut else ""),
+                      time.monotonic() - t0))
+        if mysql:
+            pos = sql.scalar(conns[old.name], "SELECT @@GLOBAL.gtid_executed")
+            for r in replicas:
+                if sql.scalar(conns[r.name], "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (pos, timeout)) != 0:
+                    raise LabError(f"{topo.cluster}: {r.name} did not apply {old.name}'s transactions within "
+                                   f"{timeout:g} s")
+        else:
+            pos = sql.scalar(conns[old.name], "SELECT @@GLOBAL.gtid_binlog_pos")
+            for r in replicas:
+                if sql.scalar(conns[r.name], "SELECT MASTER_GTID_WAIT(%s, %s)", (pos, timeout)) != 0:
+                    raise LabError(f"{topo.cluster}: {r.name} did not apply {old.name}'s transactions within "
+                                   f"{timeout:g} s")
+        steps.append(("replicas caught up", time.monotonic() - t0))
+        c = conns[new.name]
+        sql.execute(c, names.stop, "RESET SLAVE ALL" if not mysql else "RESET REPLICA ALL")
+        _read_only(topo, c, False, wait_s)
+        steps.append((f"{new.name} takes writes", time.monotonic() - t0))
+        if not mysql:  # the old primary replicates from where its own binary log ends
+            sql.execute(conns[old.name], "SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_binlog_pos")
+        for n in [*replicas[1:], old]:
+            topo.point_at(conns[n.name], new)
+        steps.append(("the others follow it", time.monotonic() - t0))
+        if topo.semisync_wanted():
+            topo.semisync_on(new, [n for n in topo.nodes if n is not new], max(1.0, timeout))
+            steps.append(("semi-sync on", time.monotonic() - t0))
+    except pymysql.MySQLError as exc:
+        raise LabError(f"{topo.cluster}: switchover from {old.name} failed: {exc.args[-1] if exc.args else exc}",
+                       hint="benchlib lab heal gives the original write node its role back") from None
+    finally:
+        for conn in conns.values():
+            conn.close()
+    return Promotion(new.name, tuple(steps), "")
 
 
 def copy_data(src: NodePlan, dst: NodePlan, owner: str | None) -> None:

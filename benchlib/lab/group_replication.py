@@ -21,6 +21,7 @@ import pymysql
 
 from benchlib.errors import LabError, ReplicationError
 from benchlib.lab import router, sql
+from benchlib.lab.base import Promotion
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
 from benchlib.lab.topology import Topology, register
@@ -399,6 +400,23 @@ class GroupReplication(Topology):
             return None
         return next((n.name for n in self.nodes if n.port == int(rows[0]["MEMBER_PORT"])
                      and n.listen_host == rows[0]["MEMBER_HOST"]), None)
+
+    def switchover(self, timeout: float, *, wait_s: float = 15.0) -> Promotion:
+        """A planned change of primary: ``group_replication_set_as_primary`` hands the role to the next member; the
+        group waits for the old primary's open transactions up to ``wait_s`` (its running_transactions_timeout),
+        then disconnects their clients."""
+        t0 = time.monotonic()
+        old = self.primary_name() or self.nodes[0].name
+        new = next(n for n in self.nodes if n.name != old)
+        with self.connect(new, read_timeout=max(60.0, timeout + wait_s)) as conn:
+            uuid = sql.scalar(conn, "SELECT @@server_uuid")
+            try:
+                sql.scalar(conn, "SELECT group_replication_set_as_primary(%s, %s)", (uuid, int(round(wait_s))))
+            except pymysql.err.MySQLError as exc:
+                raise LabError(f"{self.cluster}: switchover to {new.name} failed: {exc.args[-1] if exc.args else exc}",
+                               hint="benchlib lab heal gives node 1 its primary role back") from None
+        return Promotion(new.name, ((f"{new.name} asked to take the primary role", 0.0),
+                                    (f"the group moved it from {old} to {new.name}", time.monotonic() - t0)), "")
 
     def restore_primary(self, timeout: float) -> None:
         """Give node 1 (the spec's writer) the primary role back after a failover."""

@@ -136,6 +136,20 @@ class HostFaults:
         self.lab.record_promotion(cluster, done.primary)
         return done
 
+    def switchover(self, cluster: str, *, timeout: float = 60.0, wait_s: float = 15.0) -> Promotion:
+        """A planned change of primary (``benchlib.lab.faults.switchover``, Group Replication's own for a group);
+        the heal gives the original write node its role back."""
+        topo = self.lab.topology(cluster)
+        if hasattr(topo, "point_at"):
+            done = faults.switchover(topo, timeout, wait_s=wait_s)
+            self.lab.record_promotion(cluster, done.primary)
+        elif hasattr(topo, "switchover"):
+            done = topo.switchover(timeout, wait_s=wait_s)
+            self.lab.record_moved(cluster)
+        else:
+            raise LabError(f"{cluster}: a {topo.name} cluster has no primary role to move")
+        return done
+
     def errant(self, cluster: str, old: str, new: str, *, timeout: float = 60.0) -> dict[str, Any]:
         """What the old primary ``old`` of a promoted ``cluster`` holds that the promoted ``new`` lacks: started
         again (crash recovery commits what its binary log holds) when it is down, counted, stopped again (the heal

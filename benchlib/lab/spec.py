@@ -375,6 +375,13 @@ def refusal(spec: "LabSpec", kind: str, nodes: list[str], site: str | None) -> s
     """Why the embedded lab of ``spec`` (a ``LabSpec``) cannot inject this fault (None: it can)."""
     if kind == "isolate":
         return next((why for n in nodes if (why := _isolation_refusal(spec, n))), None)
+    if kind == "switchover":
+        for n in nodes:
+            c = spec.clusters[n.rsplit("-", 1)[0]]
+            if c.topology == "galera" or c.node_count < 2 or not getattr(c, "single_primary", True):
+                return (f"a switchover moves the primary role to another node: {c.topology} cluster "
+                        f"{n.rsplit('-', 1)[0]} has none to move")
+        return None
     if kind != "cut":
         return None
     if not spec.sites:

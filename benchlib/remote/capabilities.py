@@ -233,6 +233,9 @@ class RemoteHooks:
     def heartbeat_triggers(self, cluster: str) -> bool:
         return False  # they need privileges a benchmark account should not have
 
+    def client_connect(self):
+        return self.lab.connect  # the lab's account is the benchmark's already
+
     def facts(self, cluster: str) -> ClusterFacts:
         spec = self.lab.spec
         c = spec.clusters[cluster]

@@ -184,13 +184,15 @@ class HeartbeatReader(Probe):
 
 
 class Heartbeat:
-    """A writer on ``writer`` and readers on ``readers``; ``trigger_on`` names MariaDB replicas."""
+    """A writer on ``writer`` and readers on ``readers``; ``trigger_on`` names MariaDB replicas. ``write_connect``
+    (default ``connect``) is the writer's: an application's account, which a read-only node refuses."""
 
     def __init__(self, connect: Connect, writer: str, readers: list[str], *, trigger_on: set[str] | frozenset[str] = frozenset(),
-                 write_every: float = 0.1, read_every: float = 0.02, clock: Callable[[], float] | None = None):
+                 write_every: float = 0.1, read_every: float = 0.02, clock: Callable[[], float] | None = None,
+                 write_connect: Connect | None = None):
         self.log = HeartbeatLog()
         self.clock = clock or time.monotonic
-        self.writer = HeartbeatWriter(connect, writer, self.log, self.clock, write_every)
+        self.writer = HeartbeatWriter(write_connect or connect, writer, self.log, self.clock, write_every)
         # readers poll half a period out of phase with the writer: a poll never races the commit it follows
         self.readers = [HeartbeatReader(connect, r, self.log, self.clock, read_every, read_every / 2) for r in readers]
         self.connect = connect

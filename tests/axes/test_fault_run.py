@@ -61,6 +61,29 @@ def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_prim
     assert row["Master_Port"] == async_lab.node("async-1").port and row["Slave_SQL_Running"] == "Yes"
 
 
+def test_a_planned_switchover_moves_the_writes_and_loses_nothing_even_with_an_idle_transaction_open(async_lab, tmp_path):
+    """kind = "switchover" with a transaction left open on the primary: the lab's controlled switch (read-only, the
+    replicas caught up, async-2 promoted, the others following) moves the ledger writer, which writes as an
+    application does (read_only refuses it on the old primary); nothing acknowledged is lost, the old primary holds
+    nothing the new one lacks, and MariaDB's read_only does not wait for an idle transaction."""
+    from benchlib.axes.fault.sequences import steps_of
+
+    run = read_run(execute_fault_run(async_lab, "async", OPTS, writer(async_lab, tmp_path, "sw"), plan(
+        kind="switchover", steps=steps_of("switchover", "write_node", 3.0), open_transaction=True,
+        switchover_wait_s=3.0)))
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    f = m.axis("fault")
+    assert f.switchover["primary"] == "async-2" and f.promotion["primary"] == "async-2", f.switchover
+    steps = [s for s, _ in f.switchover["steps"]]
+    assert steps[:3] == ["async-1 read-only", "replicas caught up", "async-2 takes writes"], steps
+    assert f.switchover["s"] < 2.0 and "still open" in f.switchover["open_transaction"], f.switchover
+    assert f.ledger["lost"] == 0 and f.errant["count"] == 0, (f.ledger, f.errant)
+    ledger = run.frames["ledger"]
+    assert (ledger[(ledger.outcome == "acked") & (ledger.t_sent_s > f.happened_s + 0.5)].node == "async-2").all()
+    assert "async-1 rebuilt from a copy of" in f.heal["how"][0] and not async_lab.health.broken()
+
+
 def test_the_ledger_audit_reports_a_write_deleted_behind_the_labs_back_as_lost(async_lab, tmp_path):
     gone = []
 

@@ -196,6 +196,7 @@ def test_the_fault_is_an_axis_and_promotion_goes_where_the_system_has_no_failove
     ({"relay_logs": "discard"}, {}, "no cluster is promoted"),
     ({"relay_logs": ["apply", "discard"], "failover": "promote"}, {"matrix": {"clusters": ["semisync"]}},
      "a replica that applied more than the promoted one could not follow it"),
+    ({"kind": "switchover"}, {"matrix": {"clusters": ["galera"]}}, "galera cluster galera has none to move"),
     ({"proxy": "router"}, {"matrix": {"clusters": ["gr"]}}, "MySQL Router fronts a Group Replication group whose lab "
                                                             "spec puts it there"),
 ])
@@ -247,3 +248,15 @@ def test_a_power_cut_kills_every_node_and_promotes_nothing():
     with pytest.raises(Exception, match="kills every node: there is no replica to promote"):
         plan(fault_spec({"kind": "power_cut", "failover": {"semisync": "promote"}},
                         matrix={"clusters": ["semisync"]}), CONSISTENCY)
+
+
+def test_a_switchover_has_the_idle_transaction_as_its_axis_and_promotes_by_its_own_steps():
+    runs = plan(fault_spec({"kind": ["switchover", "kill"], "open_transaction": [False, True], "failover": "promote"},
+                           matrix={"clusters": ["semisync", "gr"]}), CONSISTENCY)
+    labels = sorted({(r.cluster, r.params["fault"]) for r in runs})
+    assert labels == [("gr", "kill write_node"), ("gr", "switchover"), ("gr", "switchover, an idle transaction open"),
+                      ("semisync", "kill write_node"), ("semisync", "switchover"),
+                      ("semisync", "switchover, an idle transaction open")], labels
+    sw = [r for r in runs if r.fault.kind == "switchover"]
+    assert not any(r.fault.promote for r in sw) and all(r.fault.steps[0].do == "switchover" for r in sw)
+    assert "open_transaction" not in next(r for r in runs if r.fault.kind == "kill").fault.as_dict()

@@ -71,6 +71,11 @@ class FaultSpec(Strict):
     #: binary log holds), then "rebuild" (the heal rebuilds it from a copy of the new primary, discarding them) or
     #: "refuse" (the campaign stops with the count, the lab left as it is for a look)
     errant: Literal["rebuild", "refuse"] = "rebuild"
+    #: kind = "switchover": a transaction left open and idle on the old primary before it (an axis: [false, true]),
+    #: and how long the switchover waits for it before disconnecting its client (Group Replication's
+    #: running_transactions_timeout; the lab's read_only's lock wait)
+    open_transaction: list[bool] = Field(default=[False], min_length=1)
+    switchover_wait_s: float = Field(default=15.0, ge=0, le=3600)
     detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
     write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
     timeout_s: float = Field(default=1.0, gt=0, le=60)  # a ledger commit without reply this long: unknown, move on
@@ -87,10 +92,10 @@ class FaultSpec(Strict):
     #: the writer that follows the failover itself
     proxy: Literal["none", "haproxy", "router"] = "none"
 
-    @field_validator("kind", "target", "rejoin", "relay_logs", mode="before")
+    @field_validator("kind", "target", "rejoin", "relay_logs", "open_transaction", mode="before")
     @classmethod
     def _listed(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
+        return [v] if isinstance(v, (str, bool)) else v
 
     @field_validator("target")
     @classmethod
@@ -141,6 +146,8 @@ class FaultPlan:
     steps: tuple[Step, ...] = ()  # what the run does, when (``benchlib.axes.fault.sequences``)
     relay_logs: str = "apply"  # apply | discard: the promoted replica's relay log applied first, or thrown away
     errant: str = "rebuild"  # rebuild | refuse: what the heal does with an old primary holding errant transactions
+    open_transaction: bool = False  # switchover: an idle transaction open on the old primary first
+    switchover_wait_s: float = 15.0
 
     @property
     def sequence(self) -> bool:
@@ -151,7 +158,8 @@ class FaultPlan:
     def label(self) -> str:
         what = self.kind if self.sequence else f"{self.kind} {self.target}"
         return what + (f", rejoin {self.rejoin}" if self.rejoin_at_s else "") + \
-            (", relay logs discarded" if self.discards else "")
+            (", relay logs discarded" if self.discards else "") + \
+            (", an idle transaction open" if self.open_transaction and self.kind == "switchover" else "")
 
     @property
     def discards(self) -> bool:
@@ -168,6 +176,8 @@ class FaultPlan:
             del out["relay_logs"]
         if self.errant == "rebuild":
             del out["errant"]
+        if self.kind != "switchover":
+            del out["open_transaction"], out["switchover_wait_s"]
         if self.sequence:  # a sequence's key holds its steps; a single fault's stays what it was
             out["steps"] = [st.as_dict() for st in self.steps]
         else:
@@ -195,7 +205,8 @@ def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
             "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
             "heal_s": f.heal.s, "heal_how": "; ".join(f.heal.how),
             "reads_of_lost": led.reads_of_lost, "fell_back_s": semisync.fell_back_s,
-            "no_ack_commits": semisync.no_ack_commits, "errant": f.errant.count if f.errant else None}
+            "no_ack_commits": semisync.no_ack_commits, "errant": f.errant.count if f.errant else None,
+            "switchover_s": f.switchover.s if f.switchover else None}
 
 
 class LedgerRecord(AxisRecord):
@@ -253,6 +264,16 @@ class PromotionRecord(AxisRecord):
     held: str | None = None
 
 
+class SwitchoverRecord(AxisRecord):
+    """A planned switchover: the new primary, its steps (s since it began), how long it took, and what became of the
+    idle transaction left open on the old primary (None: none was)."""
+
+    primary: str | None = None
+    steps: list[tuple[str, float]] = Field(default_factory=list)
+    s: float | None = None
+    open_transaction: str | None = None
+
+
 class ErrantRecord(AxisRecord):
     """A promoted cluster's old primary, counted before the heal: the transactions it holds that the new primary
     lacks (errant once it is back), in GTID words, whether it had to be started again for it, and how long it took."""
@@ -304,12 +325,13 @@ class FaultRecord(AxisRecord):
     semisync: SemisyncRecord | None = None
     promotion: PromotionRecord | None = None
     errant: ErrantRecord | None = None  # a promoted cluster's old primary before the heal
+    switchover: SwitchoverRecord | None = None  # kind = "switchover"
     heal: HealRecord = Field(default_factory=HealRecord)
     survivor: str | None = None  # the node the writes ended on
     ledger: LedgerRecord | None = None  # the ledger writer's counts after the audit
     proxy: ProxyRecord | None = None
 
-    @field_validator("ledger", "semisync", "promotion", "errant", "proxy", mode="before")
+    @field_validator("ledger", "semisync", "promotion", "errant", "switchover", "proxy", mode="before")
     @classmethod
     def _absent(cls, value: Any) -> Any:
         return value or None  # an empty table: the run had none

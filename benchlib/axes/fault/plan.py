@@ -70,16 +70,21 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                          "whose lab spec puts it there", f"router = true in [clusters.{c}] of the lab spec (a "
                          "group_replication cluster), or leave the cluster out")
         plans: list[FaultPlan] = []
-        seen: set[tuple[str, str, str]] = set()
-        for kind, target, rejoin, relay_logs in itertools.product(f.kind, f.target,
-                                                                 f.rejoin if f.rejoin_at_s else ["auto"],
-                                                                 f.relay_logs if promote else ["apply"]):
+        seen: set[tuple[str, str, str, bool]] = set()
+        for kind, target, rejoin, relay_logs, idle in itertools.product(f.kind, f.target,
+                                                                       f.rejoin if f.rejoin_at_s else ["auto"],
+                                                                       f.relay_logs if promote else ["apply"],
+                                                                       f.open_transaction):
+            if idle and kind != "switchover":
+                continue  # an idle transaction is a switchover's axis
             steps = steps_of(kind, target, f.duration_s, own)
             if kind not in SINGLE:  # a sequence names its own targets: one run whatever fault.target says
                 target = "write_node"
-                if (kind, rejoin, relay_logs) in seen:
+                if (kind, rejoin, relay_logs, idle) in seen:
                     continue
-                seen.add((kind, rejoin, relay_logs))
+                seen.add((kind, rejoin, relay_logs, idle))
+            if kind == "switchover" and relay_logs == "discard":
+                continue  # a switchover promotes by its own steps: the relay logs are applied
             for step in steps:
                 _refuse_step(lab, c, kind, step, size, refuse)
             whole = any(st.target == "all_nodes" for st in steps)
@@ -98,11 +103,11 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                 raise refuse(f"fault.relay_logs = \"discard\" on cluster {c} of {size} nodes: a replica that applied "
                              "more than the promoted one could not follow it, and the lab does not rebuild it",
                              f"a cluster of one primary and one replica, or leave {c} out of the promotion")
-            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promote and target != "replica" and not whole,
-                                   f.detect_s,
+            promoting = promote and target != "replica" and not whole and kind != "switchover"
+            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promoting, f.detect_s,
                                    f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy,
-                                   steps, relay_logs if promote and target != "replica" and not whole else "apply",
-                                   f.errant if promote and target != "replica" and not whole else "rebuild"))
+                                   steps, relay_logs if promoting else "apply", f.errant if promoting else "rebuild",
+                                   idle, f.switchover_wait_s))
         out[c] = plans
     return out
 

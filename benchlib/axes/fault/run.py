@@ -91,6 +91,9 @@ class FaultHook(AxisRun, Controller):
         self.entry: dict[str, Any] = {}
         self.healed: dict[str, Any] | None = None
         self.errant: dict[str, Any] | None = None  # a promoted cluster's old primary before the heal
+        self.switched: dict[str, Any] | None = None  # a switchover's new primary, steps and duration
+        self.idle: Any = None  # the connection holding a transaction open on the old primary (switchover)
+        self.idle_words = ""
         self.survivor: str | None = None
         self.threads: list[threading.Thread] = []
 
@@ -118,7 +121,9 @@ class FaultHook(AxisRun, Controller):
                 return f"the lab cannot {p.fault.kind} {p.step.target}: {refusal}"
         with lab.connect(setup.write_node) as conn:
             create_table(conn, self.run_id)
-        self.router = Router(setup.write_node, setup.infos, self.how if self.automatic else None, lab.connect)
+        # the ledger writes as an application does: with the load's account, which a read-only node refuses
+        self.router = Router(setup.write_node, setup.infos, self.how if self.automatic else None,
+                             lab.hooks.client_connect())
         self.ledger = LedgerWriter(self.router, self.run_id, self.clock, plan.write_rate, plan.timeout_s)
         self.writers = [self.ledger]
         self.reader = LedgerReader(self.router, self.run_id, self.clock, rate=20.0, timeout_s=plan.timeout_s)
@@ -156,12 +161,42 @@ class FaultHook(AxisRun, Controller):
         self.sampler = Sampler([*self.writers, self.reader,
                                 SemisyncWatch(self.lab.connect, self.setup.write_node, self.log, self.clock)])
         self.sampler.start()
+        if self.plan.open_transaction:
+            self.open_idle_transaction()
         self.load_t0 = self.clock()
         self.threads = [threading.Thread(target=self.control_loop, name="fault-controller", daemon=True)]
         if self.plan.rejoin_at_s is not None and self.fault.kind == "kill" and self.fault.nodes:
             self.threads.append(threading.Thread(target=self.rejoin, name="rejoin", daemon=True))
         for t in self.threads:
             t.start()
+
+    def open_idle_transaction(self) -> None:
+        """A client that opened a transaction on the write node, wrote a row in it and went idle (a session an
+        application forgot): the switchover waits for it."""
+        node = self.setup.write_node
+        with self.lab.connect(node) as conn:
+            sql.execute(conn, "CREATE TABLE IF NOT EXISTS benchlib.idle_transaction (id INT PRIMARY KEY, n INT)",
+                        "INSERT IGNORE INTO benchlib.idle_transaction VALUES (1, 0)")
+        self.idle = self.lab.connect(node)
+        sql.execute(self.idle, "SET SESSION autocommit = 0", "START TRANSACTION",
+                    "UPDATE benchlib.idle_transaction SET n = n + 1 WHERE id = 1")
+        self.events.add("step", node, "a transaction opened and left idle on it")
+
+    def close_idle_transaction(self) -> None:
+        """After the load: whether the switchover disconnected the idle transaction's client."""
+        if self.idle is None:
+            return
+        try:
+            self.idle.rollback()
+            self.idle_words = "still open after the switchover (rolled back by benchlib)"
+        except pymysql.MySQLError:
+            self.idle_words = "its client disconnected by the switchover"
+        finally:
+            try:
+                self.idle.close()
+            except Exception:  # noqa: BLE001 - a connection the server already closed
+                pass
+            self.idle = None
 
     def writes_to(self) -> str | None:
         return self.router.node
@@ -180,6 +215,7 @@ class FaultHook(AxisRun, Controller):
             self.sampler.stop()
         if self.front is not None:
             self.front.stop()
+        self.close_idle_transaction()
         if self.t_fault is None and not self.errors:
             self.errors.append(f"the load ended before the fault at {self.plan.at_s:g} s")
         for t, node, why in self.router.moves:
@@ -318,6 +354,8 @@ class FaultHook(AxisRun, Controller):
                 "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
                 "promotion": self.promotion,
                 "errant": self.errant,
+                "switchover": {**self.switched, "open_transaction": self.idle_words or None}
+                if self.switched else None,
                 "heal": self.healed,
                 "survivor": self.survivor,
                 "ledger": {**counts["direct"], **({"via": {k: v for k, v in counts.items() if k != "direct"}}
@@ -327,6 +365,7 @@ class FaultHook(AxisRun, Controller):
 
     def close(self) -> None:
         self.halt.set()
+        self.close_idle_transaction()
         if self.sampler is not None:
             self.sampler.stop()
         if self.front is not None:

@@ -34,6 +34,7 @@ class Controller:
     lost_by: str
     steps_done: list[dict[str, Any]]
     promotion: dict[str, Any] | None
+    switched: dict[str, Any] | None  # a switchover's new primary, steps and duration
     serving: str
     halt: threading.Event  # set when the load ends
     schedule: list[Planned]
@@ -48,6 +49,8 @@ class Controller:
         """One step of the fault, now (it was due at ``begin + at_s``); False when the lab could not do it (the run
         fails, naming the step)."""
         st, fault = p.step, p.fault
+        if st.do == "switchover":
+            return self.switch(p, begin)
         try:
             if st.do == "release":
                 self.control.release(self.cluster, fault)
@@ -78,6 +81,30 @@ class Controller:
                 self.router.hold()
             elif st.do == "release" and fault.kind == "isolate":
                 self.router.unhold(done)
+        return True
+
+    def switch(self, p: Planned, begin: float) -> bool:
+        """A planned switchover (``FaultControl.switchover``): the lab moves the primary role; where the system does
+        not name its primary itself, the writer is told where the writes go now."""
+        write_node, t0 = self.setup.write_node, self.clock()
+        if self.t_fault is None:
+            self.t_fault = t0
+        self.events.add("fault", write_node, p.fault.words() + (" (a transaction left open and idle on it)"
+                                                                 if self.plan.open_transaction else ""))
+        try:
+            done = self.control.switchover(self.cluster, timeout=60.0, wait_s=self.plan.switchover_wait_s)
+        except BenchlibError as exc:
+            self.errors.append(f"the switchover failed: {exc.message}")
+            return False
+        for step, dt in done.steps:
+            self.events.add("step", done.primary, step, t=t0 + dt)
+        self.steps_done.append({**p.step.as_dict(), "nodes": [write_node], "site": None,
+                                "planned_t": begin + p.step.at_s, "done_t": t0})
+        self.switched = {"primary": done.primary, "steps": [list(s) for s in done.steps],
+                         "s": done.steps[-1][1] if done.steps else 0.0}
+        if not self.automatic:
+            self.promotion = {"primary": done.primary, "steps": [list(s) for s in done.steps], "held": ""}
+            self.router.set(done.primary, self.clock(), f"switched over to {done.primary}")
         return True
 
     def detected(self, now: float, t_start: float) -> bool:

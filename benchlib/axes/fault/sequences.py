@@ -10,6 +10,10 @@ Every fault is a sequence. The single faults are one or two steps: ``kill`` (kil
   cluster (or the lab's promotion) fails over meanwhile, and the old primary comes back beside a new one.
 - ``replica_then_loss``: the last replica is cut off first (a semi-sync primary with one replica falls back to async
   after its timeout), the write node is killed ``D`` seconds later, and the replica let back half a second after.
+- ``switchover``: a planned change of primary, not a failure: the lab's controlled switch on async and semi-sync
+  clusters (the primary read-only, every replica caught up, the first replica promoted, the others following), Group
+  Replication's ``group_replication_set_as_primary`` on a group. ``fault.open_transaction`` leaves a transaction open
+  and idle on the old primary first: both wait for it up to ``fault.switchover_wait_s``, then disconnect it.
 - ``power_cut``: every node of the cluster killed at once (SIGKILL to each within a millisecond or so), as a power
   loss of the whole cluster would: what survives is what each server had handed to the operating system. With
   ``innodb_flush_log_at_trx_commit = 0`` the log buffer dies with the process, so a kill shows that setting's loss;
@@ -31,10 +35,10 @@ from benchlib.schema import Cell
 __all__ = ["ACTIONS", "BUILT_IN", "SINGLE", "Step", "check", "steps_of"]
 
 #: what a step can do; ``release`` ends the freeze, cut or isolation of its target
-ACTIONS = ("kill", "freeze", "cut", "isolate", "release")
+ACTIONS = ("kill", "freeze", "cut", "isolate", "release", "switchover")
 #: the single faults: one step, and its release after duration_s (a kill lasts until the heal)
 SINGLE = ("kill", "freeze", "cut")
-BUILT_IN = ("host_loss", "isolation", "replica_then_loss", "power_cut")
+BUILT_IN = ("host_loss", "isolation", "replica_then_loss", "power_cut", "switchover")
 AFTER_KILL_S = 0.5  # a sequence's cut is released this long after its kill
 
 
@@ -63,6 +67,8 @@ def steps_of(kind: str, target: str, duration_s: float, own: dict[str, list[Step
         return (Step(0.0, "isolate", "write_node"), Step(duration_s, "release", "write_node"))
     if kind == "power_cut":
         return (Step(0.0, "kill", "all_nodes"),)
+    if kind == "switchover":
+        return (Step(0.0, "switchover", "write_node"),)
     if kind == "replica_then_loss":
         return (Step(0.0, "isolate", "replica"), Step(duration_s, "kill", "write_node"),
                 Step(duration_s + AFTER_KILL_S, "release", "replica"))
@@ -83,6 +89,9 @@ def check(steps: tuple[Step, ...] | list[Step]) -> str | None:
             if s.target not in held:
                 return f"release of {s.target} at {s.at_s:g} s: nothing holds it then (freeze, cut or isolate first)"
             del held[s.target]
+        elif s.do == "switchover":
+            if s.target != "write_node":
+                return f"switchover of {s.target} at {s.at_s:g} s: a switchover moves the write node's role"
         elif s.do == "kill":
             killed.add(s.target)
             if held.get(s.target) == "freeze":  # SIGKILL ends a freeze
