@@ -35,6 +35,8 @@ OUT = ROOT / "docs" / "reference"
 ENVIRONMENT: dict[str, str] = {
     "BENCHLIB_LAB_ROOT": "the folder every local lab lives in (its servers' data, sockets, logs and passwords); "
                          "default `/tmp/benchlib`",
+    "BENCHLIB_PORT_CLAIMS": "where every lab root on this machine claims its labs' port blocks, so that two roots "
+                            "never pick the same ports; default `/tmp/benchlib-ports`",
     "BENCHLIB_SERVERS": "where the bootstrap unpacks MySQL 9 and benchlib looks for it; default `.servers/` in "
                         "the clone",
     "BENCHLIB_HOSTROOT": "the Debian root the provisioning tests' namespace hosts boot from; default "
@@ -65,6 +67,8 @@ OUTPUT: list[tuple[str, str]] = [
                                              "(`benchlib publish --out DIR` elsewhere)"),
     ("`$BENCHLIB_LAB_ROOT/<lab>/`", "a local lab that is up (default `/tmp/benchlib/<lab>/`): removed by "
                                     "`benchlib lab down`"),
+    ("`/tmp/benchlib-ports/`", "one small file per local lab that is up, claiming its port block on this machine "
+                               "(`$BENCHLIB_PORT_CLAIMS` moves it); a claim whose lab is gone is dropped"),
     ("`provisioned/<lab>/`", "what `benchlib provision` keeps: state, passwords (mode 600), the remote lab spec "
                              "(`--dir` elsewhere); removed by `benchlib unprovision`"),
     ("`~/.cache/benchlib/run-index/`", "the run index's cache of every campaign's runs (`$XDG_CACHE_HOME` moves "

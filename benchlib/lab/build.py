@@ -66,14 +66,16 @@ def check_binaries(spec: LabSpec) -> None:
 def allocate(spec: LabSpec, root: Path) -> tuple[Layout, state.LabRecord, secrets.Credentials]:
     """Claim the lab's name, ports and network under the root's lock; write its record and passwords."""
     lab_dir = root / spec.name
-    with state.locked(root / ".lock"):  # allocation of names, ports and networks
+    # allocation of names, ports and networks under the root's lock; of ports, under the machine's as well (another
+    # root's labs hold theirs: benchlib.lab.state.CLAIMS)
+    with state.locked(root / ".lock"), state.claims_lock():
         if state.read(lab_dir) is not None:
             raise LabError(f"lab {spec.name!r} was just brought up by another process",
                            hint=f"benchlib lab status {spec.name}")
         if lab_dir.exists():
             raise LabError(f"{lab_dir} exists but holds no lab record (left by a crashed run)",
                            hint="benchlib lab cleanup removes it")
-        taken = ports_of_other_labs(root)
+        taken = ports_of_other_labs(root) | state.claimed_ports()
         if spec.base_port is not None:
             base_port = spec.base_port
             clash = taken.intersection(range(base_port, base_port + ports_needed(spec)))
@@ -99,6 +101,7 @@ def allocate(spec: LabSpec, root: Path) -> tuple[Layout, state.LabRecord, secret
         record = state.LabRecord(name=spec.name, spec=spec.model_dump(mode="json"), base_port=base_port,
                                  net_index=net_index, run_as=run_as(), shaper=shaper)
         state.write(lab_dir, record)
+        state.claim_ports(lab_dir, base_port, base_port + ports_needed(spec))
     return layout, record, creds
 
 

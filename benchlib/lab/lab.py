@@ -297,4 +297,5 @@ class LocalLab:
     def _destroy(self) -> None:
         procs.kill_lab_processes(self.dir, self.record.pids, self.layout)
         wan.down(self.layout, self.record.shaper, self.record.link_pid)
+        state.release_ports(self.dir)
         shutil.rmtree(self.dir, ignore_errors=True)

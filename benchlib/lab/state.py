@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -136,3 +137,59 @@ def ports_of_other_labs(root: Path) -> set[int]:
                                               for c in clusters if isinstance(c, dict))
             taken.update(range(rec.base_port, rec.base_port + needed))
     return taken
+
+
+#: every lab root on this machine claims its labs' port blocks here too: two roots (a campaign's and the test suite's)
+#: must not pick the same block when a node of one lab is down, its port free for a moment (a heal restarting it then
+#: finds it taken)
+CLAIMS = Path(os.environ.get("BENCHLIB_PORT_CLAIMS", "/tmp/benchlib-ports"))
+
+
+def claims_lock() -> contextlib.AbstractContextManager[None]:
+    """The machine-wide lock under which port blocks are claimed."""
+    _claims_dir()
+    return locked(CLAIMS / ".lock")
+
+
+def _claims_dir() -> Path:
+    if not CLAIMS.is_dir():
+        CLAIMS.mkdir(parents=True, exist_ok=True)
+        os.chmod(CLAIMS, 0o1777)  # every user's labs claim here
+    return CLAIMS
+
+
+def claimed_ports() -> set[int]:
+    """The ports of every lab of every root on this machine (a claim whose lab is gone is removed)."""
+    out: set[int] = set()
+    if not CLAIMS.is_dir():
+        return out
+    for f in CLAIMS.glob("*.claim"):
+        try:
+            lab_dir = Path(f.read_text().strip())
+            lo, hi = (int(x) for x in f.name.removesuffix(".claim").split("-")[-2:])
+        except (OSError, ValueError):
+            continue
+        if read(lab_dir) is None:  # its lab is down (or crashed and was cleaned up)
+            f.unlink(missing_ok=True)
+            continue
+        out.update(range(lo, hi))
+    return out
+
+
+def claim_ports(lab_dir: Path, lo: int, hi: int) -> None:
+    """Claim ``lo``..``hi - 1`` for the lab in ``lab_dir`` (under ``claims_lock``)."""
+    tag = hashlib.sha1(str(lab_dir.resolve()).encode()).hexdigest()[:12]
+    (_claims_dir() / f"{tag}-{lo}-{hi}.claim").write_text(str(lab_dir.resolve()))
+
+
+def release_ports(lab_dir: Path) -> None:
+    """Drop the claims of the lab in ``lab_dir``."""
+    if not CLAIMS.is_dir():
+        return
+    mine = str(lab_dir.resolve())
+    for f in CLAIMS.glob("*.claim"):
+        try:
+            if f.read_text().strip() == mine:
+                f.unlink(missing_ok=True)
+        except OSError:
+            continue

@@ -99,3 +99,23 @@ def test_a_lab_whose_spec_this_process_cannot_validate_still_holds_its_ports(tmp
     state.write(tmp_path / "t-other", state.LabRecord("t-other", raw, 24000, None, None))
     taken = state.ports_of_other_labs(tmp_path)
     assert min(taken) == 24000 and len(taken) == PORTS_PER_NODE * (3 + 5)
+
+
+def test_labs_of_another_root_keep_their_ports(tmp_path, monkeypatch):
+    """Two lab roots on one machine (a campaign's and the test suite's): a lab's port block is claimed machine-wide,
+    so the other root's allocator never picks it, even while a node of it is down and its port free for a moment; a
+    claim whose lab is gone is dropped."""
+    from benchlib.lab import state
+
+    monkeypatch.setattr(state, "CLAIMS", tmp_path / "claims")
+    a = tmp_path / "rootA" / "t-a"
+    a.mkdir(parents=True)
+    state.write(a, state.LabRecord("t-a", {"name": "t-a", "clusters": {}}, 21000, None, None))
+    with state.claims_lock():
+        state.claim_ports(a, 21000, 21030)
+        assert state.claimed_ports() == set(range(21000, 21030))
+    state.release_ports(a)
+    assert state.claimed_ports() == set()
+    state.claim_ports(a, 21000, 21030)
+    (a / "lab.json").unlink()  # the lab went away without releasing: its claim is stale
+    assert state.claimed_ports() == set() and not list((tmp_path / "claims").glob("*.claim"))

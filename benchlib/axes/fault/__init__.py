@@ -71,10 +71,10 @@ class FaultSpec(Strict):
     #: binary log holds), then "rebuild" (the heal rebuilds it from a copy of the new primary, discarding them) or
     #: "refuse" (the campaign stops with the count, the lab left as it is for a look)
     errant: Literal["rebuild", "refuse"] = "rebuild"
-    #: kind = "switchover": a transaction left open and idle on the old primary before it (an axis: [false, true]),
-    #: and how long the switchover waits for it before disconnecting its client (Group Replication's
-    #: running_transactions_timeout; the lab's read_only's lock wait)
+    #: kind = "switchover": a transaction left open and idle on the old primary before it (an axis: [false, true])
     open_transaction: list[bool] = Field(default=[False], min_length=1)
+    #: how long a switchover waits for an open transaction on the old primary before disconnecting its client
+    #: (Group Replication's running_transactions_timeout; the lab's read_only lock wait)
     switchover_wait_s: float = Field(default=15.0, ge=0, le=3600)
     detect_s: float = Field(default=1.0, ge=0, le=600)  # how long the write node must be silent before promotion
     write_rate: float = Field(default=50.0, gt=0, le=1000)  # the ledger writer's commits per second
