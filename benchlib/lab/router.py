@@ -259,8 +259,8 @@ class RouterLease:
         self.front, self.host, self.port = front, front.host, front.port
         self.ttl_s = TTL_S
 
-    def connect(self, timeout: float = 1.0):
-        return self.front.connect(timeout)
+    def connect(self, timeout: float = 1.0, port: str = "rw"):
+        return self.front.connect(timeout, port=port)
 
     def stop(self) -> None:
         pass

@@ -47,6 +47,7 @@ class ProbeOptions:
     read_rate: float = 10.0  # reads per second on each other node (10 and 10: about 1% of a core, bench/)
     consistency: str | None = None  # a name of benchlib.systems.consistency (None: the system's default)
     wait_timeout_s: float = 10.0  # a causal wait longer than this is a failed read
+    router: bool = False  # a reader through the group's MySQL Router read-only port too (node "router:ro")
 
     def as_dict(self) -> dict:
         return asdict(self)

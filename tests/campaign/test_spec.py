@@ -260,3 +260,12 @@ def test_a_switchover_has_the_idle_transaction_as_its_axis_and_promotes_by_its_o
     sw = [r for r in runs if r.fault.kind == "switchover"]
     assert not any(r.fault.promote for r in sw) and all(r.fault.steps[0].do == "switchover" for r in sw)
     assert "open_transaction" not in next(r for r in runs if r.fault.kind == "kill").fault.as_dict()
+
+
+def test_reads_through_router_go_where_a_group_has_one_and_are_refused_where_none_has():
+    with pytest.raises(SpecError, match="probe.router reads through MySQL Router, and no cluster"):
+        plan(spec(probe={"router": True}), DEMO)
+    lab = load_spec(EXAMPLES / "gr-router.toml")
+    runs = plan(spec(repetitions=1, lab="../labs/gr-router.toml", load={"threads": [4]},
+                     probe={"consistency": ["BEFORE"], "router": True}), lab)
+    assert runs and all(r.probe.router for r in runs)

@@ -12,7 +12,11 @@ from benchlib.axis import AxisRecord
 from benchlib.specs import Strict
 from benchlib.schema import Cell
 
-__all__ = ["ProbeRecord", "ProbeSpec"]
+__all__ = ["ROUTER_READER", "ProbeRecord", "ProbeSpec"]
+
+
+#: the probe's reader behind MySQL Router's read-only port (``[probe] router``): its reads carry this node name
+ROUTER_READER = "router:ro"
 
 
 class ProbeSpec(Strict):
@@ -23,6 +27,9 @@ class ProbeSpec(Strict):
     consistency: list[str] = Field(default_factory=list)  # read consistency settings (empty: each system's default)
     #: a causal read that waits longer than this for the writer's position is a failed read
     wait_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: also a reader through the group's MySQL Router read-only port (a Group Replication cluster with router = true
+    #: in the lab spec), as an application behind Router reads; its reads are reported apart ("via router")
+    router: bool = False
 
 
 def _facts(probe: "ProbeRecord | None") -> dict[str, Cell]:
@@ -40,3 +47,4 @@ class ProbeRecord(AxisRecord):
     read_rate: float | None = None
     write_rate: float | None = None
     wait_timeout_s: float | None = None
+    router: bool | None = None  # a reader through MySQL Router's read-only port too

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchlib.analysis.comparisons import consistency_costs_of, set_by_consistency_of
+from benchlib.axes.probe import ROUTER_READER
 from benchlib.analysis.runs import column_is, config_columns
 from benchlib.axis import AxisAnalysis
 
@@ -25,6 +26,9 @@ def probe_reads(a: Any) -> pd.DataFrame:
         return pd.DataFrame()
     reads = reads[reads.run_id.isin(set(a.runs.run_id[a.runs.status == "ok"]))].copy()
     reads["setting"] = reads["setting"].astype(str)
+    behind = reads["node"].astype(str) == ROUTER_READER
+    if behind.any():  # a reader behind MySQL Router: its reads apart from the nodes' own
+        reads["via"] = np.where(behind, "router", "nodes")
     return reads
 
 
@@ -57,7 +61,7 @@ def stale_reads(a: Any) -> pd.DataFrame:
     ok = a.runs[a.runs.status == "ok"]
     varying = [c for c in config_columns(a.param_columns) if c in reads and c not in
                ("cluster", "topology", *a.axis("probe").set_by_consistency) and ok[c].nunique() > 1]
-    return stale_fractions(reads, ["cluster", "setting", *varying])
+    return stale_fractions(reads, ["cluster", "setting", *varying, *(["via"] if "via" in reads else [])])
 
 
 def consistency_costs(a: Any) -> pd.DataFrame:

@@ -43,10 +43,15 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
         told = "; ".join(f"{s}: {consistency.described(s)}" for s in dict.fromkeys(system.values()))
         raise SpecError(f"{source}: probe.consistency {unknown[0]!r} is a read consistency of none of the clusters "
                         f"{clusters}", hint=f"the systems support {told}")
+    fronted = {c for c in clusters if getattr(lab.clusters[c], "router", False)}
+    if table.router and not fronted:
+        raise SpecError(f"{source}: probe.router reads through MySQL Router, and no cluster of {clusters} has one",
+                        hint="router = true on a group_replication cluster of the lab spec")
     out: dict[str, list[ProbeVariant]] = {}
     for c in clusters:
         mine: list[ReadSetting | None] = [consistency.for_system(system[c], w) for w in wanted
                                           if w in consistency.supported(system[c])]
         out[c] = [ProbeVariant(ProbeOptions(table.write_rate, table.read_rate, read.name if read else None,
-                                            table.wait_timeout_s), read) for read in (mine or [None])]
+                                            table.wait_timeout_s, table.router and c in fronted), read)
+                  for read in (mine or [None])]
     return out

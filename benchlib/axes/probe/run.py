@@ -9,11 +9,19 @@ from typing import Any
 
 import pandas as pd
 
+from benchlib.axes.probe import ROUTER_READER
 from benchlib.axis import AxisRun, RunContext
 from benchlib.sampling.stale_reads import TABLE, StaleReadProbe
 from benchlib.systems import consistency
 
 __all__ = ["ProbeRun", "hook"]
+
+
+def _through(front: Any, connect: Any) -> Any:
+    """``connect``, except for ``ROUTER_READER``: a connection through Router's read-only port."""
+    def through(node: str, **kw: Any) -> Any:
+        return front.connect(kw.get("timeout", 2.0), port="ro") if node == ROUTER_READER else connect(node, **kw)
+    return through
 
 
 class ProbeRun(AxisRun):
@@ -22,7 +30,14 @@ class ProbeRun(AxisRun):
         self.setting = consistency.for_system(ctx.system, options.consistency)
         self.record = {**options.as_dict(), "consistency": self.setting.name,
                        "default": consistency.supported(ctx.system)[0]}
-        self.probe = StaleReadProbe(ctx.lab.connect, ctx.nodes[0], ctx.nodes[1:], self.setting, options,
+        readers, connect = list(ctx.nodes[1:]), ctx.lab.connect
+        if options.router:  # an application's reader behind the group's MySQL Router, on its read-only port
+            proxies = ctx.lab.proxy()
+            front = proxies.front(ctx.cluster, lambda: None, "router") if proxies is not None else None
+            if front is not None:
+                readers.append(ROUTER_READER)
+                connect = _through(front, ctx.lab.connect)
+        self.probe = StaleReadProbe(connect, ctx.nodes[0], readers, self.setting, options,
                                     time.monotonic) if len(ctx.nodes) > 1 else None
 
     def probes(self) -> list[Any]:
