@@ -102,6 +102,9 @@ class Controller:
                                 "planned_t": begin + p.step.at_s, "done_t": t0})
         self.switched = {"primary": done.primary, "steps": [list(s) for s in done.steps],
                          "s": done.steps[-1][1] if done.steps else 0.0}
+        # the old primary is one no longer: its semi-sync watch ends here (it goes on as a replica, whose status says
+        # nothing of the switchover)
+        self.lost_at, self.lost_by = self.clock(), "switchover"
         if not self.automatic:
             self.promotion = {"primary": done.primary, "steps": [list(s) for s in done.steps], "held": ""}
             self.router.set(done.primary, self.clock(), f"switched over to {done.primary}")

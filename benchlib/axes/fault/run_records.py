@@ -143,7 +143,7 @@ def semisync_summary(log: Any, node: str, t_fault: float | None, lost_at: float 
     end = lost_at if lost_at is not None and t_fault is not None and lost_at > t_fault else float("inf")
     before = [v for t, v in no_tx if t <= t_fault]
     during = [v for t, v in no_tx if t_fault < t <= end]
-    off = next((t for t, v in status if t > t_fault and v == 0.0), None)
+    off = next((t for t, v in status if t_fault < t <= end and v == 0.0), None)
     return {"on_at_fault": True,
             "fell_back_s": None if off is None else off - t_fault,
             "fell_back_at_s": None if off is None else off - origin,
