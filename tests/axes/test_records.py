@@ -35,3 +35,19 @@ def test_an_entry_its_record_refuses_is_not_written(tmp_path):
 @pytest.mark.parametrize("name", ["probe", "read_split", "fault", "stall"])
 def test_every_axis_that_records_something_has_a_typed_record(name):
     assert AXES.lookup(name).record is not None
+
+
+def test_a_semisync_primary_is_watched_until_it_was_lost_and_no_longer():
+    """semisync_summary: the fallback and the commits without an ack count from the fault until the write node was
+    lost (a switchover's end: the old primary goes on as a replica, whose semi-sync status says nothing of it)."""
+    from benchlib.axes.fault.run_records import semisync_summary
+    from benchlib.sampling.status import StatusLog
+
+    log = StatusLog()
+    for t in range(0, 30):
+        log.add(float(t), "semi-1", "semisync_status", 0.0 if t >= 20 else 1.0)  # off 10 s after a switchover at 10
+        log.add(float(t), "semi-1", "semisync_no_tx", float(max(0, t - 20) * 25), counter=True)
+    switched = semisync_summary(log, "semi-1", 9.5, 10.2, 0.0)
+    assert switched == {"on_at_fault": True, "fell_back_s": None, "fell_back_at_s": None, "no_ack_commits": 0}
+    killed = semisync_summary(log, "semi-1", 9.5, 9.5, 0.0)  # lost at the fault itself: watched to the end
+    assert killed["fell_back_s"] == 20 - 9.5 and killed["no_ack_commits"] == 225
