@@ -91,10 +91,12 @@ def test_packing_again_takes_in_new_runs_and_an_interrupted_clean_up_counts_once
 
 
 def test_the_recorded_data_stays_small():
-    """data/ (recorded campaigns, reference figures) is at most 11 MB: campaigns are kept packed. (10 MB until the
-    four campaigns of a 2-core VM came in: demo-vm-1..3 and replica-count, 1.1 MB.)"""
+    """data/ (recorded campaigns, reference figures) is at most 12.5 MB: campaigns are kept packed. (10 MB until the
+    four campaigns of a 2-core VM came in: demo-vm-1..3 and replica-count, 1.1 MB; 11 MB until the four of what loses
+    acknowledged writes and planned switchover came in, 1.8 MB. The causal-read campaign's per-read frames, 9.5 MB
+    packed, stay out: its summary is in data/measured/.)"""
     weight = sum(f.stat().st_size for f in (ROOT / "data").rglob("*") if f.is_file())
-    assert weight <= 11_000_000, f"data/ holds {weight / 1e6:.2f} MB: pack new campaigns (benchlib pack)"
+    assert weight <= 12_500_000, f"data/ holds {weight / 1e6:.2f} MB: pack new campaigns (benchlib pack)"
 
 
 def test_a_packed_run_is_retired_into_attempts_beside_a_pack_left_as_it_is(tmp_path):
