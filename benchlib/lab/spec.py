@@ -45,6 +45,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from benchlib.systems import base as systems
+from benchlib import catalogue
 from benchlib.errors import SpecError
 from benchlib.lab import flavors
 from benchlib.specs import (CLUSTER_NAME, CLUSTER_NAME_RULE, Site, Strict, check_sites, format_validation, named_keys,
@@ -378,7 +379,8 @@ def refusal(spec: "LabSpec", kind: str, nodes: list[str], site: str | None) -> s
     if kind == "switchover":
         for n in nodes:
             c = spec.clusters[n.rsplit("-", 1)[0]]
-            if c.topology == "galera" or c.node_count < 2 or not getattr(c, "single_primary", True):
+            first, others = catalogue.topology(c.topology).roles
+            if first != "primary" or others == first or not getattr(c, "single_primary", True):
                 return (f"a switchover moves the primary role to another node: {c.topology} cluster "
                         f"{n.rsplit('-', 1)[0]} has none to move")
         return None
