@@ -387,10 +387,26 @@ class GroupReplication(Topology):
         self.wait_ready(timeout)
         if self.spec.single_primary:
             self.restore_primary(timeout)
+        self.online_mode()
         router.ensure(self, timeout)
 
     def ensure_front(self, timeout: float) -> str | None:
-        return router.ensure(self, timeout)
+        done = [d for d in (self.online_mode(), router.ensure(self, timeout)) if d]
+        return "; ".join(done) or None
+
+    def online_mode(self) -> str | None:
+        """A member that left the group on an error (expelled) is put in offline_mode (MySQL 8.4's
+        group_replication_exit_state_action = OFFLINE_MODE), and stays so once it is back in the group: clients without
+        CONNECTION_ADMIN cannot connect. Switched off on every ONLINE member; returns on which (None: none)."""
+        back = []
+        for n in self.nodes:
+            with self.connect(n) as conn:
+                if int(sql.scalar(conn, "SELECT @@GLOBAL.offline_mode") or 0) and any(
+                        r["MEMBER_STATE"] == "ONLINE" and self._where(r) == (n.listen_host, n.port)
+                        for r in self.members(conn)):
+                    sql.execute(conn, "SET GLOBAL offline_mode = OFF")
+                    back.append(n.name)
+        return f"offline_mode switched off on {', '.join(back)} (back in the group)" if back else None
 
     def primary_name(self) -> str | None:
         """The node that is the group's primary now (None: no primary, or a multi-primary group)."""

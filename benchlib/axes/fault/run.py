@@ -60,6 +60,9 @@ if TYPE_CHECKING:
     from benchlib.axes.fault import FaultPlan
     from benchlib.lab.base import FaultControl, Lab
 
+#: how a group member's readiness says it is back in the group but still in offline_mode (benchlib.systems)
+OFFLINE_MODE = "offline_mode is still ON"
+
 __all__ = ["FaultHook", "execute_fault_run", "fault_of"]
 
 
@@ -263,7 +266,8 @@ class FaultHook(AxisRun, Controller):
         nodes = self.setup.nodes
         deadline = time.monotonic() + wait_s
         while True:
-            problems = [p for p in self.lab.health.check().problems if any(n in p for n in nodes)]
+            problems = [p for p in self.lab.health.check().problems if any(n in p for n in nodes)
+                        and OFFLINE_MODE not in p]  # back in its cluster, in offline_mode: the heal ends it
             if not problems:
                 return
             if time.monotonic() > deadline:
@@ -287,7 +291,7 @@ class FaultHook(AxisRun, Controller):
         restarted: list[str] = []
         how: list[str] = []  # this run's heal only: a lab that healed itself still reports the last heal's words
         try:
-            if lab.health.broken():
+            if lab.health.broken() or any(OFFLINE_MODE in p for p in lab.health.check().problems):
                 restarted, how = lab.health.heal(timeout=self.plan.heal_timeout_s), lab.health.heal_report()
         except BenchlibError as exc:
             raise CampaignError(f"the lab could not be healed after fault run {self.run_id}: {exc.message}",

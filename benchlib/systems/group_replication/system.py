@@ -140,6 +140,11 @@ def readiness(conn, writer: bool, size: int, node: str) -> list[str]:
     if online != size:
         return [f"{node}: {online} of the group's {size} members are ONLINE (it lists {len(rows)}): heal or "
                 "restart the others, or fix the spec's node list"]
+    offline = query(conn, "SELECT @@GLOBAL.offline_mode AS v")
+    if offline and int(offline[0]["v"] or 0):  # group_replication_exit_state_action = OFFLINE_MODE (8.4's default)
+        return [f"{node}: ONLINE in the group, but offline_mode is still ON since it left the group on an error: "
+                "clients without CONNECTION_ADMIN cannot connect to it (SET GLOBAL offline_mode = OFF; a local lab's "
+                "heal does it)"]
     return []
 
 
