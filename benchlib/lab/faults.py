@@ -167,13 +167,8 @@ def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], 
                                                                   if unapplied.get(new.name) else ""),
                           time.monotonic() - t0))
         steps.append((f"{new.name} takes writes", time.monotonic() - t0))
-        for n in survivors:
-            if n is not new:
-                topo.point_at(conns[n.name], new)
-        steps.append(("replicas follow it", time.monotonic() - t0))
-        if topo.semisync_wanted() and len(survivors) > 1:
-            topo.semisync_on(new, [n for n in survivors if n is not new], max(1.0, deadline - time.monotonic()))
-            steps.append(("semi-sync on", time.monotonic() - t0))
+        _hand_over(topo, conns, new, [n for n in survivors if n is not new], "replicas follow it", steps, t0,
+                   deadline - time.monotonic())
     except pymysql.MySQLError as exc:
         raise LabError(f"{topo.cluster}: promotion after {failed.name} failed: {exc.args[-1] if exc.args else exc}",
                        hint="benchlib lab heal rebuilds the cluster's original roles") from None
@@ -181,6 +176,18 @@ def promote(topo: "Async", failed: NodePlan, alive: Callable[[NodePlan], bool], 
         for conn in conns.values():
             conn.close()
     return Promotion(new.name, tuple(steps), f"{ahead[new.name]} transactions applied on {new.name}")
+
+
+def _hand_over(topo: "Async", conns: dict, new: NodePlan, followers: list[NodePlan], words: str,
+               steps: list[tuple[str, float]], t0: float, left_s: float) -> None:
+    """The new primary takes its followers: each replicates from it by GTID, then semi-sync is on where the
+    cluster runs it (promotion and switchover alike)."""
+    for n in followers:
+        topo.point_at(conns[n.name], new)
+    steps.append((words, time.monotonic() - t0))
+    if topo.semisync_wanted() and followers:
+        topo.semisync_on(new, followers, max(1.0, left_s))
+        steps.append(("semi-sync on", time.monotonic() - t0))
 
 
 def _read_only(topo: "Async", conn, on: bool, wait_s: float) -> int:
@@ -249,12 +256,7 @@ def switchover(topo: "Async", timeout: float, *, wait_s: float = 15.0) -> Promot
         steps.append((f"{new.name} takes writes", time.monotonic() - t0))
         if not mysql:  # the old primary replicates from where its own binary log ends
             sql.execute(conns[old.name], "SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_binlog_pos")
-        for n in [*replicas[1:], old]:
-            topo.point_at(conns[n.name], new)
-        steps.append(("the others follow it", time.monotonic() - t0))
-        if topo.semisync_wanted():
-            topo.semisync_on(new, [n for n in topo.nodes if n is not new], max(1.0, timeout))
-            steps.append(("semi-sync on", time.monotonic() - t0))
+        _hand_over(topo, conns, new, [*replicas[1:], old], "the others follow it", steps, t0, timeout)
     except pymysql.MySQLError as exc:
         raise LabError(f"{topo.cluster}: switchover from {old.name} failed: {exc.args[-1] if exc.args else exc}",
                        hint="benchlib lab heal gives the original write node its role back") from None
