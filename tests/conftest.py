@@ -204,6 +204,8 @@ def pytest_sessionfinish(session, exitstatus):
 class LabFactory:
     """Brings labs up and guarantees they are taken down (and leave nothing) even when a test fails."""
 
+    LIVE: list = []  # every lab up in this process: a failed test shows their error logs (``pytest_runtest_makereport``)
+
     def __init__(self):
         self.labs = []
 
@@ -212,16 +214,76 @@ class LabFactory:
 
         lab = LocalLab.up(spec, **kwargs)
         self.labs.append(lab)
+        LabFactory.LIVE.append(lab)
         return lab
 
     def teardown(self) -> list[str]:
         problems = []
         for lab in self.labs:
+            if lab in LabFactory.LIVE:
+                LabFactory.LIVE.remove(lab)
             lab.tuning.refresh()
             lab.close(down=True)
             problems += leftovers(lab)
         self.labs.clear()
         return problems
+
+
+LOG_LINES = 25  # of each server's error log, in a failed lab test's report
+
+
+def server_logs(labs: list, lines: int = LOG_LINES) -> str:
+    """The last ``lines`` of every node's error log in ``labs``, for a failed test's report (a CI run keeps nothing
+    else of them)."""
+    out = []
+    for lab in labs:
+        for node in lab.layout.nodes.values():
+            try:
+                tail = node.error_log.read_text(errors="replace").splitlines()[-lines:]
+            except OSError as exc:
+                tail = [f"(no log: {exc})"]
+            out.append(f"--- {lab.name} {node.name}: {node.error_log}\n" + "\n".join(line[:600] for line in tail))
+    return "\n".join(out)
+
+
+#: per test module, its first failed lab test: a later test of the module that finds its lab broken beyond a heal
+#: is skipped naming it (``healthy``), instead of failing for what that test left
+FIRST_FAILURE: dict[str, str] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and item.get_closest_marker("lab"):
+        FIRST_FAILURE.setdefault(item.module.__name__, f"{item.name} ({report.when})")
+        if LabFactory.LIVE:
+            report.sections.append(("servers' error logs", server_logs(LabFactory.LIVE)))
+
+
+def healthy(lab, module: str, kill: Callable[[str], list[str]] | None = None, timeout: float = 180) -> None:
+    """Before a test: ``lab`` whole (``lab check`` passes), whatever the test before it left. A lab that is not is
+    healed; one still broken has the nodes ``kill(cluster)`` names killed and healed again (a cluster restarted whole);
+    one broken beyond that skips the test, naming the module's first failure (the likely cause)."""
+    if lab.health.check().ok:
+        return
+    problems: list[str] = []
+    for attempt in range(2):
+        try:
+            if attempt and kill is not None:
+                for cluster in {p.split(":")[0].rsplit("-", 1)[0] for p in lab.health.check().problems} & set(lab.spec.clusters):
+                    up = [n for n in kill(cluster) if lab.health.is_up(lab.node(n))]
+                    if up:
+                        kill9(lab, *up)
+            lab.health.heal(timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - a heal that fails: try the harder way, then skip saying why
+            problems = [str(getattr(exc, "message", exc))]
+            continue
+        problems = lab.health.check().problems
+        if not problems:
+            return
+    pytest.skip(f"the lab could not be healed after {FIRST_FAILURE.get(module, 'an earlier test')}: "
+                f"{'; '.join(problems)[:600]}")
 
 
 @pytest.fixture(scope="module")

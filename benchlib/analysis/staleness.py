@@ -10,9 +10,14 @@ For each value the probe's writer commits (one row, a monotonic sequence):
 (jepsen-io/jepsen ``checker.clj`` set-full; Codership's causal test uses the same rule with one writer.)
 
 ``stale_fractions`` pools the reads of each configuration's runs: the fraction's 95% interval treats runs as the unit
-(stale reads come in bursts): a Wilson interval on the effective number of reads, the total divided by the design
-effect estimated from the spread between runs, with Student's t for the few runs it is estimated from; with no stale
-read, the one-sided 95% upper bound 1 - 0.05^(1/n).
+(stale reads come in bursts), by one method whatever the count (``rare_rate``): the design effect is estimated from
+the spread between runs (at least 1); the reads are divided by it (the effective count) and shrunk further for the few
+runs the spread is estimated from (Korn and Graubard 1998: times (z / t_df)^2, with Satterthwaite's degrees of freedom
+(k - 1) deff^2 / (deff - 1)^2, infinite at a design effect of 1, k - 1 when the spread dominates), and the Jeffreys
+interval is taken on that count (Brown, Cai and DasGupta 2001; its lower end 0 when none is stale). Nothing in it
+switches: a design effect of 1.0001 gives the bound of 1 to within a ten-thousandth. Beside the two-sided 95% interval,
+``upper`` is the one-sided 95% upper bound by the same method, the figure to quote for "at most" (none stale,
+most often).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["StaleFraction", "classify", "configuration_columns", "in_words", "stable_latency", "stale_fractions", "wilson"]
+__all__ = ["RareRate", "StaleFraction", "classify", "configuration_columns", "in_words", "rare_rate", "rate_bounds",
+           "stable_latency",
+           "stale_fractions", "wilson"]
 
 Z95 = 1.959963984540054
 
@@ -98,8 +105,9 @@ class StaleFraction:
     stale: int
     failed: int
     fraction: float
-    low: float
+    low: float  # the two-sided 95% interval
     high: float
+    upper: float  # the one-sided 95% upper bound
     design_effect: float
     staleness_ms_p50: float  # over the stale reads
     staleness_ms_p99: float
@@ -109,18 +117,47 @@ class StaleFraction:
     wait_ms_p50: float  # the causal wait (NaN: none)
 
 
-def _fraction(per_run: pd.DataFrame) -> tuple[float, float, float, float]:
-    n, s = per_run["reads"].to_numpy(dtype=float), per_run["stale"].to_numpy(dtype=float)
-    total, p = n.sum(), s.sum() / n.sum()
-    k = len(n)
-    deff, z = 1.0, Z95
+@dataclass(frozen=True)
+class RareRate:
+    """A rate of rare events pooled over runs: ``fraction`` with its two-sided 95% interval (``low``, ``high``) and
+    one-sided 95% upper bound (``upper``), the design effect and the effective count the interval was taken on."""
+
+    fraction: float
+    low: float
+    high: float
+    upper: float
+    design_effect: float
+    effective_n: float
+
+
+def rare_rate(events, trials, level: float = 0.95) -> RareRate:
+    """The rate of ``events`` (per run) in ``trials`` (per run), runs as the unit: see the module docstring. Continuous
+    in the design effect and in the counts; exact Jeffreys intervals at a design effect of 1."""
+    n, s = np.asarray(trials, dtype=float), np.asarray(events, dtype=float)
+    total, k = n.sum(), len(n)
+    if total <= 0:
+        return RareRate(math.nan, math.nan, math.nan, math.nan, math.nan, 0.0)
+    p = s.sum() / total
+    deff = 1.0
     if k > 1 and 0 < p < 1:
         var = k / (k - 1) * np.sum((s - p * n) ** 2) / total ** 2  # the ratio estimator's variance, runs as units
-        deff = max(1.0, var / (p * (1 - p) / total))
-        if deff > 1:
-            z = float(stats.t.ppf(0.975, k - 1))  # the spread is estimated from k runs
-    low, high = wilson(s.sum() / deff, total / deff, z)
-    return p, low, high, deff
+        deff = max(1.0, float(var / (p * (1 - p) / total)))
+    return rate_bounds(p, total, k, deff, level)
+
+
+def rate_bounds(p: float, total: float, runs: int, deff: float, level: float = 0.95) -> RareRate:
+    """The bounds of a rate ``p`` of ``total`` trials over ``runs`` runs at design effect ``deff`` (``rare_rate``)."""
+    alpha = 1 - level
+    n_eff = total / deff
+    if deff > 1:  # the spread between runs is estimated from k runs: fewer effective trials, smoothly
+        df = (runs - 1) * deff ** 2 / (deff - 1) ** 2
+        n_eff *= (stats.norm.ppf(1 - alpha / 2) / stats.t.ppf(1 - alpha / 2, df)) ** 2
+    x = p * n_eff
+    a, b = x + 0.5, n_eff - x + 0.5
+    low = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, a, b))
+    high = 1.0 if x >= n_eff else float(stats.beta.ppf(1 - alpha / 2, a, b))
+    upper = 1.0 if x >= n_eff else float(stats.beta.ppf(1 - alpha, a, b))
+    return RareRate(p, low, high, upper, deff, n_eff)
 
 
 def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -133,12 +170,13 @@ def stale_fractions(reads: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         per_run = ok.groupby("run_id").agg(reads=("stale", "size"), stale=("stale", "sum"))
         if per_run.empty:
             continue
-        p, low, high, deff = _fraction(per_run)
+        rate = rare_rate(per_run["stale"], per_run["reads"])
         late = ok.loc[ok["stale"].astype(bool), "staleness_ms"]
         q = (lambda s, x: float(s.quantile(x)) if len(s) else math.nan)
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), **asdict(StaleFraction(
             runs=len(per_run), reads=int(per_run["reads"].sum()), stale=int(per_run["stale"].sum()),
-            failed=int(g["stale"].isna().sum()), fraction=p, low=low, high=high, design_effect=deff,
+            failed=int(g["stale"].isna().sum()), fraction=rate.fraction, low=rate.low, high=rate.high,
+            upper=rate.upper, design_effect=rate.design_effect,
             staleness_ms_p50=q(late, 0.5), staleness_ms_p99=q(late, 0.99), staleness_ms_max=q(late, 1.0),
             read_ms_p50=q(ok["read_ms"], 0.5), read_ms_p99=q(ok["read_ms"], 0.99),
             wait_ms_p50=q(ok["wait_ms"].dropna(), 0.5)))})
@@ -170,7 +208,7 @@ def in_words(row: pd.Series, costs: pd.DataFrame | None = None, weakest: pd.Seri
     runs = f"{int(row['runs'])} run{'s' if row['runs'] != 1 else ''}"
     if row["stale"] == 0:
         said = (f"{where}: no stale read in {int(row['reads']):,} reads on the other nodes over {runs} "
-                f"(95% upper bound {_pct(row['high'])})")
+                f"(one-sided 95% upper bound {_pct(row['upper'])})")
     else:
         said = (f"{where}: {_pct(row['fraction'])} of {int(row['reads']):,} reads on the other nodes were stale "
                 f"(95% {_pct(row['low'])}–{_pct(row['high'])}, {runs}), by up to {_ms(row['staleness_ms_max'])} ms "

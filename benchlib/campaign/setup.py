@@ -193,9 +193,40 @@ class RunSetup:
             return result
         first, others = nodes[0], nodes[1:]
         deadline = time.monotonic() + timeout
+        behind = self._compare(result, pos, deadline)
+        ahead = [n for n in others if n not in behind and result.positions[n] != result.positions[first]]
+        lacking = []
+        if ahead:  # a node past the write node: a write in flight when its position was read (a group's secondary
+            # may apply a transaction before its primary's own commit returns), or a node holding what it lacks
+            with lab.connect(first) as conn:
+                lacking = [n for n in ahead if not pos.wait(conn, result.positions[n],
+                                                            max(0.1, min(5.0, deadline - time.monotonic())))]
+            result.positions.clear()
+            result.checksums.clear()
+            behind = self._compare(result, pos, deadline)  # once more, from the write node's position now
+        result.mismatches += [f"{n} did not reach {first}'s {pos.what} {result.positions[first]} within {timeout:g} s"
+                              for n in behind]
+        mine = result.checksums[first]
+        for node in others:
+            if node not in behind and result.positions[node] != result.positions[first]:
+                extra = f": {node} holds transactions {first} lacks (it did not reach them)" if node in lacking else ""
+                result.mismatches.append(f"{node}'s {pos.what} {result.positions[node] or '(none)'} differs from "
+                                         f"{first}'s {result.positions[first]}{extra}")
+            for table in tables:
+                theirs = result.checksums[node].get(table)
+                if theirs != mine.get(table):
+                    result.mismatches.append(f"{node} differs from {first} in {table} (CHECKSUM TABLE {theirs} "
+                                             f"against {mine.get(table)})")
+        return result
+
+    def _compare(self, result: Audit, pos: Any, deadline: float) -> list[str]:
+        """One pass of the audit: the write node's position read, every other node waited for until it has applied
+        it, then each node's position and checksums read into ``result``; returns the nodes that did not get there."""
         behind = []
-        for node in nodes:  # one connection a node: the write node first (nothing writes any more: the run is over)
-            with lab.connect(node) as conn:
+        first = self.nodes[0]
+        target = ""
+        for node in self.nodes:  # one connection a node: the write node first (nothing writes any more: the run is over)
+            with self.lab.connect(node) as conn:
                 t0 = time.monotonic()
                 if node == first:
                     target = pos.read(conn, True)
@@ -203,18 +234,7 @@ class RunSetup:
                     behind.append(node)
                 t1 = time.monotonic()
                 result.positions[node] = target if node == first else pos.read(conn, False)
-                result.checksums[node] = _checksums(conn, tables)
+                result.checksums[node] = _checksums(conn, result.tables)
                 result.wait_s += t1 - t0
                 result.check_s += time.monotonic() - t1
-        result.mismatches += [f"{n} did not reach {first}'s {pos.what} {target} within {timeout:g} s" for n in behind]
-        mine = result.checksums[first]
-        for node in others:
-            if node not in behind and result.positions[node] != result.positions[first]:
-                result.mismatches.append(f"{node}'s {pos.what} {result.positions[node] or '(none)'} differs from "
-                                         f"{first}'s {result.positions[first]}")
-            for table in tables:
-                theirs = result.checksums[node].get(table)
-                if theirs != mine.get(table):
-                    result.mismatches.append(f"{node} differs from {first} in {table} (CHECKSUM TABLE {theirs} "
-                                             f"against {mine.get(table)})")
-        return result
+        return behind

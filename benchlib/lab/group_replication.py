@@ -173,37 +173,66 @@ class GroupReplication(Topology):
         self.__dict__.setdefault("notes", {})[node.name] = (
             f"{node.name} held transactions the group lacked ({extra}): discarded, and cloned from a donor")
 
+    CLONING = "SELECT STATE FROM performance_schema.clone_status"  # 'In Progress' until the restarted server recovered
+
+    def _member_state(self, node: NodePlan) -> tuple[str | None, bool]:
+        """``node``'s own member state (None: it does not answer: down, starting or shutting down) and whether a
+        clone is in progress on it (copying a donor's data, or about to shut the server down to finish)."""
+        try:
+            with self.connect(node, read_timeout=10.0) as conn:
+                state = sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
+                                         "WHERE MEMBER_ID = @@server_uuid") or "OFFLINE"
+                try:
+                    cloning = sql.scalar(conn, self.CLONING) == "In Progress"
+                except pymysql.err.ProgrammingError:  # no clone plugin: never cloned
+                    cloning = False
+                return state, cloning
+        except (LabError, pymysql.err.MySQLError):
+            return None, False
+
+    STOPPED = "Shutdown complete"  # the server's last line when it stops
+
+    def _stopped(self, node: NodePlan) -> bool:
+        """Has ``node``'s server stopped since it last started (its error log's last word)?"""
+        tail = self._log_tail(node)
+        return tail.rfind(self.STOPPED) > tail.rfind("ready for connections")
+
     def _until_recovered(self, node: NodePlan, members: list[NodePlan], joining: "Joining", retries: int,
                          timeout: float = 600.0) -> None:
         """Wait while a joining ``node`` recovers until ONLINE. A member cloned from a donor shuts down (nothing
-        restarts it): it is started again and joins again, incrementally. A join that failed (on a loaded
-        machine the view change can time out) is tried ``retries`` more times."""
+        restarts it): it is started again and joins again, incrementally. While a clone is in progress, or the
+        server does not answer (a clone's shutdown), nothing is sent to it: a statement then dies with its
+        connection. A join that failed (on a loaded machine the view change can time out) is tried ``retries`` more
+        times."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             failed = joining.failed()
-            try:
-                with self.connect(node) as conn:
-                    state = sql.scalar(conn, "SELECT MEMBER_STATE FROM performance_schema.replication_group_members "
-                                             "WHERE MEMBER_ID = @@server_uuid") or "OFFLINE"
-            except (LabError, pymysql.err.MySQLError):
-                state = None  # down, or shutting down
+            state, cloning = self._member_state(node)
             if state == "ONLINE":
                 self.__dict__.get("rebuilt", set()).discard(node.name)
                 return
-            if state in (None, "ERROR", "OFFLINE") and joining.running():
-                time.sleep(0.05)  # START GROUP_REPLICATION has not said how it ended yet
+            if cloning or (state in (None, "ERROR", "OFFLINE") and joining.running()):
+                time.sleep(0.05)  # START GROUP_REPLICATION has not said how it ended yet, or a clone goes on
                 continue
-            if state is None and self._cloned(node):
-                self.__dict__.setdefault("cloned", set()).add(node.name)  # rejoin_path says so
-                self.ctx.restart([node])
-                return self._start(node, False, members, retries)
+            if state is None:
+                if self._cloned(node):
+                    self.__dict__.setdefault("cloned", set()).add(node.name)  # rejoin_path says so
+                    self.ctx.restart([node])
+                    return self._start(node, False, members, retries)
+                if self._stopped(node):
+                    raise self._failure(node, "stopped while joining the group")
+                time.sleep(0.1)  # shutting down, or starting: look again
+                continue
             if state in ("ERROR", "OFFLINE") and (failed or state == "ERROR"):
                 if self._diverged(node) and node.name not in self.__dict__.get("rebuilt", set()):
                     self._rebuild(node)
                     return self._start(node, False, members, retries)
                 if retries:
-                    with self.connect(node) as conn:
-                        sql.execute(conn, "STOP GROUP_REPLICATION")
+                    try:
+                        with self.connect(node, read_timeout=self.START_S) as conn:
+                            sql.execute(conn, "STOP GROUP_REPLICATION")
+                    except (LabError, pymysql.err.OperationalError):
+                        continue  # the server went away meanwhile (a clone's shutdown): look again
                     return self._start(node, False, members, retries - 1)
                 raise self._failure(node, f"could not join the group ({failed or 'member state ERROR'})")
             time.sleep(0.1)

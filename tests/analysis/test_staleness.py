@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
-from benchlib.analysis.staleness import classify, stable_latency, stale_fractions, wilson
+from benchlib.analysis.staleness import classify, rare_rate, rate_bounds, stable_latency, stale_fractions, wilson
 
 
 def _writes(acks: list[float]) -> pd.DataFrame:
@@ -51,6 +52,10 @@ def test_stable_latency_runs_from_known_to_the_last_read_that_missed_it():
 def test_no_stale_read_gives_the_one_sided_upper_bound():
     low, high = wilson(0, 40_000)
     assert low == 0 and high == pytest.approx(3 / 40_000, rel=0.01)  # the rule of three
+    r = rare_rate([0, 0, 0, 0], [10_000] * 4)
+    assert r.low == 0 and r.design_effect == 1
+    assert r.upper == pytest.approx(stats.beta.ppf(0.95, 0.5, 40_000.5))  # Jeffreys: about 1.92 / n
+    assert r.upper < r.high  # the one-sided bound is below the two-sided interval's upper end
 
 
 def _campaign(rng, runs: int, reads: int, p: float, spread: float) -> pd.DataFrame:
@@ -70,13 +75,62 @@ def test_the_interval_of_bursty_stale_reads_covers_the_rate_with_runs_as_the_uni
     rng = np.random.default_rng(7)
     p, hits, naive_hits, trials = 0.05, 0, 0, 300
     for _ in range(trials):
-        df = _campaign(rng, runs=5, reads=2000, p=p, spread=0.02)
-        row = stale_fractions(df, ["cluster"]).iloc[0]
-        hits += row.low <= p <= row.high
-        lo, hi = wilson(row.stale, row.reads)  # every read as if independent
+        a = p * (1 / 0.02 - 1)
+        rates = rng.beta(a, a * (1 - p) / p, size=5)  # each run its own rate around p
+        stale = rng.binomial(2000 // 20, rates) * 20  # 20 reads in a row share their fate
+        r = rare_rate(stale, [2000] * 5)
+        hits += r.low <= p <= r.high
+        lo, hi = wilson(stale.sum(), 10_000)  # every read as if independent
         naive_hits += lo <= p <= hi
     assert hits / trials >= 0.90  # near 95%
     assert naive_hits / trials < 0.75  # what treating reads as independent would claim
+    row = stale_fractions(_campaign(rng, runs=5, reads=2000, p=p, spread=0.02), ["cluster"]).iloc[0]
+    assert row.design_effect > 1 and row.low < row.fraction < row.upper < row.high  # the table is rare_rate's
+
+
+def _coverage(seed: int, expected: float, cv: float, trials: int = 1500, runs: int = 10, reads: int = 10_000):
+    """Coverage of the two-sided interval and of the one-sided upper bound over ``trials`` campaigns of ``runs`` runs
+    of ``reads`` reads, the true rate drawn (log-uniform) within a factor 2 of ``expected`` events in all (a
+    neighbourhood, as discrete intervals are judged: at one rate the coverage jumps with the counts it admits); each
+    run's rate varies around it by a gamma of coefficient of variation ``cv`` (0: none, binomial counts)."""
+    rng = np.random.default_rng(seed)
+    two = one = 0
+    for _ in range(trials):
+        p = expected * np.exp(rng.uniform(np.log(0.5), np.log(2))) / (runs * reads)
+        rates = p * (rng.gamma(1 / cv ** 2, cv ** 2, size=runs) if cv else np.ones(runs))
+        r = rare_rate(rng.binomial(reads, np.minimum(rates, 1)), [reads] * runs)
+        two += r.low <= p <= r.high
+        one += p <= r.upper
+    return two / trials, one / trials
+
+
+@pytest.mark.parametrize("expected", [3, 30])
+@pytest.mark.parametrize("cv", [0.0, 0.5])
+def test_rare_event_bounds_cover_near_95_percent_with_and_without_overdispersion(expected, cv):
+    """3 and 30 events in 100,000 reads over 10 runs: both bounds cover 93-97%; at 1 event the counts are too
+    few for any interval to cover less than about 98% (the next test)."""
+    two, one = _coverage(expected * 10 + int(cv * 10), expected, cv)
+    assert 0.93 <= two <= 0.97, two
+    assert 0.93 <= one <= 0.97, one
+
+
+@pytest.mark.parametrize("cv", [0.0, 0.5])
+def test_at_one_event_in_100000_the_bounds_err_on_the_safe_side(cv):
+    two, one = _coverage(1 + int(cv * 10), 1, cv)
+    assert 0.95 <= two <= 0.985 and one >= 0.95, (two, one)
+
+
+@pytest.mark.parametrize("stale", [0, 1, 3, 30])
+def test_no_bound_jumps_when_the_design_effect_leaves_1(stale):
+    """The spread between runs moved from none (design effect 1.0000) to barely some (1.0001): the bounds move by
+    far less than 5% (the old rule switched z for Student's t(k-1) there: 2.9 times the bound at 3 in 144,000)."""
+    n = 144_000
+    at_1, nudged = rate_bounds(stale / n, n, 3, 1.0), rate_bounds(stale / n, n, 3, 1.0001)
+    for f in ("low", "high", "upper"):
+        a, b = getattr(at_1, f), getattr(nudged, f)
+        assert abs(b - a) <= 0.05 * max(a, 1e-12), (f, a, b)
+    assert rare_rate([stale, 0, 0], [n / 3] * 3).upper == pytest.approx(
+        rate_bounds(stale / n, n, 3, rare_rate([stale, 0, 0], [n / 3] * 3).design_effect).upper)
 
 
 def test_quantiles_are_over_the_stale_reads():

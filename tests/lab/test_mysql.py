@@ -10,7 +10,7 @@ from benchlib import servers
 from benchlib.errors import MissingDependencyError, SettingError, SpecError
 from benchlib.lab import sql
 from benchlib.lab.spec import parse_spec
-from tests.conftest import example_spec, frozen_at, kill9
+from tests.conftest import example_spec, frozen_at, healthy, kill9
 
 LONG_S = 300  # about how long this module's light tests take: phase 2 starts the longest first
 
@@ -46,15 +46,15 @@ def lab(labs):
     return labs.up(parse_spec(SPEC))
 
 
-@pytest.fixture
-def group(lab):
-    """The lab, its group whole: a test that kills members starts from every member ONLINE, whatever the test before
-    it left (a failure there must not fail every test after it); a group that is not is restarted whole."""
-    if not lab.health.check().ok:
-        kill9(lab, *[n.name for n in lab.cluster_nodes("gr") if lab.health.is_up(n)])
-        lab.health.heal(timeout=120)
-        assert lab.health.check().ok, lab.health.check().problems
-    return lab
+@pytest.fixture(autouse=True)
+def whole(request):
+    """Every test that uses the lab starts from it whole, whatever the test before it left (a failure there must not
+    fail every test after it): a lab that is not is healed, then restarted cluster by cluster; one broken beyond that
+    skips the test naming the module's first failure."""
+    if "lab" not in request.fixturenames:
+        return
+    lab = request.getfixturevalue("lab")
+    healthy(lab, __name__, kill=lambda cluster: [n.name for n in lab.cluster_nodes(cluster)])
 
 
 def _write_and_read(lab, cluster: str, down: tuple[str, ...] = ()) -> None:
@@ -116,7 +116,6 @@ def test_runtime_settings_are_read_back(lab):
     lab.tuning.set({"applier_threads": 4}, cluster="gr")
 
 
-@pytest.mark.usefixtures("group")
 def test_a_run_during_which_a_member_is_expelled_is_invalid(lab, tmp_path):
     """gr-3 freezes for 9 s in the middle of a run: the group suspects it after 5 s and expels it (this lab at once)
     and, thawed, it finds itself out of the group. The run is invalid, naming gr-3 and when; the member rejoins."""
@@ -209,7 +208,6 @@ def _through_router(lab, within_s: float) -> str:
     raise AssertionError(f"no write through MySQL Router within {within_s} s: {last}")
 
 
-@pytest.mark.usefixtures("group")
 def test_killed_primary_fails_over_and_heal_restores_the_intended_primary(lab):
     """Also through the group's MySQL Router (metadata written by benchlib): writes follow the new primary, and after
     the heal, node 1 again; lab check proves the routing."""
@@ -228,7 +226,6 @@ def test_killed_primary_fails_over_and_heal_restores_the_intended_primary(lab):
     assert any("to gr-1, the primary" in line for line in lab.health.check().lines())
 
 
-@pytest.mark.usefixtures("group")
 def test_heal_right_after_a_kill_waits_for_the_expulsion(lab):
     """Healed at once, the restarted member must not join while the group still lists its killed self."""
     kill9(lab, "gr-2")
@@ -237,7 +234,6 @@ def test_heal_right_after_a_kill_waits_for_the_expulsion(lab):
     _write_and_read(lab, "gr")
 
 
-@pytest.mark.usefixtures("group")
 def test_a_group_that_lost_its_majority_is_healed(lab):
     """Two of three members killed: the survivor cannot expel them (no majority); heal forces it to a group of
     itself, then the two rejoin."""
@@ -249,7 +245,6 @@ def test_a_group_that_lost_its_majority_is_healed(lab):
     _write_and_read(lab, "gr")
 
 
-@pytest.mark.usefixtures("group")
 def test_a_member_the_donors_cannot_serve_from_binlogs_is_recovered_by_clone(lab):
     """gr-3 misses transactions that every donor has purged from its binlogs: distributed recovery clones a
     donor; the cloned server shuts down (no supervisor restarts it) and the lab starts it again to finish."""
@@ -267,17 +262,51 @@ def test_a_member_the_donors_cannot_serve_from_binlogs_is_recovered_by_clone(lab
     _write_and_read(lab, "gr")
 
 
-@pytest.mark.usefixtures("group")
+class Prober:
+    """A thread that keeps sending ``gr-3`` a statement (a new connection each time) while a heal clones it: the
+    member restarts under it, as it does under a run's samplers and a user's ``lab status``. Counts what answered and
+    what did not (refused, or the connection lost mid-statement)."""
+
+    def __init__(self, lab, name: str):
+        import threading
+
+        self.lab, self.name, self.answered, self.lost = lab, name, 0, 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            try:
+                with self.lab.connect(self.name, timeout=1.0, read_timeout=2.0) as conn:
+                    sql.scalar(conn, "SELECT COUNT(*) FROM performance_schema.replication_group_members")
+                self.answered += 1
+            except Exception:  # noqa: BLE001 - down, starting, or shutting down under the statement
+                self.lost += 1
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join(10)
+
+
 def test_a_member_holding_transactions_the_group_lacks_is_rebuilt_by_clone_and_the_heal_says_so(lab):
     """gr-3 commits a row alone (out of the group): the group refuses it ("more executed transactions than those
-    present in the group"). None of those was acknowledged by the group, so heal discards them and clones a donor."""
+    present in the group"). None of those was acknowledged by the group, so heal discards them and clones a donor.
+    Statements keep reaching gr-3 all along: the clone shuts the member down under them (the race that once left
+    the lab waiting on a STOP GROUP_REPLICATION whose connection died), and the heal still ends with it ONLINE."""
     with lab.connect("gr-3", read_timeout=150) as conn:
         sql.execute(conn, "STOP GROUP_REPLICATION", "SET GLOBAL super_read_only = OFF",
                     "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE TABLE IF NOT EXISTS benchlib.alone (id INT PRIMARY KEY)",
                     "INSERT INTO benchlib.alone VALUES (1)")
     kill9(lab, "gr-3")
     assert lab.health.broken() == ["gr-3"]
-    assert lab.health.heal(timeout=180) == ["gr-3"]  # a killed member healed back (a plain one: the other heal tests)
+    with Prober(lab, "gr-3") as prober:
+        assert lab.health.heal(timeout=180) == ["gr-3"]  # a killed member healed back (a plain one: the other heal tests)
+    assert prober.answered and prober.lost, (prober.answered, prober.lost)  # it was asked while up and while not
     said = " ".join(lab.health.heal_report())
     assert "gr-3 held transactions the group lacked" in said and "gr-3 by clone" in said, said
     assert {s.detail["member_state"] for s in lab.health.status() if s.cluster == "gr"} == {"ONLINE"}
@@ -286,7 +315,6 @@ def test_a_member_holding_transactions_the_group_lacks_is_rebuilt_by_clone_and_t
     _write_and_read(lab, "gr")
 
 
-@pytest.mark.usefixtures("group")
 def test_a_whole_group_killed_is_bootstrapped_again(lab):
     kill9(lab, "gr-1", "gr-2", "gr-3")
     assert sorted(lab.health.heal(timeout=120)) == ["gr-1", "gr-2", "gr-3"]

@@ -45,7 +45,7 @@ CHARTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 CAPTIONS: dict[str, Callable[[Any], str]] = {
     "stale_reads": lambda a: ("Stale: a read older than a value acknowledged before it was sent. Whisker: 95% "
-                              "interval, runs as the unit; hollow: none stale, to its 95% upper bound."),
+                              "interval, runs as the unit; hollow: none stale, to its 95% interval's upper end."),
     "staleness": lambda a: ("Staleness: how long the first value a read missed had been known when it was sent; "
                             "stale reads per configuration in the legend."),
     "consistency_plane": lambda a: ("x: stale fraction; y: the writer against its cluster's weakest setting (at 1); "
