@@ -46,6 +46,7 @@ def _comparisons() -> list[str]:
     return found
 
 
+@pytest.mark.long
 def test_no_module_compares_with_a_system_or_topology_name_outside_the_catalogue():
     assert _comparisons() == []
 

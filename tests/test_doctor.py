@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from benchlib.doctor import Check, checks, install_command, report_lines
 
 
@@ -24,6 +26,7 @@ def test_install_command_names_missing_packages():
     assert report_lines(found)[-2].endswith("apt-get install -y rsync sysbench")
 
 
+@pytest.mark.long
 def test_doctor_cli_exits_0_here():
     res = subprocess.run([sys.executable, "-m", "benchlib.cli", "doctor"], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -17,6 +17,7 @@ from benchlib.report import findings
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ROOT / "data" / "campaigns"
 GOLDEN = ROOT / "tests" / "fixtures" / "findings"
+pytestmark = pytest.mark.long  # every recorded campaign analysed: the whole suite's, not the edit loop's
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CAMPAIGNS.iterdir() if (p / "campaign.json").exists()))

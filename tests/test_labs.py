@@ -50,6 +50,7 @@ def test_a_spec_with_the_other_kinds_fields_gets_one_clear_message(tmp_path):
         load_lab_spec(odd)
 
 
+@pytest.mark.long
 def test_the_lab_commands_say_it_in_one_message(tmp_path):
     import subprocess
     import sys

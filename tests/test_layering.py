@@ -70,6 +70,7 @@ def test_imports_follow_the_layers(module):
     assert not above, f"{module} (layer {mine}) imports higher layers: {above}"
 
 
+@pytest.mark.long
 def test_no_import_cycles():
     graph = {m: {t for t in imports(m) if t in MODULES} for m in MODULES}
     index: dict[str, int] = {}
@@ -134,6 +135,7 @@ def _folder(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@pytest.mark.long
 def test_no_folder_imports_a_folder_that_imports_it_back():
     """Folders as units: no two folders (or top-level modules) import each other, however indirectly."""
     graph: dict[str, set[str]] = {}

@@ -36,6 +36,7 @@ def _same_frames(a: pd.DataFrame, b: pd.DataFrame, kind: str) -> None:
             pd.testing.assert_series_equal(a[c], b[c], check_names=False, obj=f"{kind}.{c}")
 
 
+@pytest.mark.long
 def test_a_packed_campaign_reads_as_its_run_folders_did(tmp_path):
     folders = _folder_copy(tmp_path)
     names = [p.name for p in list_runs(folders)]
@@ -68,6 +69,7 @@ def test_a_packed_campaign_reads_as_its_run_folders_did(tmp_path):
     assert "campaign" in json.loads((pack.path / "pack.json").read_text())["common"]["keys"]
 
 
+@pytest.mark.long
 def test_packing_again_takes_in_new_runs_and_an_interrupted_clean_up_counts_once(tmp_path):
     folders = _folder_copy(tmp_path)
     names = [p.name for p in list_runs(folders)]
@@ -99,6 +101,7 @@ def test_the_recorded_data_stays_small():
     assert weight <= 12_500_000, f"data/ holds {weight / 1e6:.2f} MB: pack new campaigns (benchlib pack)"
 
 
+@pytest.mark.long
 def test_a_packed_run_is_retired_into_attempts_beside_a_pack_left_as_it_is(tmp_path):
     """Running a packed run again does not rewrite the pack: the run's copy goes to attempts/, the pack's copy is
     masked (retired.json), the redo is a run folder read instead, and only benchlib pack writes a new pack (without
@@ -166,6 +169,7 @@ def test_the_attempts_a_redo_replaced_are_packed_too_and_still_named(tmp_path):
     assert CampaignFolder(folders).attempts_of(before[before.redone].run_id.iloc[0], status="disturbed") >= 1
 
 
+@pytest.mark.long
 def test_pack_and_unpack_on_the_command_line(tmp_path):
     import subprocess
     import sys

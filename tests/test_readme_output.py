@@ -23,6 +23,7 @@ def said(tmp_path_factory) -> list[str]:
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/quickstart.md"])
+@pytest.mark.long
 def test_the_main_job_s_output_shown_is_the_recorded_demo_campaign_s(said, page):
     text = (ROOT / page).read_text()
     block = re.search(r"```\n(galera \(3 nodes\) delivers.*?)```", text, re.S)

@@ -19,6 +19,7 @@ def index(tmp_path_factory):
     return RunIndex([RECORDED], cache=tmp_path_factory.mktemp("index"))
 
 
+@pytest.mark.long
 def test_every_galera_run_at_16_threads_across_campaigns_in_one_call(index):
     every = sum(len(list_runs(c)) for c in campaign_folders([RECORDED]))
     assert len(index.sql("SELECT run_id FROM runs")) == every
@@ -62,6 +63,7 @@ def test_bad_questions_get_one_message(index, tmp_path):
         RunIndex([tmp_path / "none"], cache=tmp_path / "c")
 
 
+@pytest.mark.long
 def test_the_runs_command_prints_the_matching_runs(tmp_path):
     import os
     import subprocess

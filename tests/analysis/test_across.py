@@ -59,6 +59,7 @@ def test_the_day_to_day_estimate_recovers_the_spread_it_was_given():
     assert day_to_day(same_day, ["threads"])[0] is None  # one campaign: nothing to estimate from
 
 
+@pytest.mark.long
 def test_two_recorded_campaigns_compare_with_what_differs():
     c = compare_campaigns(RECORDED / "quick", RECORDED / "quick-busy")
     assert len(c.matched) == 6 and c.only_a.empty and c.only_b.empty
@@ -75,6 +76,7 @@ def test_two_recorded_campaigns_compare_with_what_differs():
     assert (narrow <= wide + 1e-12).all() and (narrow < wide).any()
 
 
+@pytest.mark.long
 def test_server_settings_and_load_differences_are_named():
     c = compare_campaigns(RECORDED / "topologies", RECORDED / "study000-quick", metric="latency")
     said = {d.what: (d.a, d.b) for d in c.differences}
@@ -90,6 +92,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "benchlib.cli", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.long
 def test_the_command_prints_the_comparison_and_refuses_what_is_not_a_campaign(tmp_path):
     done = _cli("compare", str(RECORDED / "quick"), str(RECORDED / "quick-disturbed"), "--day-cov", "0.03")
     assert done.returncode == 0, done.stderr

@@ -52,6 +52,7 @@ def coverage(reps=1000, seed=1, **kw):
 
 
 @pytest.mark.parametrize("drift, noise", [("none", 0.08), ("walk", 0.04), ("step", 0.03)])
+@pytest.mark.long
 def test_coverage_is_nominal_with_and_without_drift_and_narrower_than_fieller(drift, noise):
     cover, width, fieller_width = coverage(drift=drift, noise=noise)
     # 1000 campaigns: a coverage near 95% has a Monte Carlo SE of 0.7 points (a step inside a round is not
@@ -66,6 +67,7 @@ def test_drift_is_removed_by_the_round_effect():
     assert width < 0.11 and fieller_width > 1.5 * width, (width, fieller_width)
 
 
+@pytest.mark.long
 def test_unequal_rounds_keep_coverage_and_say_so():
     cover, _, _ = coverage(drop=1, n=4)
     assert 0.93 <= cover <= 0.97, cover
@@ -99,6 +101,7 @@ def test_heterogeneous_noise_pools_only_the_pair():
     assert 0.93 <= hits / reps <= 0.975
 
 
+@pytest.mark.long
 def test_false_verdicts_at_a_true_ratio_of_one_are_rare():
     rng = np.random.default_rng(7)
     wrong = 0
@@ -157,6 +160,7 @@ def adjusted_coverage(reps=1500, seed=21, **kw):
 
 
 @pytest.mark.parametrize("slope, rounds", [(-1.0, 3), (-1.0, 5), (0.0, 3), (0.0, 5)])
+@pytest.mark.long
 def test_adjusted_intervals_cover_with_and_without_a_real_effect_of_the_covariate(slope, rounds):
     """1500 campaigns a case (Monte Carlo SE 0.6 points): the 95% interval of the adjusted model (used where it is
     safe and narrows the family's intervals) covers at least 93%."""
@@ -168,6 +172,7 @@ def test_adjusted_intervals_cover_with_and_without_a_real_effect_of_the_covariat
         assert used < 0.5 and width < 1.03 * plain, (used, width, plain)
 
 
+@pytest.mark.long
 def test_a_covariate_the_configuration_drives_is_refused():
     """Configuration A itself takes 30% more CPU from the host (the kind of figure host busy or pressure would be):
     the F test of the configuration effect on the covariate refuses the adjustment, which would have absorbed the

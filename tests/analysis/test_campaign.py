@@ -117,6 +117,7 @@ def test_comparisons_use_the_campaign_blocks(topologies):
     assert (width < fieller).mean() >= 0.9 and width.median() < 0.7 * fieller.median()
 
 
+@pytest.mark.long
 def test_the_margin_comes_from_the_campaign_spec(tmp_path):
     import json
     import shutil
@@ -130,6 +131,7 @@ def test_the_margin_comes_from_the_campaign_spec(tmp_path):
     assert set(analyze(folder, margin=0.05).comparisons.margin) == {0.05}
 
 
+@pytest.mark.long
 def test_sysbench_unreported_tail_is_measured_and_flagged():
     """Transactions in sysbench's summary but in no per-second line: about 0.2% in the recorded runs; a run whose
     last report line is missing (here removed from a real run) is flagged."""
@@ -188,6 +190,7 @@ def consistency():
     return analyze(DATA / "consistency")
 
 
+@pytest.mark.long
 def test_each_read_consistency_is_costed_against_its_clusters_weakest_setting(consistency):
     """The writer under each setting against its own cluster's default, the load otherwise the same: a row per
     cluster, stronger setting, write rate and metric; the weakest setting never against itself."""

@@ -10,6 +10,7 @@ from benchlib.analysis.failover import in_words, measures, quantile_interval, sh
 from benchlib.schema import FAULT_EVENTS, INTERVALS, LEDGER
 
 
+@pytest.mark.long
 def test_order_statistic_intervals_cover_the_median_of_nine_runs_at_least_95_percent():
     rng = np.random.default_rng(27)
     true_median = np.exp(1.0)  # lognormal(1, 0.5): skewed, like failover times

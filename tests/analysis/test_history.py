@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from benchlib.analysis.history import history
 from tests.recorded import RECORDED
@@ -25,12 +26,14 @@ def _campaigns(rng, levels: list[float], day: float = 0.03, cov: float = 0.02, r
     return pd.DataFrame(rows)
 
 
+@pytest.mark.long
 def test_a_steady_history_rarely_raises_a_change():
     rng = np.random.default_rng(39)
     false = sum(not history(_campaigns(rng, [1000.0] * 12)).changes.empty for _ in range(200))
     assert false / 200 <= 0.10, false  # 7.5% with these seeds
 
 
+@pytest.mark.long
 def test_a_step_of_fifteen_percent_is_found_where_it_happened():
     rng = np.random.default_rng(40)
     found = near = 0
@@ -51,6 +54,7 @@ def test_few_campaigns_give_points_and_say_why_there_is_no_change():
     assert history(failed).points.empty and "nothing to follow" in history(failed).words()
 
 
+@pytest.mark.long
 def test_the_history_command_on_the_recorded_campaigns(tmp_path):
     chart = tmp_path / "history.html"
     done = subprocess.run([sys.executable, "-m", "benchlib.cli", "history", str(RECORDED), "-m", "topology=async",

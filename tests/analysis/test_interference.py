@@ -64,6 +64,7 @@ def test_foreign_cpu_is_named_with_its_top_command():
     assert interference.evidence(f) == "processes outside the lab took 42% of the CPU, mostly stress-ng (40%)"
 
 
+@pytest.mark.long
 def test_a_campaign_with_a_stolen_run_is_warned_and_said(tmp_path):
     """The recorded campaign with one run's series showing 15% steal: the analysis finds it per run, validate warns
     (the run was kept: recorded without a redo), and the report's interference findings name it."""

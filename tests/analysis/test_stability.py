@@ -20,6 +20,7 @@ def classes(**kw) -> Counter:
     return Counter(assess(tps(seed=s, **kw)).main for s in SEEDS)
 
 
+@pytest.mark.long
 def test_flat_autocorrelated_noise_is_flat_with_few_false_alarms():
     runs = [assess(tps(seed=s)) for s in SEEDS]
     assert Counter(r.main for r in runs)["FLAT"] >= 0.9 * len(runs)
@@ -38,6 +39,7 @@ def test_a_warmup_is_trimmed_by_the_data():
     assert all(abs(r.mean - 1000) < 30 for r in runs)  # the trimmed mean is the steady one
 
 
+@pytest.mark.long
 def test_slowdown_and_latency_direction():
     step = lambda t: -150.0 * (t > 100)  # noqa: E731
     assert classes(shape=step)["SLOWDOWN"] >= 36
@@ -124,6 +126,7 @@ def test_batch_means_keep_the_end_of_the_run():
     assert list(batch_means(np.arange(12.0), 5)) == [4.0, 9.0]  # the first two seconds are dropped
 
 
+@pytest.mark.long
 def test_short_runs_do_not_drift_on_correlated_seconds():
     """Audit B2: 20 'batch means' of 1-4 s gave 20% false DRIFT on 30 s runs; batches are now >= 5 s, and a
     window under 40 s gets no trend test at all."""
@@ -133,6 +136,7 @@ def test_short_runs_do_not_drift_on_correlated_seconds():
     assert sum("DRIFT" in r.flags for r in minute) / 300 <= 0.08
 
 
+@pytest.mark.long
 def test_a_rising_trend_is_found_as_often_as_a_falling_one():
     """Audit B1: DRIFT was judged after the WARMUP-extended trim, which cut a rising trend (5% over 600 s found
     in 64-70% of runs, a falling one in 97%); judged on the MSER-trimmed window both are found."""
@@ -168,6 +172,7 @@ def test_padding_keeps_false_oscillations_rare():
     assert found / 300 <= 0.02  # alpha = 1% over the tested (padded) frequencies
 
 
+@pytest.mark.long
 def test_a_tail_segment_equivalent_to_the_last_is_a_steady_state():
     """Audit B8: the tail test asks whether a segment starting in the last quarter differs from the last segment
     (spec B.3), not whether two adjacent segments differ."""

@@ -34,6 +34,7 @@ def campaign_with(tmp_path: Path, rounds: int, **changes) -> tuple[CampaignSpec,
     return spec, CampaignFolder(folder), runs
 
 
+@pytest.mark.long
 def test_an_open_comparison_adds_a_whole_shuffled_round(tmp_path):
     spec, folder, runs = campaign_with(tmp_path, 2, max_repetitions=4, margin=0.02)
     step = next_round(spec, folder, runs)
@@ -45,6 +46,7 @@ def test_an_open_comparison_adds_a_whole_shuffled_round(tmp_path):
     assert [r.config_key for r in step.runs] != sorted(r.config_key for r in step.runs)  # shuffled
 
 
+@pytest.mark.long
 def test_the_cap_stops_it_and_says_what_is_still_open(tmp_path):
     spec, folder, runs = campaign_with(tmp_path, 3, max_repetitions=3, margin=0.001)
     step = next_round(spec, folder, runs)
@@ -52,6 +54,7 @@ def test_the_cap_stops_it_and_says_what_is_still_open(tmp_path):
     assert step.reason.startswith("cap of 3 rounds reached") and step.open[0] in step.reason
 
 
+@pytest.mark.long
 def test_settled_comparisons_stop_it(tmp_path):
     spec, folder, runs = campaign_with(tmp_path, 3, max_repetitions=5, margin=0.95)  # every ratio is within 1 +- 95%
     step = next_round(spec, folder, runs)
@@ -69,6 +72,7 @@ def test_a_round_an_earlier_start_left_incomplete_is_completed_first(tmp_path):
     assert sorted((r.config_key, r.repetition) for r in step.runs) == sorted((r.config_key, 3) for r in gone)
 
 
+@pytest.mark.long
 def test_runs_an_earlier_start_added_are_taken_into_account(tmp_path):
     spec, folder, runs = campaign_with(tmp_path, 3, max_repetitions=3, margin=0.001)
     planned = [r for r in runs if r.repetition <= 2]  # the plan says 2 rounds; round 3 was added by adaptive

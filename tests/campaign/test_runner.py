@@ -140,6 +140,7 @@ def test_a_folder_holding_another_campaign_is_refused(tmp_path):
     assert "t-never-up" not in list_labs()
 
 
+@pytest.mark.long
 def test_bad_parameters_and_specs_fail_before_any_lab_starts(tmp_path):
     spec = write_campaign(tmp_path, "async-1p2r.toml", "t-never-up", clusters=["nope"])
     res = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(spec), "--runs-dir", str(tmp_path)],

@@ -101,6 +101,7 @@ def consistency():
     return analyze(DATA / "consistency")
 
 
+@pytest.mark.long
 def test_the_catalogue_draws_the_four_consistency_charts_of_a_probe_campaign(consistency):
     from benchlib.charts.catalogue import figures
 

@@ -18,6 +18,7 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.long
 def test_a_browser_that_never_answers_is_reported_named_and_stopped(tmp_path, monkeypatch):
     fake = tmp_path / "chromium"
     fake.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nexec sleep 600\n")

@@ -17,6 +17,7 @@ def failover():
     return analyze(DATA / "failover")
 
 
+@pytest.mark.long
 def test_the_catalogue_draws_the_failover_charts_and_leaves_the_throughput_ones_out(failover):
     left_out = {}
     figs = figures(failover, left_out=left_out)

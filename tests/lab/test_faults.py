@@ -116,6 +116,7 @@ def test_interrupted_bring_up_leaves_nothing(monkeypatch):
     assert not (lab_root() / "t-intr").exists()
 
 
+@pytest.mark.long
 def test_cli_bad_spec_exits_2_with_one_message(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[clusters.a]\ntopology = "async"\nreplicas = "two"\n')

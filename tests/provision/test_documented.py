@@ -41,6 +41,7 @@ def _refused(address: str, port: int = 22) -> bool:
 @pytest.mark.skipif(not (collections.path() / "ansible_collections" / "community" / "mysql").is_dir(),
                     reason="Ansible's collections are not installed (the bootstrap installs them)")
 @pytest.mark.parametrize("where", ["repository root", "another folder"])
+@pytest.mark.long
 def test_the_documented_commands_name_every_host_that_refuses_ssh(tmp_path, where):
     assert all(_refused(a) for a in REFUSING), "something listens on port 22 of a loopback address the test uses"
     hosts_text, commands = _documented()
