@@ -72,7 +72,9 @@ def per_run(rates: pd.DataFrame, cluster: pd.DataFrame | None = None, runs: pd.D
         comm = comm.assign(name=comm.metric.astype(str).str.replace(_COMM, r"\1", regex=True))
         top = comm.sort_values("rate", ascending=False, kind="stable").drop_duplicates(key).set_index(key)
         out["top_foreign"] = top.name.reindex(out.index)
-        out["top_foreign_share"] = top.rate.reindex(out.index) / total
+        # a command's counter is logged once it has used NAMED_S seconds: its first sample may fall inside the window,
+        # and its rate over the samples it has can exceed the whole foreign rate; the part never exceeds the whole
+        out["top_foreign_share"] = np.fmin(top.rate.reindex(out.index) / total, out.foreign)
     else:
         out["top_foreign"], out["top_foreign_share"] = None, np.nan
     out["freq_mhz"] = _freq(cluster, runs).reindex(out.index) if cluster is not None and runs is not None else np.nan
@@ -127,6 +129,7 @@ def evidence(figures: dict | pd.Series) -> str:
     steal, foreign = get("steal") or 0.0, get("foreign")
     foreign = 0.0 if foreign is None or foreign != foreign else foreign
     top, share = get("top_foreign"), get("top_foreign_share")
+    share = min(share, foreign) if share is not None and share == share else share  # a part of the whole, at most
     mostly = f", mostly {top} ({share:.0%})" if isinstance(top, str) and share == share and share else ""
     takers = sorted([(steal, "the hypervisor took {:.0%} of {} (steal)"),
                      (foreign, "processes outside the lab took {:.0%} of {}" + mostly)], key=lambda t: -t[0])

@@ -64,6 +64,25 @@ def test_foreign_cpu_is_named_with_its_top_command():
     assert interference.evidence(f) == "processes outside the lab took 42% of the CPU, mostly stress-ng (40%)"
 
 
+def test_the_part_never_exceeds_the_whole():
+    """A command's counter starts once it has used a few seconds: over the samples it has, its rate can exceed the
+    whole foreign rate (a run once said "16% of the CPU, mostly python (26%)"). Neither the figures nor the words
+    give a part larger than the whole."""
+    f = {"steal": 0.0, "foreign": 0.16, "lost_cpu": 0.16, "top_foreign": "python", "top_foreign_share": 0.26}
+    assert interference.evidence(f) == "processes outside the lab took 16% of the CPU, mostly python (16%)"
+    t = [0.0, 1.0, 2.0, 3.0, 4.0]
+    rows = [("host:h", f"cpu.all.{k}_s", [x * v for x in t]) for k, v in (("user", 1.0), ("idle", 1.0))]
+    rows += [("host:h", "foreign.cpu_s", [x * 0.32 for x in t]),  # 16% of the 2 CPU-seconds a second
+             ("host:h", "foreign.comm.python.cpu_s", [None, None, None, 3.0, 3.9])]  # named late, counted from the start
+    cl = pd.DataFrame([{"run_id": "r", "t_s": ts, "node": n, "metric": m, "value": v, "counter": True, "reset": False}
+                       for n, m, vs in rows for ts, v in zip(t, vs) if v is not None])
+    runs = pd.DataFrame({"run_id": ["r"], "load_start_s": [0.0], "load_end_s": [4.0]})
+    from benchlib.analysis.resources import window_rates
+
+    row = interference.per_run(window_rates(cl, runs), cl, runs).iloc[0]
+    assert row.top_foreign == "python" and row.top_foreign_share <= row.foreign + 1e-12, row.to_dict()
+
+
 @pytest.mark.long
 def test_a_campaign_with_a_stolen_run_is_warned_and_said(tmp_path):
     """The recorded campaign with one run's series showing 15% steal: the analysis finds it per run, validate warns
