@@ -42,11 +42,26 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from benchlib.analysis.compare import MARGIN, verdict_of
 
 __all__ = ["BlockFit", "BlockRatio", "block_ratio", "fit", "min_detectable_effect", "rounds_needed"]
+
+
+# scipy.stats' distributions through their special functions: the same values without the per-call argument checks
+# (a campaign's analysis, and each simulation of the tests, calls them thousands of times)
+def _t_ppf(q: float, df: float) -> float:
+    return float(special.stdtrit(df, q))
+
+
+def _t_sf(x: float, df: float) -> float:
+    return float(special.stdtr(df, -x))
+
+
+def _f_sf(x: float, dfn: float, dfd: float) -> float:
+    return float(special.fdtrc(dfn, dfd, x))
+
 
 LEVENE_ALPHA = 0.05
 REFUSE_P = 0.01  # the configuration effect on a covariate below this p: it is not adjusted for
@@ -72,7 +87,7 @@ class BlockFit:
     def half_width(self, baseline: str) -> float:
         """The family's precision: the mean 95% half-width (log scale) of every configuration's contrast with
         ``baseline`` (a covariate that is unbalanced across configurations widens these, beside saving noise)."""
-        t = stats.t.ppf(0.975, self.df)
+        t = _t_ppf(0.975, self.df)
         others = [c for c in self.configs if c != baseline]
         return float(np.mean([t * self.contrast(c, baseline)[1] for c in others])) if others else math.inf
 
@@ -88,9 +103,24 @@ class BlockFit:
         groups = list(self.residuals.values())
         if len(groups) < 2 or min(len(r) for r in groups) < 3:
             return None
-        with np.errstate(divide="ignore", invalid="ignore"):  # two runs a configuration: deviations tie
-            p = stats.levene(*groups, center="median").pvalue
-        return float(p) if np.isfinite(p) else None
+        return brown_forsythe_p(groups)
+
+
+def brown_forsythe_p(groups: list[np.ndarray]) -> float | None:
+    """Levene's test centred on the median (Brown and Forsythe): the one-way ANOVA F of each value's absolute
+    deviation from its group's median; ``scipy.stats.levene(*groups, center="median")`` without its per-call
+    overhead (a campaign's analysis, and each simulation, calls it for every comparison). None when undefined."""
+    z = [np.abs(np.asarray(g, dtype=float) - np.median(g)) for g in groups]
+    n = np.array([len(g) for g in z], dtype=float)
+    k, total = len(z), n.sum()
+    means = np.array([g.mean() for g in z])
+    grand = float(np.dot(n, means) / total)
+    within = float(sum(((g - m) ** 2).sum() for g, m in zip(z, means)))
+    between = float(np.dot(n, (means - grand) ** 2))
+    if within <= 0 or k < 2 or total <= k:
+        return None  # deviations tie (two runs a configuration): no spread to compare
+    w = (total - k) / (k - 1) * between / within
+    return float(_f_sf(w, k - 1, total - k))
 
 
 def fit(config, rounds, values, covariates: dict[str, np.ndarray] | None = None) -> BlockFit | None:
@@ -137,7 +167,7 @@ def fit(config, rounds, values, covariates: dict[str, np.ndarray] | None = None)
         rss0 = float(((y - x0 @ b0) ** 2).sum())
         dfr = rank - np.linalg.matrix_rank(x0)
         if dfr > 0 and rss > 0:
-            round_p = float(stats.f.sf(((rss0 - rss) / dfr) / sigma2, dfr, df))
+            round_p = float(_f_sf(((rss0 - rss) / dfr) / sigma2, dfr, df))
     return BlockFit(configs, levels, effects, cov, math.sqrt(sigma2), int(df),
                     {c: resid[config == c] for c in configs}, {c: int((config == c).sum()) for c in configs},
                     round_p, slopes)
@@ -156,7 +186,7 @@ def moved_by_config(config, rounds, z, pair: tuple[str, str] | None = None) -> f
         return None
     if pair is not None:
         est, se = whole.contrast(*pair)
-        return float(2 * stats.t.sf(abs(est) / se, whole.df)) if se > 0 else None
+        return float(2 * _t_sf(abs(est) / se, whole.df)) if se > 0 else None
     rounds = np.asarray(rounds, dtype=object)
     levels = list(dict.fromkeys(rounds))
     n = len(z)
@@ -167,7 +197,7 @@ def moved_by_config(config, rounds, z, pair: tuple[str, str] | None = None) -> f
     dfc = len(whole.configs) - 1
     if dfc < 1 or rss1 <= 0:
         return None
-    return float(stats.f.sf(((rss0 - rss1) / dfc) / (rss1 / whole.df), dfc, whole.df))
+    return float(_f_sf(((rss0 - rss1) / dfc) / (rss1 / whole.df), dfc, whole.df))
 
 
 def min_detectable_effect(sigma: float, rounds: int, df: int, power: float = 0.8) -> float:
@@ -175,7 +205,7 @@ def min_detectable_effect(sigma: float, rounds: int, df: int, power: float = 0.8
     with ``power``, at ``rounds`` runs a side: exp((t_0.975 + t_power) * sigma * sqrt(2 / rounds)) - 1."""
     if rounds < 1 or df < 1 or not np.isfinite(sigma):
         return math.inf
-    return math.expm1((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * sigma * math.sqrt(2 / rounds))
+    return math.expm1((_t_ppf(0.975, df) + _t_ppf(power, df)) * sigma * math.sqrt(2 / rounds))
 
 
 def rounds_needed(log_ratio: float, sigma: float, configs: int, margin: float = MARGIN, cap: int = 100) -> int | None:
@@ -188,7 +218,7 @@ def rounds_needed(log_ratio: float, sigma: float, configs: int, margin: float = 
         return None
     for n in range(2, cap + 1):
         df = max(1, (n - 1) * max(1, configs - 1))
-        if stats.t.ppf(level, df) * sigma * math.sqrt(2 / n) < gap:
+        if _t_ppf(level, df) * sigma * math.sqrt(2 / n) < gap:
             return n
     return cap
 
@@ -297,7 +327,7 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
                 f"run-to-run noise differs between configurations (Levene p = {lev:.3f})" if lev is not None
                 else "with fewer than 3 runs a configuration, equal noise across configurations cannot be checked"))
     est, se = used.contrast(a, b)
-    t95, t90 = stats.t.ppf(0.975, used.df), stats.t.ppf(0.95, used.df)
+    t95, t90 = _t_ppf(0.975, used.df), _t_ppf(0.95, used.df)
     lo, hi = math.exp(est - t95 * se), math.exp(est + t95 * se)
     lo90, hi90 = math.exp(est - t90 * se), math.exp(est + t90 * se)
     verdict = verdict_of(lo, hi, lo90, hi90, margin, higher_is_better)
@@ -307,12 +337,12 @@ def block_ratio(config, rounds, values, a: str, b: str, *, higher_is_better: boo
     need = None
     if verdict == "INCONCLUSIVE":
         need = rounds_needed(est, used.sigma, len(used.configs), margin)
-    p = float(2 * stats.t.sf(abs(est) / se, used.df)) if se > 0 else None
+    p = float(2 * _t_sf(abs(est) / se, used.df)) if se > 0 else None
     extra: dict[str, Any] = {}
     if usable and used.slopes:
         name = next(iter(usable))
         e0, s0 = unadjusted_fit.contrast(a, b)
-        t0 = stats.t.ppf(0.975, unadjusted_fit.df)
+        t0 = _t_ppf(0.975, unadjusted_fit.df)
         slope = used.slopes[name][0]
         extra = {"adjusted_for": name, "unadjusted": math.exp(e0), "unadjusted_low": math.exp(e0 - t0 * s0),
                  "unadjusted_high": math.exp(e0 + t0 * s0), "slope": slope, "covariate_p": cov_p}
