@@ -179,9 +179,10 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
         rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals), pick(cluster)))
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
-                        "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "fell_back_s",
-                        "no_ack_commits", "errant", "switchover_s")
-            if c in faulted and (c not in ("errant", "switchover_s") or faulted[c].notna().any())]  # older: none
+                        "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "lost_writes_read",
+                        "fell_back_s", "no_ack_commits", "errant", "switchover_s")
+            if c in faulted and (c not in ("errant", "switchover_s", "lost_writes_read")
+                                 or faulted[c].notna().any())]  # older: none
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
     return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
 
@@ -236,6 +237,8 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      **({"reads_of_lost_total": int(g.reads_of_lost.fillna(0).sum()),
                          "runs_reading_lost": int((g.reads_of_lost.fillna(0) > 0).sum())}
                         if "reads_of_lost" in g and g.reads_of_lost.notna().any() else {}),
+                     **({"lost_writes_read_total": int(g.lost_writes_read.fillna(0).sum())}
+                        if "lost_writes_read" in g and g.lost_writes_read.notna().any() else {}),
                      "runs_losing": k, "audited_runs": int(len(lost)),
                      "losing_share_low": lo, "losing_share_high": hi,
                      "acked_total": int(g.acked.sum()),
@@ -263,7 +266,8 @@ def _errant(g: pd.DataFrame) -> dict[str, Any]:
     k = int((e > 0).sum())
     lo, hi = share_interval(k, len(e))
     return {"errant_runs": k, "errant_counted": int(len(e)), "errant_total": int(e.sum()),
-            "errant_median": float(e.median()), "errant_max": int(e.max()), "errant_share_low": lo,
+            "errant_median": float(e[e > 0].median()) if k else 0.0,  # over the faults that left any
+            "errant_max": int(e.max()), "errant_share_low": lo,
             "errant_share_high": hi}
 
 
@@ -356,17 +360,22 @@ def in_words(s: pd.DataFrame) -> list[str]:
             lost = (f"; {int(r.lost_total)} acknowledged write{'s' if r.lost_total != 1 else ''} lost, in "
                     f"{int(r.runs_losing)} of {audited} faults "
                     f"(95% {100 * r.losing_share_low:.0f}–{100 * r.losing_share_high:.0f}% of such faults), at most "
-                    f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault ({_s(span)} of writes)"
+                    f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault over all {audited} ({_s(span)} of writes)"
                                                    if span == span else ""))
         if r.get("reads_of_lost_total", 0) > 0:
-            lost += (f"; {int(r.reads_of_lost_total)} reads by a client beside the write node returned a write the "
-                     f"failover then lost, in {int(r.runs_reading_lost)} of {n} faults")
+            distinct = r.get("lost_writes_read_total", math.nan)
+            what = (f"{int(distinct)} distinct write{'s' if distinct != 1 else ''} the failover then lost"
+                    if distinct == distinct else  # a campaign recorded before the distinct writes were counted
+                    "writes the failover then lost (how many distinct: not counted when this campaign ran)")
+            lost += (f"; {int(r.reads_of_lost_total)} reads by a client beside the write node returned {what}, in "
+                     f"{int(r.runs_reading_lost)} of {n} faults")
         if r.get("errant_counted", 0) > 0:
             c = int(r.errant_counted)
             lost += (f"; the old primary came back holding transactions the new primary lacked (errant) after "
                      f"{int(r.errant_runs)} of {c} faults (95% {100 * r.errant_share_low:.0f}–"
-                     f"{100 * r.errant_share_high:.0f}%), a median {r.errant_median:g} and at most "
-                     f"{int(r.errant_max)}, which the heal's rebuild discarded" if r.errant_runs else
+                     f"{100 * r.errant_share_high:.0f}%), a median {r.errant_median:g} transactions in those "
+                     f"{int(r.errant_runs)} and at most {int(r.errant_max)}, which the heal's rebuild discarded"
+                     if r.errant_runs else
                      f"; the old primary came back holding nothing the new primary lacked after any of {c} faults "
                      f"(95% bound: at most {100 * r.errant_share_high:.0f}% of such faults leave errant transactions)")
         if r.get("switchover_median_s", math.nan) == r.get("switchover_median_s", math.nan):
