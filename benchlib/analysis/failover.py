@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from benchlib.analysis.interference import DISTURBED
+
 __all__ = ["in_words", "unavailability", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
 
 RECOVERED = 0.95  # the share of the pre-fault throughput that counts as recovered
@@ -180,11 +182,14 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
                         "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "lost_writes_read",
-                        "fell_back_s", "no_ack_commits", "errant", "switchover_s")
+                        "fell_back_s", "no_ack_commits", "errant", "switchover_s", "lost_cpu")
             if c in faulted and (c not in ("errant", "switchover_s", "lost_writes_read")
                                  or faulted[c].notna().any())]  # older: none
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
-    return faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
+    out = faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
+    if "lost_cpu" in out:  # a failover time is a timing: one from a run that lost the CPU to others is flagged
+        out["disturbed"] = out.lost_cpu > DISTURBED
+    return out
 
 
 SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush", "innodb_flush",
@@ -245,6 +250,8 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      **_behind_proxy(g),
                      "recovered_95_median_s": float(g.recovered_95_s.median()) if "recovered_95_s" in g else math.nan,
                      "heal_median_s": float(g.heal_s.median()) if "heal_s" in g else math.nan,
+                     **({"disturbed_runs": int((g.lost_cpu > DISTURBED).sum())}
+                        if "lost_cpu" in g and g.lost_cpu.notna().any() else {}),
                      **({"rejoin_median_s": float(g.rejoin_s.median()), "rejoin_max_s": float(g.rejoin_s.max()),
                          "rejoin_wait_median_s": float(g.rejoin_wait_s.median()) if "rejoin_wait_s" in g else 0.0,
                          "settled_median_s": float(g.settled_s.median()) if "settled_s" in g else math.nan,
@@ -344,6 +351,10 @@ def in_words(s: pd.DataFrame) -> list[str]:
                        f"{_s(r.unavail_p90_s)} ({p90_ci}), max {_s(r.unavail_max_s)} over "
                        f"{int(r.recovered_runs)} fault{'s' if r.recovered_runs != 1 else ''}" + (f" ({n - int(r.recovered_runs)} more never recovered "
                                                             "within the run)" if r.recovered_runs < n else ""))
+        if r.get("disturbed_runs", 0) > 0:  # a failover time is a timing: never redone, said
+            k = int(r.disturbed_runs)
+            unavail += (f" ({k} of the {n} faults ran while other processes or the hypervisor took more than "
+                        f"{DISTURBED:.0%} of the CPU: their times are flagged in the table)")
         primary = (f"; another node was named to take the writes after a median {_s(r.new_primary_median_s)}"
                    if r.new_primary_median_s == r.new_primary_median_s else "")
         if r.writes_elsewhere_median_s == r.writes_elsewhere_median_s:

@@ -334,7 +334,8 @@ class RunEngine:
             writer.frame("lag", own["lag"])
         cluster_frame = own["cluster"]
         writer.frame("cluster", cluster_frame)
-        if loaded.status == "ok":
+        if loaded.status == "ok" or (self.breaking and self.segments and self.load_end is not None):
+            # a fault run's too: never redone (a fault cannot be replayed alike), its timings flagged by the analysis
             extra["interference"] = interference.of_run(sampled, (self.load_t0, self.load_end))
         extra.update({
             "in_sync_wait_s": self.in_sync,

@@ -56,5 +56,6 @@ def section(a: Any, said: list[str]) -> str:
                                                         "new_primary_s", "acked", "failed", "unknown", "lost",
                                                         "lost_span_s", "reads_of_lost", "fell_back_s",
                                                         "no_ack_commits", "errant", "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
+                                                        "lost_cpu", "disturbed",
                                                         "heal_s", "heal_how"]))
     return out
