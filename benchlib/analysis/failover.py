@@ -182,7 +182,7 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
                         "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "lost_writes_read",
-                        "fell_back_s", "no_ack_commits", "errant", "switchover_s", "lost_cpu")
+                        "fell_back_s", "no_ack_commits", "errant", "switchover_s", "lost_cpu", "fault_moment_s")
             if c in faulted and (c not in ("errant", "switchover_s", "lost_writes_read")
                                  or faulted[c].notna().any())]  # older: none
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]

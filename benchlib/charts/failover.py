@@ -15,7 +15,7 @@ from benchlib.charts.consistency import rows_height
 from benchlib.charts.errors import ChartError
 from benchlib.charts.theme import HEIGHT, TEMPLATE, WIDTH
 
-__all__ = ["failover_timeline", "lost_writes", "unavailability", "unavailability_by_setting"]
+__all__ = ["failover_timeline", "lost_against_moment", "lost_writes", "unavailability", "unavailability_by_setting"]
 
 def failover_timeline(series: pd.DataFrame, marks: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """A panel per configuration: the ledger writer's acknowledged writes per second in 100 ms bins around the fault
@@ -125,6 +125,26 @@ def lost_writes(summary: pd.DataFrame, *, title: str | None = None) -> go.Figure
     fig.update_xaxes(range=[-4, 185], tickvals=[0, 25, 50, 75, 100], ticktext=["0%", "25%", "50%", "75%", "100%"],
                      zeroline=False)
     fig.update_yaxes(type="category", automargin=True)
+    return fig
+
+
+def lost_against_moment(runs: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Each fault's acknowledged writes lost (y) against its moment into the load (x: ``fault_moment_s``, drawn
+    within a range), a colour per configuration: whether what a fault loses depends on when it comes."""
+    _need(runs, ["fault_moment_s", "lost", "label", "topology"], "lost_against_moment")
+    d = runs.dropna(subset=["fault_moment_s", "lost"])
+    if d.empty:
+        raise ChartError("no audited fault run with its moment recorded in this campaign")
+    fig = _figure(title or "Acknowledged writes lost against the fault's moment", hovermode="closest",
+                  xaxis_title="the fault's moment into the load (s)", yaxis_title="acknowledged writes lost")
+    symbols = ("circle", "diamond", "square", "triangle-up", "x", "cross")
+    colors = _colors(d.topology)
+    for i, (label, g) in enumerate(d.groupby("label", sort=True)):
+        fig.add_scatter(x=g.fault_moment_s, y=g.lost, mode="markers", name=str(label),
+                        marker=dict(color=colors[g.topology.iloc[0]], size=9, opacity=0.75,
+                                    symbol=symbols[i % len(symbols)]),
+                        hovertemplate=f"{label}: at %{{x:.2f}} s, %{{y}} lost<extra></extra>")
+    fig.update_yaxes(rangemode="tozero")
     return fig
 
 

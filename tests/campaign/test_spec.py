@@ -187,7 +187,25 @@ def test_the_fault_is_an_axis_and_promotion_goes_where_the_system_has_no_failove
     assert runs[0].params["fault"] in ("kill write_node", "freeze write_node")
 
 
+def test_a_fault_moment_drawn_from_a_range_is_seeded_per_run_and_recorded():
+    """at_s = [from, to]: each run's moment is drawn uniformly within it, from the campaign's seed and the run (a
+    rerun draws the same; another seed others); the configuration is the range, the run's manifest its moment."""
+    runs = plan(fault_spec({"kind": "power_cut", "at_s": [3, 6]}, matrix={"clusters": ["galera"]}), CONSISTENCY)
+    drawn = [r.fault.drawn(r.run_id) for r in runs]
+    assert all(3 <= d.at_s <= 6 for d in drawn) and len({d.at_s for d in drawn}) == len(drawn)
+    assert [d.at_s for d in drawn] == [r.fault.drawn(r.run_id).at_s for r in runs]  # the same seed, the same moments
+    assert runs[0].fault.identity() == runs[1].fault.identity() == drawn[0].identity()  # one configuration
+    assert drawn[0].as_dict()["at_s"] == drawn[0].at_s and drawn[0].as_dict()["at_range"] == [3, 6]
+    other = plan(fault_spec({"kind": "power_cut", "at_s": [3, 6]}, matrix={"clusters": ["galera"]}, seed=2),
+                 CONSISTENCY)
+    assert [r.fault.drawn(r.run_id).at_s for r in other] != [d.at_s for d in drawn]
+    fixed = plan(fault_spec({"kind": "kill"}), CONSISTENCY)[0].fault
+    assert fixed.drawn("x") is fixed and "at_range" not in fixed.as_dict()  # a fixed moment: as before
+
+
 @pytest.mark.parametrize("fault, kw, words", [
+    ({"at_s": [5, 40]}, {}, "range ends at 40"),
+    ({"at_s": [6, 3]}, {}, "0 < from < to"),
     ({"failover": {"galera": "promote"}}, {"matrix": {"clusters": ["galera"]}}, "galera fails over by itself"),
     ({"kind": "cut"}, {}, "this lab has no [sites]"),
     ({"at_s": 40}, {}, "not within the load"),

@@ -6,7 +6,7 @@ split and the sustained search cannot run beside it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -51,7 +51,10 @@ class FaultSpec(Strict):
     kind: list[str] = Field(default=["kill"], min_length=1)
     #: write_node | replica | all_nodes | site:NAME (an axis)
     target: list[str] = Field(default=["write_node"], min_length=1)
-    at_s: float = Field(default=10.0, gt=0)  # into the load
+    #: into the load: a moment (s), or a range [from, to] within which each run's moment is drawn (uniformly, seeded by
+    #: the campaign's seed and the run: recorded per run as axes.fault.at_s): a fault locked to the schedule hits the
+    #: same phase of every periodic thing a server does (a log flush once a second) in every run
+    at_s: float | tuple[float, float] = Field(default=10.0)
     #: freeze and cut: until released; kill: until the heal; host_loss: the cut before the kill; isolation: the cut;
     #: replica_then_loss: the replica's cut before the write node's kill
     duration_s: float = Field(default=10.0, gt=0, le=3600)
@@ -91,6 +94,26 @@ class FaultSpec(Strict):
     #: (benchlib.lab.proxy) or the lab's MySQL Router (benchlib.lab.router; a group with router = true) sees, beside
     #: the writer that follows the failover itself
     proxy: Literal["none", "haproxy", "router"] = "none"
+
+    @field_validator("at_s")
+    @classmethod
+    def _moment(cls, v: float | tuple[float, float]) -> float | tuple[float, float]:
+        if isinstance(v, tuple):
+            if not 0 < v[0] < v[1]:
+                raise ValueError(f"a range [from, to] with 0 < from < to, not {list(v)}")
+        elif not v > 0:
+            raise ValueError(f"a moment after the load's start (> 0), not {v}")
+        return v
+
+    @property
+    def first_s(self) -> float:
+        """The earliest moment of the fault (``at_s``, or the start of its range)."""
+        return self.at_s[0] if isinstance(self.at_s, tuple) else self.at_s
+
+    @property
+    def last_s(self) -> float:
+        """The latest moment of the fault (``at_s``, or the end of its range)."""
+        return self.at_s[1] if isinstance(self.at_s, tuple) else self.at_s
 
     @field_validator("kind", "target", "rejoin", "relay_logs", "open_transaction", mode="before")
     @classmethod
@@ -148,6 +171,18 @@ class FaultPlan:
     errant: str = "rebuild"  # rebuild | refuse: what the heal does with an old primary holding errant transactions
     open_transaction: bool = False  # switchover: an idle transaction open on the old primary first
     switchover_wait_s: float = 15.0
+    at_range: tuple[float, float] | None = None  # each run draws its moment within it (``at_s``: its start until then)
+    seed: int = 1  # the campaign's: with the run's id, what a run's moment is drawn from
+
+    def drawn(self, run_id: str) -> "FaultPlan":
+        """This plan with its moment drawn for run ``run_id`` (itself when it has one fixed moment): uniform within
+        ``at_range``, from the campaign's seed and the run, so that a rerun of a campaign draws the same moments."""
+        if self.at_range is None:
+            return self
+        import random
+
+        lo, hi = self.at_range
+        return replace(self, at_s=round(random.Random(f"{self.seed}:{run_id}").uniform(lo, hi), 3))
 
     @property
     def sequence(self) -> bool:
@@ -178,6 +213,10 @@ class FaultPlan:
             del out["errant"]
         if self.kind != "switchover":
             del out["open_transaction"], out["switchover_wait_s"]
+        if self.at_range is None:  # campaigns planned before moments were drawn keep their configuration keys
+            del out["at_range"], out["seed"]
+        else:
+            out["at_range"] = list(self.at_range)
         if self.sequence:  # a sequence's key holds its steps; a single fault's stays what it was
             out["steps"] = [st.as_dict() for st in self.steps]
         else:
@@ -185,7 +224,10 @@ class FaultPlan:
         return out
 
     def identity(self) -> list[Any]:
-        return [self.as_dict()]
+        out = self.as_dict()
+        if self.at_range is not None:  # the configuration is its range; each run's moment is drawn within it
+            out.pop("at_s")
+        return [out]
 
     def params(self) -> dict[str, Cell]:
         return {"fault": self.label,
@@ -199,7 +241,7 @@ def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
         return {}
     led = f.ledger or LedgerRecord()
     semisync = f.semisync or SemisyncRecord()
-    return {"fault_at_s": f.happened_s, "failover_how": f.failover.how,
+    return {"fault_at_s": f.happened_s, "fault_moment_s": f.at_s, "failover_how": f.failover.how,
             "new_primary": (f.promotion.primary if f.promotion else None) or f.survivor, "survivor": f.survivor,
             "ledger_writes": led.writes, "ledger_acked": led.acked, "ledger_failed": led.failed,
             "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
@@ -309,7 +351,9 @@ class FaultRecord(AxisRecord):
     target: str | None = None
     nodes: list[str] = Field(default_factory=list)
     site: str | None = None
-    at_s: float | None = None
+    at_s: float | None = None  # the fault's moment into the load (drawn within at_range when it has one)
+    at_range: list[float] | None = None
+    seed: int | None = None
     duration_s: float | None = None
     detect_s: float | None = None
     timeout_s: float | None = None

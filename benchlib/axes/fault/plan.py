@@ -30,21 +30,22 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
     if spec.load.warmup_s:
         raise refuse("[fault] runs have no warm-up (the fault comes at fault.at_s into the load)",
                      "set load.warmup_s = 0, or move fault.at_s later")
-    if f.at_s >= spec.load.time_s:
-        raise refuse(f"fault.at_s = {f.at_s:g} is not within the load (load.time_s = {spec.load.time_s})",
+    at = f"fault.at_s = {f.last_s:g}" if f.first_s == f.last_s else f"fault.at_s's range ends at {f.last_s:g}, which"
+    if f.last_s >= spec.load.time_s:
+        raise refuse(f"{at} is not within the load (load.time_s = {spec.load.time_s})",
                      "a fault at_s smaller than load.time_s, leaving time to see the recovery")
     own = f.own()
     for kind in f.kind:
         last = max(st.at_s for st in steps_of(kind, "write_node", f.duration_s, own))
-        if f.at_s + last >= spec.load.time_s:
-            raise refuse(f"fault {kind}: its last step comes {f.at_s + last:g} s into the load, which lasts "
+        if f.last_s + last >= spec.load.time_s:
+            raise refuse(f"fault {kind}: its last step comes {f.last_s + last:g} s into the load, which lasts "
                          f"{spec.load.time_s} s", "a longer load.time_s, or an earlier fault.at_s")
     if f.rejoin_at_s is not None:
         if f.kind != ["kill"]:
             raise refuse("fault.rejoin_at_s restarts a killed node: it goes with kind = \"kill\" only",
                          "kind = \"kill\", or drop rejoin_at_s")
-        if not f.at_s < f.rejoin_at_s < spec.load.time_s:
-            raise refuse(f"fault.rejoin_at_s = {f.rejoin_at_s:g} must fall after fault.at_s ({f.at_s:g}) and within "
+        if not f.last_s < f.rejoin_at_s < spec.load.time_s:
+            raise refuse(f"fault.rejoin_at_s = {f.rejoin_at_s:g} must fall after fault.at_s ({f.last_s:g}) and within "
                          f"the load (load.time_s = {spec.load.time_s})", "leave time after it to see the rejoin")
     if "discard" in f.relay_logs and f.failover == "none":
         raise refuse("fault.relay_logs = \"discard\" is what the lab's promotion does: no cluster is promoted "
@@ -104,10 +105,11 @@ def variants(spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str,
                              "more than the promoted one could not follow it, and the lab does not rebuild it",
                              f"a cluster of one primary and one replica, or leave {c} out of the promotion")
             promoting = promote and target != "replica" and not whole and kind != "switchover"
-            plans.append(FaultPlan(kind, target, f.at_s, f.duration_s, promoting, f.detect_s,
+            plans.append(FaultPlan(kind, target, f.first_s, f.duration_s, promoting, f.detect_s,
                                    f.write_rate, f.timeout_s, f.heal_timeout_s, f.rejoin_at_s, rejoin, f.proxy,
                                    steps, relay_logs if promoting else "apply", f.errant if promoting else "rebuild",
-                                   idle, f.switchover_wait_s))
+                                   idle, f.switchover_wait_s,
+                                   at_range=f.at_s if isinstance(f.at_s, tuple) else None, seed=spec.seed))
         out[c] = plans
     return out
 

@@ -74,8 +74,9 @@ class FaultHook(AxisRun, Controller):
 
     def __init__(self, ctx: RunContext, before_audit: Callable[["Lab", str], None] | None = None):
         self.ctx = ctx
-        self.lab, self.cluster, self.plan = ctx.lab, ctx.cluster, ctx.variant
+        self.lab, self.cluster = ctx.lab, ctx.cluster
         self.run_id = ctx.run_id
+        self.plan = ctx.variant.drawn(ctx.run_id)  # its moment, drawn for this run when [fault] gives a range
         self.setup = ctx.setup
         self.before_audit = before_audit
         self.clock = time.monotonic
