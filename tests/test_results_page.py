@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -79,3 +80,38 @@ def test_the_recorded_rows_of_the_disturbed_campaign_table_are_their_campaigns()
         c = c[(c.workload == "oltp_read_write") & (c.metric == "tps")].sort_values(["cluster", "threads"])
         got = [(f"{r.ratio:.2f}", f"{r.ci_low:.2f}", f"{r.ci_high:.2f}") for r in c.itertuples()]
         assert shown == got, (name, shown, got)
+
+
+def test_the_power_cut_table_is_its_campaign_and_another_seed_agrees():
+    """The power cut at random moments: the table's rows recomputed from data/campaigns/power-cut; the second seed's
+    cuts (data/measured/power-cut-seed48.csv) give a median loss whose 95% interval overlaps the first's."""
+    from benchlib.analysis.campaign import analyze
+    from benchlib.analysis.failover import quantile_interval, share_interval
+
+    m = analyze(ROOT / "data" / "campaigns" / "power-cut", baseline="async").axis("fault").failover
+    assert m.fault_moment_s.between(3, 6).all() and m.fault_moment_s.nunique() > 0.9 * len(m)  # drawn (to the ms)
+    rows = {line.split("|")[1].strip(): line.strip() for line in PAGE.splitlines()
+            if re.match(r"\s*\| [012] \| \d+ of 20", line)}
+    for setting, g in m.groupby("innodb_flush_log_at_trx_commit"):
+        lost = g.lost.astype(int)
+        k, n = int((lost > 0).sum()), len(lost)
+        lo, hi = share_interval(k, n)
+        positions = [set(re.findall(r"seqno (\d+)", h.split("recovered positions")[1].split("(most")[0]))
+                     for h in g.heal_how]
+        same, ist = sum(len(p) == 1 for p in positions), int(g.heal_how.str.contains("IST").sum())
+        if lost.sum():
+            mlo, mhi = quantile_interval(lost.to_numpy(float), 0.5)
+            losses = f"{lost.sum()}, {lost.median():g} ({mlo:g}–{mhi:g}), {lost.max()}"
+        else:
+            losses = "0"
+        want = (f"| {setting} | {k} of {n} ({100 * lo:.0f}–{100 * hi:.0f}%) | {losses} | {same} of {n} | "
+                f"{ist} of {n} |")
+        assert rows[str(setting)] == want, (rows[str(setting)], want)
+    other = pd.read_csv(ROOT / "data" / "measured" / "power-cut-seed48.csv")
+    assert other.fault_moment_s.between(3, 6).all() and len(other) == 20
+    zero = m[m.innodb_flush_log_at_trx_commit == 0].lost.to_numpy(float)
+    a, b = quantile_interval(zero, 0.5), quantile_interval(other.lost.to_numpy(float), 0.5)
+    assert a[0] <= b[1] and b[0] <= a[1], (a, b)  # the two seeds' intervals overlap
+    said = " ".join(_paragraph("- **A whole Galera cluster losing power**").split())
+    assert f"the median was {np.median(other.lost):g} (95% {b[0]:g}–{b[1]:g}), against {np.median(zero):g} " \
+           f"({a[0]:g}–{a[1]:g})" in said, said
