@@ -7,7 +7,10 @@ catch-up is done, the write node's position is read, every other node is waited 
 is recorded: a node that does not get there is named), then every node's position is compared with the write node's
 (its system's ``positions``: GTID sets, MariaDB GTID positions, Galera seqnos) and the run's tables are checksummed on
 every node (``CHECKSUM TABLE``: the run's dataset and the heartbeat table; comparable between nodes of one server
-version). A difference names the node and the table; the audit's cost is recorded. A throughput run
+version). A node found past the write node (a group's secondary may apply a transaction before its primary's own commit
+returns) is looked at again once the write node has had up to 5 s to reach it: only a node holding what the write
+node never reaches is said to hold transactions it lacks. A difference names the node and the table; the audit's
+cost is recorded. A throughput run
 (``benchlib.campaign.run``) and a fault run (``benchlib.axes.fault.run``) both begin and end here."""
 
 from __future__ import annotations
