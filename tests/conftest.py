@@ -204,7 +204,7 @@ def pytest_sessionfinish(session, exitstatus):
 class LabFactory:
     """Brings labs up and guarantees they are taken down (and leave nothing) even when a test fails."""
 
-    LIVE: list = []  # every lab up in this process: a failed test shows their error logs (``pytest_runtest_makereport``)
+    LIVE: list = []  # every lab up in this process: a failed test shows their error logs (pytest_runtest_makereport)
 
     def __init__(self):
         self.labs = []
@@ -271,7 +271,8 @@ def healthy(lab, module: str, kill: Callable[[str], list[str]] | None = None, ti
     for attempt in range(2):
         try:
             if attempt and kill is not None:
-                for cluster in {p.split(":")[0].rsplit("-", 1)[0] for p in lab.health.check().problems} & set(lab.spec.clusters):
+                named = {p.split(":")[0].rsplit("-", 1)[0] for p in lab.health.check().problems}
+                for cluster in named & set(lab.spec.clusters):
                     up = [n for n in kill(cluster) if lab.health.is_up(lab.node(n))]
                     if up:
                         kill9(lab, *up)

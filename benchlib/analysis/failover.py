@@ -371,8 +371,8 @@ def in_words(s: pd.DataFrame) -> list[str]:
             lost = (f"; {int(r.lost_total)} acknowledged write{'s' if r.lost_total != 1 else ''} lost, in "
                     f"{int(r.runs_losing)} of {audited} faults "
                     f"(95% {100 * r.losing_share_low:.0f}–{100 * r.losing_share_high:.0f}% of such faults), at most "
-                    f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault over all {audited} ({_s(span)} of writes)"
-                                                   if span == span else ""))
+                    f"{int(r.lost_max)} in one" + (f", a median {r.lost_median:g} a fault over all {audited} "
+                                                   f"({_s(span)} of writes)" if span == span else ""))
         if r.get("reads_of_lost_total", 0) > 0:
             distinct = r.get("lost_writes_read_total", math.nan)
             what = (f"{int(distinct)} distinct write{'s' if distinct != 1 else ''} the failover then lost"

@@ -228,7 +228,7 @@ class RunSetup:
         behind = []
         first = self.nodes[0]
         target = ""
-        for node in self.nodes:  # one connection a node: the write node first (nothing writes any more: the run is over)
+        for node in self.nodes:  # one connection a node, the write node first (nothing writes now: the run is over)
             with self.lab.connect(node) as conn:
                 t0 = time.monotonic()
                 if node == first:

@@ -11,8 +11,6 @@ formed, and again after a heal when a member's ``server_uuid`` changed; Router s
 
 from __future__ import annotations
 
-import atexit
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,57 +20,12 @@ import pymysql
 from benchlib.errors import LabError, ReplicationError
 from benchlib.lab import router, sql
 from benchlib.lab.base import Promotion
+from benchlib.lab.group_joining import Joining
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
 from benchlib.lab.topology import Topology, register
 
 __all__ = ["GroupReplication"]
-
-
-class Joining:
-    """A START GROUP_REPLICATION of a joiner, running on a thread of its own with its own connection (closed when it
-    returns): whether it still runs, and the server's error when it failed. The server refuses another START or STOP
-    GROUP_REPLICATION on the member until it has returned: ``settle`` waits for it first, and so does this process
-    before it exits."""
-
-    RUNNING: dict[tuple[str, int], "Joining"] = {}  # (host, port) of the member -> its START still running
-
-    def __init__(self, node: NodePlan, conn: Any):
-        self.error: str | None = None
-        self.thread = threading.Thread(target=self._run, args=(conn,), name="gr-join", daemon=True)
-        Joining.RUNNING[(node.listen_host, node.port)] = self
-        self.thread.start()
-
-    @classmethod
-    def settle(cls, nodes: list[NodePlan], timeout: float = 150.0) -> None:
-        """Until the START GROUP_REPLICATION of each of ``nodes`` still running has returned."""
-        for n in nodes:
-            joining = cls.RUNNING.pop((n.listen_host, n.port), None)
-            if joining is not None:
-                joining.thread.join(timeout)
-
-    @classmethod
-    def settle_all(cls, timeout: float = 150.0) -> None:
-        for joining in list(cls.RUNNING.values()):
-            joining.thread.join(timeout)
-        cls.RUNNING.clear()
-
-    def _run(self, conn: Any) -> None:
-        try:
-            sql.execute(conn, "START GROUP_REPLICATION")
-        except pymysql.err.MySQLError as exc:
-            self.error = str(exc.args[-1] if exc.args else exc)
-        finally:
-            conn.close()
-
-    def running(self) -> bool:
-        return self.thread.is_alive()
-
-    def failed(self) -> str | None:
-        return None if self.running() else self.error
-
-
-atexit.register(Joining.settle_all)  # a process that exits leaves no START GROUP_REPLICATION half done
 
 
 @register

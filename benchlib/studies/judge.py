@@ -214,7 +214,8 @@ def stale_rate(a: CampaignAnalysis, **where: Any) -> pd.Series | None:
 
 def _rate_words(r: pd.Series) -> str:
     if r["stale"] == 0:
-        return f"0 stale in {int(r['reads']):,} reads (one-sided 95% upper bound {r['upper']:.2%}, {int(r['runs'])} runs)"
+        return (f"0 stale in {int(r['reads']):,} reads (one-sided 95% upper bound {r['upper']:.2%}, "
+                f"{int(r['runs'])} runs)")
     return (f"{r['fraction']:.2%} stale (95% {r['low']:.2%}–{r['high']:.2%}) of {int(r['reads']):,} reads, "
             f"{int(r['runs'])} runs, up to {r['staleness_ms_max']:.0f} ms")
 
@@ -223,8 +224,9 @@ def stale_claim(text: str, published: str, rate: pd.Series | None, *, stale: boo
                 control: pd.Series | None = None) -> dict[str, Any]:
     """A claim that reads are stale (``stale``) or that they are not, from a ``stale_rate``. One stale read shows
     that reads can be stale: yes for a claim of staleness, no for a claim of none. No stale read in n reads
-    bounds the fraction (its one-sided 95% upper bound is said); it refutes a claim of staleness only when ``control`` (the
-    same load under a weaker setting) did read stale values, so that the probe could see them; else not shown."""
+    bounds the fraction (its one-sided 95% upper bound is said); it refutes a claim of staleness only when ``control``
+    (the same load under a weaker setting) did read stale values, so that the probe could see them; else not
+    shown."""
     if rate is None:
         return claim(text, published, None, NOT_MEASURED, how + "; no stale-read probe in this campaign")
     seen = _rate_words(rate)

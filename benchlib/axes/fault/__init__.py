@@ -6,6 +6,7 @@ split and the sustained search cannot run beside it."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -179,8 +180,6 @@ class FaultPlan:
         ``at_range``, from the campaign's seed and the run, so that a rerun of a campaign draws the same moments."""
         if self.at_range is None:
             return self
-        import random
-
         lo, hi = self.at_range
         return replace(self, at_s=round(random.Random(f"{self.seed}:{run_id}").uniform(lo, hi), 3))
 
@@ -246,8 +245,9 @@ def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
             "ledger_writes": led.writes, "ledger_acked": led.acked, "ledger_failed": led.failed,
             "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
             "heal_s": f.heal.s, "heal_how": "; ".join(f.heal.how),
-            "reads_of_lost": led.reads_of_lost, "lost_writes_read": led.lost_writes_read, "fell_back_s": semisync.fell_back_s,
-            "no_ack_commits": semisync.no_ack_commits, "errant": f.errant.count if f.errant else None,
+            "reads_of_lost": led.reads_of_lost, "lost_writes_read": led.lost_writes_read,
+            "fell_back_s": semisync.fell_back_s, "no_ack_commits": semisync.no_ack_commits,
+            "errant": f.errant.count if f.errant else None,
             "switchover_s": f.switchover.s if f.switchover else None}
 
 

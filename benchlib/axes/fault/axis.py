@@ -26,7 +26,8 @@ class FaultAxis(Axis):
     marker = "fault_at_s"
     excludes = {"probe": "[probe]", "read_split": "load.read_threads", "search": "sustained = true"}
     apart = "[fault] runs measure a fault with their own writer"
-    facts_columns = ("fault_at_s", "fault_moment_s", "failover_how", "new_primary", "survivor", "ledger_writes", "ledger_acked",
+    facts_columns = ("fault_at_s", "fault_moment_s", "failover_how", "new_primary", "survivor", "ledger_writes",
+                     "ledger_acked",
                      "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
                      "reads_of_lost", "lost_writes_read", "fell_back_s", "no_ack_commits", "errant", "switchover_s")
     record = FaultRecord
