@@ -125,10 +125,10 @@ def test_explanations_match_known_truth_on_real_servers(labs, tmp_path):
     # control holds the whole cluster to its pace, and the mechanism names it
     starved = tmp_path / "starved.toml"
     starved.write_text(campaign_toml("starved", "lab.toml", clusters=["galera"], workloads=["oltp_write_only"],
-                                     threads=[16], time_s=5, repetitions=1))
+                                     threads=[16], time_s=6, repetitions=1))
     if not CpuCap.available():
         pytest.skip("no cgroup cpu controller to starve a node with")
-    with CpuCap(lab.pid("galera-3"), 0.03):
+    with CpuCap(lab.pid("galera-3"), 0.02):
         g = analyze(run_campaign(starved, runs_dir=tmp_path / "runs", progress="none").path)
     run = mechanism.per_run(g).iloc[0]
     assert run.paused >= 0.15 and run.limit == "flow control", run
