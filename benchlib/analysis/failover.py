@@ -181,15 +181,27 @@ def measures(runs: pd.DataFrame, frames: dict[str, pd.DataFrame]) -> pd.DataFram
         rows.append(_per_run(run, pick(ledger), pick(events), pick(intervals), pick(cluster)))
     m = pd.DataFrame(rows)
     keep = [c for c in ("run_id", "cluster", "system", "fault", "failover", "failover_how", "workload", "threads",
-                        "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost", "lost_writes_read",
+                        "rate", "repetition", "heal_s", "heal_how", "survivor", "reads_of_lost",
                         "fell_back_s", "no_ack_commits", "errant", "switchover_s", "lost_cpu", "fault_moment_s")
-            if c in faulted and (c not in ("errant", "switchover_s", "lost_writes_read")
-                                 or faulted[c].notna().any())]  # older: none
+            if c in faulted and (c not in ("errant", "switchover_s") or faulted[c].notna().any())]  # older: none
     extra = [c for c in faulted.columns if c.startswith(SETTING_PREFIXES)]
     out = faulted[keep + extra].merge(m, on="run_id", how="left") if not m.empty else m
     if "lost_cpu" in out:  # a failover time is a timing: one from a run that lost the CPU to others is flagged
         out["disturbed"] = out.lost_cpu > DISTURBED
-    return out
+    return _lost_writes_read(out, frames.get("ledger_reads", pd.DataFrame()))
+
+
+def _lost_writes_read(out: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
+    """``lost_writes_read``: per run, how many distinct writes the reads beside the write node returned that the
+    failover then lost (``reads_of_lost`` counts the reads: a read returns the newest write it sees, again and again
+    until a newer one commits), from the run's LEDGER_READS frame (NaN: a run without one)."""
+    if out.empty or reads.empty or "lost" not in reads:
+        return out
+    lost = reads[reads.lost.astype("boolean").fillna(False).to_numpy(bool)]
+    distinct = lost.groupby(lost.run_id.astype(str)).value.nunique()
+    ids = out.run_id.astype(str)
+    read = ids.isin(set(reads.run_id.astype(str)))
+    return out.assign(lost_writes_read=ids.map(distinct).fillna(0).where(read))
 
 
 SETTING_PREFIXES = ("semisync", "durability", "gr_", "fc_", "sync_binlog", "flush", "innodb_flush",
@@ -376,8 +388,7 @@ def in_words(s: pd.DataFrame) -> list[str]:
         if r.get("reads_of_lost_total", 0) > 0:
             distinct = r.get("lost_writes_read_total", math.nan)
             what = (f"{int(distinct)} distinct write{'s' if distinct != 1 else ''} the failover then lost"
-                    if distinct == distinct else  # a campaign recorded before the distinct writes were counted
-                    "writes the failover then lost (how many distinct: not counted when this campaign ran)")
+                    if distinct == distinct else "writes the failover then lost")
             lost += (f"; {int(r.reads_of_lost_total)} reads by a client beside the write node returned {what}, in "
                      f"{int(r.runs_reading_lost)} of {n} faults")
         if r.get("errant_counted", 0) > 0:

@@ -245,8 +245,7 @@ def _facts(f: "FaultRecord | None") -> dict[str, Cell]:
             "ledger_writes": led.writes, "ledger_acked": led.acked, "ledger_failed": led.failed,
             "ledger_unknown": led.unknown, "lost_writes": led.lost, "phantom_writes": led.phantoms,
             "heal_s": f.heal.s, "heal_how": "; ".join(f.heal.how),
-            "reads_of_lost": led.reads_of_lost, "lost_writes_read": led.lost_writes_read,
-            "fell_back_s": semisync.fell_back_s, "no_ack_commits": semisync.no_ack_commits,
+            "reads_of_lost": led.reads_of_lost, "fell_back_s": semisync.fell_back_s, "no_ack_commits": semisync.no_ack_commits,
             "errant": f.errant.count if f.errant else None,
             "switchover_s": f.switchover.s if f.switchover else None}
 
@@ -265,7 +264,6 @@ class LedgerRecord(AxisRecord):
     audited_on: str | None = None
     reads: int | None = None
     reads_of_lost: int | None = None  # reads that returned a write the survivor lacks
-    lost_writes_read: int | None = None  # distinct such writes (each read returns the newest write it sees)
 
 
 class StepRecord(AxisRecord):

@@ -29,7 +29,7 @@ class FaultAxis(Axis):
     facts_columns = ("fault_at_s", "fault_moment_s", "failover_how", "new_primary", "survivor", "ledger_writes",
                      "ledger_acked",
                      "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
-                     "reads_of_lost", "lost_writes_read", "fell_back_s", "no_ack_commits", "errant", "switchover_s")
+                     "reads_of_lost", "fell_back_s", "no_ack_commits", "errant", "switchover_s")
     record = FaultRecord
     section = "failover"
     report_first = True

@@ -49,12 +49,14 @@ def section(a: Any, said: list[str]) -> str:
                                                           "new_primary_median_s", "writes_elsewhere_median_s",
                                                           "lost_total", "runs_losing", "losing_share_high",
                                                           "lost_median", "lost_span_median_s", "reads_of_lost_total",
+                                                          "lost_writes_read_total",
                                                           "fell_back_median_s", "no_ack_commits_median",
                                                           "errant_runs", "errant_median", "errant_max",
                                                           "recovered_95_median_s", "heal_median_s", "heal_how"]))
     out += fold("Failover by run", table(a.axis("fault").failover, ["run_id", *keys, "unavailability_s", "new_primary_node",
                                                         "new_primary_s", "acked", "failed", "unknown", "lost",
-                                                        "lost_span_s", "reads_of_lost", "fell_back_s",
+                                                        "lost_span_s", "reads_of_lost", "lost_writes_read",
+                                                        "fell_back_s",
                                                         "no_ack_commits", "errant", "phantoms", "tps_before", "tps_lowest", "recovered_95_s",
                                                         "lost_cpu", "disturbed",
                                                         "heal_s", "heal_how"]))

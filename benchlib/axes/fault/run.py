@@ -338,9 +338,7 @@ class FaultHook(AxisRun, Controller):
         self.ledger_frame, self.counts = ledger_audit(lab, self.writers, self.ledger, self.run_id, order, origin)
         self.reads_frame = self.reader.frame(origin, ledger_rows(lab, survivor, self.run_id))
         done = self.reads_frame[self.reads_frame.lost.notna()]
-        lost_read = done[done.lost.astype(bool)]
-        self.counts["direct"].update({"reads": int(len(done)), "reads_of_lost": int(len(lost_read)),
-                                      "lost_writes_read": int(lost_read.value.nunique())})
+        self.counts["direct"].update({"reads": int(len(done)), "reads_of_lost": int(done.lost.astype(bool).sum())})
 
     # -- record: its frames and its entry of the manifest ---------------------------------------------------------
     def frames(self, origin: float) -> dict[str, pd.DataFrame]:
