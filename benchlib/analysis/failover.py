@@ -33,32 +33,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from benchlib.analysis.exact_intervals import quantile_interval, share_interval
 from benchlib.analysis.interference import DISTURBED
 
 __all__ = ["in_words", "unavailability", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
 
 RECOVERED = 0.95  # the share of the pre-fault throughput that counts as recovered
 RECOVERED_SECONDS = 3  # ... for this many seconds in a row
-
-
-def quantile_interval(values: np.ndarray, p: float, level: float = 0.95) -> tuple[float, float]:
-    """A distribution-free interval for the ``p`` quantile from order statistics (NaN: beyond the data)."""
-    x = np.sort(np.asarray(values, dtype=float))
-    x = x[~np.isnan(x)]
-    if len(x) < 2:
-        return (math.nan, math.nan)
-    ci = stats.quantile_test(x, q=float(np.quantile(x, p)), p=p).confidence_interval(level)
-    return (float(ci.low), float(ci.high))
-
-
-def share_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Clopper-Pearson interval of a share ``k`` of ``n``."""
-    if n == 0:
-        return (math.nan, math.nan)
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return (float(ci.low), float(ci.high))
 
 
 def unavailability(acked: pd.DataFrame, t_fault: float, end: float) -> tuple[float, float]:
