@@ -31,8 +31,7 @@ import pandas as pd
 from scipy import stats
 
 __all__ = ["RareRate", "StaleFraction", "classify", "configuration_columns", "in_words", "rare_rate", "rate_bounds",
-           "stable_latency",
-           "stale_fractions", "wilson"]
+           "stable_latency", "stale_fractions", "wilson"]
 
 Z95 = 1.959963984540054
 
