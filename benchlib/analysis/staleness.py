@@ -31,9 +31,7 @@ import pandas as pd
 from scipy import stats
 
 __all__ = ["RareRate", "StaleFraction", "classify", "configuration_columns", "in_words", "rare_rate", "rate_bounds",
-           "stable_latency", "stale_fractions", "wilson"]
-
-Z95 = 1.959963984540054
+           "stable_latency", "stale_fractions"]
 
 
 def _known(reads: pd.DataFrame, writes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -83,18 +81,6 @@ def stable_latency(reads: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
     stable = np.maximum(0.0, latest - known) * 1000
     top = values.max() if len(values) else -1
     return pd.DataFrame({"seq": seqs, "known_s": known, "stable_ms": stable, "never_read": seqs > top})
-
-
-def wilson(stale: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of ``stale`` in ``n`` (both may be effective, non-integer counts)."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    p = stale / n
-    if stale == 0:
-        return (0.0, 1.0 - 0.05 ** (1.0 / n))  # one-sided 95% upper bound (the rule of three for large n)
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The stall axis's analysis: what the stalled replica served while its applier stood still, from the stale-read
 probe's reads on that node. Per run: its reads, the share that were stale and the stalest (how long the first value it
 missed had been known), and how long a causal read waited; per configuration (cluster, read consistency, stall
-length) the same pooled, the share with its Wilson interval over the reads (the runs of one configuration are alike:
-one replica, one stall). ``StallAnalysis`` makes them ``a.axis("stall").measures`` and ``.summary``."""
+length) the same pooled, the share with its 95% interval and one-sided upper bound, runs as the unit (the rare-event
+bounds of ``benchlib.analysis.staleness.rare_rate``: a stall's stale reads come together, in the one run). ``StallAnalysis`` makes them ``a.axis("stall").measures`` and ``.summary``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchlib.analysis.staleness import wilson
+from benchlib.analysis.staleness import rare_rate
 from benchlib.axis import AxisAnalysis
 
 __all__ = ["StallAnalysis", "findings", "measures", "summary"]
@@ -46,19 +46,20 @@ def measures(a: Any) -> pd.DataFrame:
 
 
 def summary(a: Any) -> pd.DataFrame:
-    """Per cluster, read consistency and stall length: the stalled replica's stale share with its 95% interval, the
-    stalest read and the longest causal wait over the runs."""
+    """Per cluster, read consistency and stall length: the stalled replica's stale share with its 95% interval and
+    one-sided upper bound, the stalest read and the longest causal wait over the runs."""
     m = a.axis("stall").measures
     if m.empty:
         return pd.DataFrame()
     rows = []
     for (cluster, setting, stall_s), g in m.groupby(["cluster", "setting", "stall_s"], dropna=False, sort=True):
         n, k = int(g.reads.sum()), int(g.stale.sum())
-        lo, hi = wilson(k, n)
+        rate = rare_rate(g.stale, g.reads)
         n_out, k_out = int(g.reads_outside.sum()), int(g.stale_outside.sum())
         rows.append({"cluster": cluster, "setting": setting, "stall_s": stall_s, "runs": len(g),
                      "node": ", ".join(sorted(set(g.node))), "held_s": float(g.held_s.median()), "reads": n,
-                     "stale": k, "stale_share": k / n if n else float("nan"), "stale_low": lo, "stale_high": hi,
+                     "stale": k, "stale_share": k / n if n else float("nan"), "stale_low": rate.low, "stale_high": rate.high,
+                     "stale_upper": rate.upper,
                      "reads_outside": n_out, "stale_share_outside": k_out / n_out if n_out else float("nan"),
                      "stalest_ms": float(g.stalest_ms.max()), "longest_wait_ms": float(g.longest_wait_ms.max())})
     return pd.DataFrame(rows)
@@ -73,9 +74,10 @@ def findings(a: Any) -> list[str]:
             continue
         outside = (f"; {r.stale_share_outside:.0%} of its {r.reads_outside} reads before and after it"
                    if r.reads_outside else "")
+        share = (f"{r.stale_share:.0%} stale (95% {r.stale_low:.0%}–{r.stale_high:.0%}, {r.stale} of {r.reads})"
+                 if r.stale else f"none of {r.reads} stale (95% upper bound {r.stale_upper:.1%})")
         reads = (f"{r.setting or 'default'} reads on {r.node} while its applier stood still ({r.held_s:.1f} s a run): "
-                 f"{r.stale_share:.0%} stale (95% {r.stale_low:.0%}–{r.stale_high:.0%}, {r.stale} of {r.reads})"
-                 f"{outside}")
+                 f"{share}{outside}")
         stalest = f", the stalest {r.stalest_ms / 1000:.1f} s old" if r.stale else ""
         waited = (f"; a causal read waited up to {r.longest_wait_ms / 1000:.1f} s"
                   if r.longest_wait_ms == r.longest_wait_ms and r.longest_wait_ms > 0 else "")
