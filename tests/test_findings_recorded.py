@@ -1,7 +1,8 @@
 """Every recorded campaign under data/campaigns/ says the same findings sentences as when they were written down
-(tests/fixtures/findings/): a refactoring of the analysis, the axes or the report that changes a number or a word
-the report says shows here. After an intended change: ``BENCHLIB_REWRITE_FINDINGS=1 ./scripts/test
-tests/test_findings_recorded.py``, then read the diff of tests/fixtures/findings/."""
+(tests/fixtures/findings/), and a study's campaign each of its claims judged as it was: a refactoring of the analysis,
+the axes, the report or a study that changes a number or a word shows here (docs/results.md quotes them). After an
+intended change: ``BENCHLIB_REWRITE_FINDINGS=1 ./scripts/test tests/test_findings_recorded.py``, then read the diff
+of tests/fixtures/findings/."""
 
 from __future__ import annotations
 
@@ -23,7 +24,12 @@ pytestmark = pytest.mark.long  # every recorded campaign analysed: the whole sui
 @pytest.mark.parametrize("name", sorted(p.name for p in CAMPAIGNS.iterdir() if (p / "campaign.json").exists()))
 def test_a_recorded_campaign_says_the_findings_it_said(name):
     campaign = CAMPAIGNS / name
-    said = findings(analyze(campaign, baseline="async"), campaign)
+    a = analyze(campaign, baseline="async")
+    said = findings(a, campaign)
+    if name.startswith("study"):  # and each claim of the study as judged on it (docs/results.md quotes them)
+        from benchlib.studies import compare_reference
+
+        said["reference"] = [f"{c.claim}: {c.measured} ({c.holds})" for c in compare_reference(a).claims.itertuples()]
     file = GOLDEN / f"{name}.json"
     if os.environ.get("BENCHLIB_REWRITE_FINDINGS") == "1":
         file.write_text(json.dumps(said, indent=1, ensure_ascii=False) + "\n")

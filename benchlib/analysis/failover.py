@@ -400,6 +400,8 @@ def in_words(s: pd.DataFrame) -> list[str]:
             back = "; sysbench kept 95% of its pre-fault throughput through the fault"
         elif r.recovered_95_median_s == r.recovered_95_median_s:
             back = f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}"
+        heal = r.get("heal_median_s", math.nan)  # the lab's own restoring of the cluster, after the run
+        back += f"; the lab's heal after the run took a median {_s(heal)}" if heal == heal else ""
         rejoin = ""
         if "rejoin_median_s" in r and r.rejoin_median_s == r.rejoin_median_s:
             waited = r.get("rejoin_wait_median_s", 0.0)
