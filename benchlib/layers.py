@@ -44,7 +44,8 @@ LAYERS: list[Layer] = [
 ]
 #: analysis runs anywhere, on any campaign folder, without a database ...
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store",
-                 "packed", "packing", "run_source", "manifest", "traits", "schema", "sysbench.output", "catalogue", "plugin", "axis",
+                 "packed", "packing", "run_source", "manifest", "traits", "schema", "sysbench.output", "sysbench.keys",
+                 "catalogue", "plugin", "axis",
                  "axes", "systems.*.facts")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")

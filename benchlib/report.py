@@ -32,6 +32,7 @@ from benchlib.analysis.headline import headline, ratio_findings as _ratio_findin
 from benchlib.analysis.problems import problems_html
 from benchlib.analysis.interference_findings import events as _events
 from benchlib.analysis.interference_findings import interference_findings, noise_line
+from benchlib.analysis.load import load_sentence
 from benchlib.catalogue import BASELINE
 from benchlib.charts.catalogue import CATALOGUE, figures
 from benchlib.page import fold, table
@@ -53,6 +54,7 @@ class Report:
     interference: list[str] = field(default_factory=list)  # what took the host from the lab, in words
     settled: str = ""  # how many headline ratios are settled, and what ended the campaign
     placement: str = ""  # whether the clusters shared the host's CPUs and disk
+    load: str = ""  # what the runs ran: workloads, dataset, key distribution
     ratios: list = field(default_factory=list)  # the throughput ratios (benchlib.analysis.headline.RatioFinding)
 
     def terminal(self) -> list[str]:
@@ -68,11 +70,11 @@ class Report:
         return out
 
     def lines(self) -> list[str]:
-        """Every finding in words, in the page's order: the sections that say what the runs were (a fault's), the
-        throughput ratios, the other axes' (stale reads), the audit, the interference, the settlement."""
+        """Every finding in words, in the page's order: the load, the sections that say what the runs were (a
+        fault's), the throughput ratios, the other axes' (stale reads), the audit, the interference, the settlement."""
         first = [x for a in AXES.values() if a.report_first for x in self.axes.get(a.section or a.name, [])]
         later = [x for a in AXES.values() if not a.report_first for x in self.axes.get(a.section or a.name, [])]
-        return [*first, *self.headline, *([self.placement] if self.placement else []), *later,
+        return [*([self.load] if self.load else []), *first, *self.headline, *([self.placement] if self.placement else []), *later,
                 *([self.audit] if self.audit else []), *self.interference,
                 *([self.settled] if self.settled else [])]
 
@@ -148,10 +150,10 @@ def _write(campaign: Path, a: CampaignAnalysis, folder: Path, *, baseline: str, 
     said = findings(a, campaign)
     report.headline, report.interference = said["headline"], said["interference"]
     report.audit, report.settled = "".join(said["audit"]), "".join(said["settled"])
-    report.placement = "".join(said["placement"])
+    report.placement, report.load = "".join(said["placement"]), "".join(said["load"])
     report.ratios = _ratio_findings(a)
     report.axes = {k: v for k, v in said.items()
-                   if k not in ("headline", "interference", "audit", "settled", "placement")}
+                   if k not in ("load", "headline", "interference", "audit", "settled", "placement")}
     report.page.write_text(_page(campaign, a, figs, report))
     return report
 
@@ -184,8 +186,8 @@ def _interference(report: Report, campaign: Path) -> str:
 
 def findings(a: CampaignAnalysis, campaign: Path) -> dict[str, list[str]]:
     """Every sentence the report says of the campaign, by section (what ``publish`` writes, without the charts): the
-    throughput ratios, the audit, stale reads, failover, interference and the settlement."""
-    said = {"headline": headline(a), "placement": [x for x in [_placement(a)] if x] if said_ratios(a) else [],
+    load, the throughput ratios, the audit, stale reads, failover, interference and the settlement."""
+    said = {"load": [x for x in [load_sentence(a)] if x], "headline": headline(a), "placement": [x for x in [_placement(a)] if x] if said_ratios(a) else [],
             "audit": [x for x in [_audited(a)] if x]}
     for axis in AXES.values():  # each axis's own findings (the probe's stale reads, a fault's failover)
         said[axis.section or axis.name] = a.findings_of(axis.name)
@@ -340,6 +342,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"{html.escape(str(a.comparisons.baseline.iloc[0]) if not a.comparisons.empty else 'none')}. "
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}. "
              f"{html.escape(_audited(a))} {html.escape(noise_line(campaign))}</p>",
+             f"<p>{html.escape(report.load)}</p>" if report.load else "",
              _invalid(a), *_axis_sections(a, report, first=True), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')

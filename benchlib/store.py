@@ -45,6 +45,7 @@ from benchlib.errors import SecretRefusedError, StoreError
 from benchlib.manifest import FORMAT_VERSION, UPGRADERS, AuditRecord, CampaignRecord, Manifest, upgrade
 from benchlib.packed import Pack
 from benchlib.run_source import PackSource, RunSource, campaign_of, read_table
+from benchlib.sysbench.keys import DEFAULT as DEFAULT_KEYS
 from benchlib.traits import COLUMNS as TRAIT_COLUMNS
 from benchlib.traits import traits
 from collections.abc import Mapping
@@ -289,7 +290,7 @@ def _flat(params: Mapping[str, object], prefix: str = "") -> dict[str, object]:
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
              "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s",
-             *TRAIT_COLUMNS, *axes.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
+             "keys", "keys_chosen", *TRAIT_COLUMNS, *axes.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
 
 
 def _count(value: object) -> int:
@@ -312,7 +313,18 @@ def _run_facts(m: Manifest) -> dict[str, object]:
             "nodes": ",".join(m.lab.nodes), "system": facts.system, "placement": facts.placement,
             "server_version": facts.version,
             "rtt_ms": facts.rtt_ms, "lab_durability": facts.durability, "binlog": facts.binlog,
-            **_audit_facts(m.audit), **traits(m), **axes.run_facts(m), **summary}
+            **_audit_facts(m.audit), **_keys(m), **traits(m), **axes.run_facts(m), **summary}
+
+
+def _keys(m: Manifest) -> dict[str, object]:
+    """The key distribution a run's rows were drawn from (``benchlib.sysbench.keys``): ``keys``, its canonical name,
+    and ``keys_chosen``, whether the campaign chose it (False: sysbench's default, as in every run recorded before the
+    choice existed, which passed no option)."""
+    load = m.sysbench or {}
+    if not load:
+        return {"keys": None, "keys_chosen": None}
+    chosen = load.get("distribution")
+    return {"keys": str(load.get("keys") or chosen or DEFAULT_KEYS.name), "keys_chosen": chosen is not None}
 
 
 def _run_row(m: Manifest) -> dict[str, object]:

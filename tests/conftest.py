@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -232,16 +233,25 @@ class LabFactory:
 LOG_LINES = 25  # of each server's error log, in a failed lab test's report
 
 
+#: a line of a server's error log that says why it stopped (a crash's header comes before its stack trace)
+CRASH = re.compile(r"got signal|Assertion|assertion|Fatal|\[ERROR\].*(InnoDB|Aborting|Shutdown)|mysqld died")
+
+
 def server_logs(labs: list, lines: int = LOG_LINES) -> str:
     """The last ``lines`` of every node's error log in ``labs``, for a failed test's report (a CI run keeps nothing
-    else of them)."""
+    else of them); a server that crashed, from the crash's first line on (its signal or assertion, then the stack)."""
     out = []
     for lab in labs:
         for node in lab.layout.nodes.values():
             try:
-                tail = node.error_log.read_text(errors="replace").splitlines()[-lines:]
+                log = node.error_log.read_text(errors="replace").splitlines()
             except OSError as exc:
-                tail = [f"(no log: {exc})"]
+                log = [f"(no log: {exc})"]
+            crash = max((i for i, line in enumerate(log) if CRASH.search(line)), default=None)  # the last crash
+            tail = log[-lines:]
+            if crash is not None and crash < len(log) - lines:  # the crash's header and stack, then the end
+                tail = log[crash:crash + 40] + (["..."] if crash + 40 < len(log) - lines else []) + \
+                    log[max(crash + 40, len(log) - lines):]
             out.append(f"--- {lab.name} {node.name}: {node.error_log}\n" + "\n".join(line[:600] for line in tail))
     return "\n".join(out)
 

@@ -26,7 +26,7 @@ def said(tmp_path_factory) -> list[str]:
 @pytest.mark.long
 def test_the_main_job_s_output_shown_is_the_recorded_demo_campaign_s(said, page):
     text = (ROOT / page).read_text()
-    block = re.search(r"```\n(galera \(3 nodes\) delivers.*?)```", text, re.S)
+    block = re.search(r"```\n(The load: .*?\ngalera \(3 nodes\) delivers.*?)```", text, re.S)
     assert block, f"{page} shows no output of the main job"
     shown = [line for line in block.group(1).splitlines()
              if line.strip() not in ("", "- ...") and not line.startswith(RUN_OWN)]
@@ -34,3 +34,4 @@ def test_the_main_job_s_output_shown_is_the_recorded_demo_campaign_s(said, page)
     missing = [line for line in shown if line not in said]
     assert not missing, f"{page} shows lines data/campaigns/demo's report does not say:\n" + "\n".join(missing)
     assert "data/campaigns/demo" in text
+    assert shown[0].startswith("The load: ") and "keys: sysbench special" in shown[0]  # the load first, its keys said

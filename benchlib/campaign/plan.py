@@ -1,8 +1,8 @@
-"""The run plan a campaign spec expands to: every run (cluster x settings x workload x threads x rate x the probe's
-read consistency x the fault, times the repetitions) in a seeded random order, each repetition round shuffled anew and
-never the same configuration twice in a row, with stable run ids (index, configuration hash, repetition) so a rerun
-skips the runs it has; and the sustained-throughput searches over those runs. What the lab cannot do, or what cannot
-run together, is refused here, saying why.
+"""The run plan a campaign spec expands to: every run (cluster x settings x workload x threads x rate x key
+distribution x the probe's read consistency x the fault, times the repetitions) in a seeded random order, each
+repetition round shuffled anew and never the same configuration twice in a row, with stable run ids (index,
+configuration hash, repetition) so a rerun skips the runs it has; and the sustained-throughput searches over those
+runs. What the lab cannot do, or what cannot run together, is refused here, saying why.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ class PlannedRun:
         extra: dict[str, Any] = {"search": self.search} if self.search else {}
         for variant in self.axes.values():
             extra.update(variant.params())
+        if self.options.distribution is not None:
+            extra["distribution"] = self.options.distribution
         return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
                 "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
                 "config": self.config_key, **self.settings, **extra}
@@ -96,10 +98,11 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                 and _applies(rules.settings[k].only_with, topology, matrix)}
         used |= set(dims)
         rates: list[int | None] = [*spec.load.rates] or [None]
-        loads = itertools.product(spec.load.workloads, spec.load.threads, rates)
+        keys: list[str | None] = [*spec.load.distributions] or [None]  # None: sysbench's default, not passed
+        loads = itertools.product(spec.load.workloads, spec.load.threads, rates, keys)
         seen: set[str] = set()
         names = list(variants)
-        for (workload, threads, rate), combo, chosen in itertools.product(
+        for (workload, threads, rate, distribution), combo, chosen in itertools.product(
                 loads, itertools.product(*dims.values()), itertools.product(*(variants[a][cluster] for a in names))):
             settings = dict(zip(dims, combo))
             for k in list(settings):
@@ -116,8 +119,10 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                 settings.update(load)
             opts = SysbenchOptions(workload=workload, tables=spec.load.tables, table_size=spec.load.table_size,
                                    threads=threads, time_s=spec.load.time_s, rate=rate,
-                                   percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
+                                   percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx,
+                                   distribution=distribution)
             identity = [cluster, settings, workload, threads, rate] + [x for v in axes.values() for x in v.identity()]
+            identity += [distribution] if distribution is not None else []  # (a campaign that chose none: as before)
             key = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
             if key in seen:  # a combination whose switch is off repeats another: one configuration
                 continue
@@ -191,11 +196,13 @@ class PlannedSearch:
     settings: dict[str, Cell]
     workload: str
     threads: int
+    distribution: str | None = None
 
     def probe(self, spec: CampaignSpec, rate: int, repetition: int, index: int) -> PlannedRun:
         opts = SysbenchOptions(workload=self.workload, tables=spec.load.tables, table_size=spec.load.table_size,
                                threads=self.threads, time_s=spec.search.time_s or spec.load.time_s, rate=rate,
-                               percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx)
+                               percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx,
+                               distribution=self.distribution)
         config = hashlib.sha1(json.dumps([self.key, rate], default=str).encode()).hexdigest()[:8]
         run_id = RunId(index, self.cluster, self.workload, self.threads, config, repetition, rate=rate)
         return PlannedRun(index, str(run_id), self.cluster, self.topology, self.settings, opts, repetition,
@@ -218,10 +225,13 @@ def plan_searches(spec: CampaignSpec, runs: list[PlannedRun], source: str = "cam
         values = {"cluster": r.cluster, "workload": r.options.workload, **r.settings}
         if any(k in values and values[k] not in allowed for k, allowed in spec.search.only.items()):
             continue
-        key = "s" + hashlib.sha1(json.dumps([r.cluster, r.settings, r.options.workload, threads], sort_keys=True,
-                                            default=str).encode()).hexdigest()[:7]
-        out.setdefault(key, PlannedSearch(key, r.cluster, r.topology, dict(r.settings), r.options.workload, threads))
+        which = [r.cluster, r.settings, r.options.workload, threads]
+        which += [r.options.distribution] if r.options.distribution is not None else []
+        key = "s" + hashlib.sha1(json.dumps(which, sort_keys=True, default=str).encode()).hexdigest()[:7]
+        out.setdefault(key, PlannedSearch(key, r.cluster, r.topology, dict(r.settings), r.options.workload, threads,
+                                          r.options.distribution))
     if not out:
         raise SpecError(f"{source}: sustained = true, but search.only leaves no configuration to search",
                         hint="widen search.only, or remove it")
-    return sorted(out.values(), key=lambda s: (s.cluster, s.workload, json.dumps(s.settings, default=str)))
+    return sorted(out.values(), key=lambda s: (s.cluster, s.workload, json.dumps(s.settings, default=str),
+                                               s.distribution or ""))

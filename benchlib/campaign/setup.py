@@ -171,7 +171,8 @@ class RunSetup:
         if refused:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())
         prepare_dataset(lab, setup.write_node, opts)
-        setup.extra = {**(context or {}), "sysbench": asdict(opts), "lab": setup.lab_record(lab.tuning.settings(cluster))}
+        load = {**asdict(opts), "keys": opts.keys.name}  # the key distribution in effect, chosen or sysbench's default
+        setup.extra = {**(context or {}), "sysbench": load, "lab": setup.lab_record(lab.tuning.settings(cluster))}
         return setup
 
     def record_servers(self) -> None:

@@ -84,6 +84,7 @@ from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec, load_lab_spec
 from benchlib.specs import Strict as _Strict
 from benchlib.specs import format_validation, read_toml
+from benchlib.sysbench.keys import KeyDistribution
 from benchlib.sysbench.options import WORKLOADS
 
 
@@ -100,6 +101,10 @@ class Load(_Strict):
     table_size: int = Field(default=10_000, ge=1)
     #: open-loop target rates (sysbench --rate), transactions per second: each is a configuration; empty: closed loop
     rates: list[int] = Field(default_factory=list)
+    #: key distributions the rows are drawn from (sysbench --rand-type): each is a configuration; "uniform",
+    #: "special" or "special:PCT:RES" (RES% of accesses on PCT% of rows), "pareto" or "pareto:H", "gaussian"; empty:
+    #: sysbench's default, special:1:75 (75% of accesses on 1% of rows), which every report states
+    distributions: list[str] = Field(default_factory=list)
     #: the latency percentile sysbench reports each second
     percentile: int = Field(default=95, ge=1, le=100)
     #: unmeasured load before each measured window, seconds
@@ -120,6 +125,17 @@ class Load(_Strict):
         if bad:
             raise ValueError(f"unknown workloads {bad}; known: {', '.join(sorted(WORKLOADS))}")
         return v
+
+    @field_validator("distributions")
+    @classmethod
+    def _distributions(cls, v: list[str]) -> list[str]:
+        try:
+            names = [KeyDistribution.parse(x).name for x in v]
+        except SpecError as e:
+            raise ValueError(f"{e.message} ({e.hint})") from None
+        if len(set(names)) < len(names):
+            raise ValueError(f"a distribution listed twice: {v}")
+        return names
 
     @field_validator("threads", "rates")
     @classmethod

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import BenchlibError, SpecError
+from benchlib.sysbench.keys import DEFAULT, KeyDistribution
 
 __all__ = ["READ_SPLIT", "WORKLOADS", "RunError", "SysbenchOptions", "Workload", "connection_config"]
 
@@ -64,6 +65,9 @@ class SysbenchOptions:
     rows_per_trx: int = 50  # insert_batch only
     extra: tuple[str, ...] = ()
     session_sql: tuple[str, ...] = ()  # replica_reads only: statements each session runs first
+    #: the key distribution the campaign chose (``benchlib.sysbench.keys``, canonical name); None: none was chosen,
+    #: sysbench's default (special:1:75) without an option passed, as every run before the choice existed
+    distribution: str | None = None
 
     def __post_init__(self):
         if self.workload not in WORKLOADS and self.workload != READ_SPLIT.name:
@@ -72,6 +76,11 @@ class SysbenchOptions:
             if getattr(self, name) < 1:
                 raise RunError(f"{name} must be at least 1 (got {getattr(self, name)})")
 
+        if self.distribution is not None:
+            try:
+                KeyDistribution.parse(self.distribution)
+            except SpecError as e:
+                raise RunError(e.message, hint=e.hint) from None
         if self.session_sql and self.workload != READ_SPLIT.name:
             raise RunError(f"session statements need the {READ_SPLIT.name} workload, not {self.workload!r}")
         if any(";" in s for s in self.session_sql):
@@ -80,6 +89,11 @@ class SysbenchOptions:
     @property
     def spec(self) -> Workload:
         return READ_SPLIT if self.workload == READ_SPLIT.name else WORKLOADS[self.workload]
+
+    @property
+    def keys(self) -> KeyDistribution:
+        """The key distribution the run's rows are drawn from (sysbench's default when none was chosen)."""
+        return KeyDistribution.parse(self.distribution) if self.distribution is not None else DEFAULT
 
     @property
     def dataset_key(self) -> str:
@@ -113,6 +127,8 @@ class SysbenchOptions:
             args.append(f"--rate={self.rate}")
         if self.session_sql:
             args.append("--session-sql=" + ";".join(self.session_sql))
+        if self.distribution is not None:  # (the dataset is prepared under the default: every run shares it)
+            args += self.keys.args()
         return [*args, *self.extra]
 
 

@@ -55,6 +55,27 @@ def test_open_loop_rates_multiply_the_matrix():
     assert sorted({r.options.rate for r in runs}) == [100, 200] and len(runs) == 3 * 2  # clusters x rates
 
 
+def test_key_distributions_multiply_the_matrix_and_a_campaign_that_chose_none_plans_as_before():
+    before = plan(spec(repetitions=1), DEMO)
+    assert all(r.options.distribution is None and "distribution" not in r.params for r in before)
+    runs = plan(spec(load={"threads": [4], "time_s": 5, "distributions": ["uniform", "Special:1:75"]},
+                     repetitions=1), DEMO)
+    assert sorted({r.options.distribution for r in runs}) == ["special:1:75", "uniform"] and len(runs) == 3 * 2
+    assert {r.params["distribution"] for r in runs} == {"special:1:75", "uniform"}
+    assert len({r.config_key for r in runs}) == 6  # each distribution its own configuration
+    # listing none keeps the run ids a campaign planned before the option existed (its recorded runs still match)
+    again = plan(spec(load={"threads": [1, 8], "time_s": 5}, repetitions=1), DEMO)
+    assert [r.run_id for r in again] == [r.run_id for r in before]
+
+
+@pytest.mark.parametrize("load, match", [({"distributions": ["zipf"]}, "unknown key distribution"),
+                                         ({"distributions": ["uniform", "uniform"]}, "listed twice"),
+                                         ({"distributions": ["special:1"]}, "two percentages")])
+def test_a_wrong_key_distribution_is_refused_when_the_spec_is_read(load, match):
+    with pytest.raises(Exception, match=match):
+        spec(load={"threads": [1], **load})
+
+
 @pytest.mark.parametrize("matrix, error, match", [
     ({"clusters": ["nope"]}, SpecError, "not clusters of lab demo"),
     ({"clusters": ["async"], "fc_limit": [16]}, SpecError, "apply to none of the clusters"),

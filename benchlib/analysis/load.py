@@ -1,0 +1,48 @@
+"""What load a campaign's runs ran, in one sentence every report says first: the workloads, the dataset, and the key
+distribution the rows were drawn from (``benchlib.sysbench.keys``), chosen or sysbench's default; a reader of a ratio
+needs it to know what kind of load the ratio is about."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib.sysbench.keys import KeyDistribution
+
+__all__ = ["load_sentence"]
+
+
+def load_sentence(a: Any) -> str:
+    """``The load: oltp_read_write on 4 tables of 10,000 rows; keys: sysbench special, 75% of accesses on 1% of rows
+    (...)`` for campaign analysis ``a`` ('' when its runs recorded no load)."""
+    runs = a.runs[a.runs.status == "ok"] if "status" in a.runs else a.runs
+    if runs.empty or "keys" not in runs or runs["keys"].isna().all():
+        return ""
+    load = a.record.campaign.get("load") if isinstance(a.record.campaign.get("load"), dict) else {}
+    names = sorted(runs.workload.dropna().astype(str).unique()) if "workload" in runs else []
+    keyed_loads = [w for w in names if w.startswith("oltp_")]  # the others insert new rows (benchlib's insert_*)
+    tables, size = load.get("tables"), load.get("table_size")
+    plural = "s" if tables != 1 else ""
+    parts = []
+    if keyed_loads or not names:
+        data = f" on {tables} table{plural} of {size:,} rows" if isinstance(tables, int) and isinstance(size, int) else ""
+        parts.append(f"{', '.join(keyed_loads) or 'sysbench'}{data}; keys: {_keys(runs)}")
+    inserts = [w for w in names if not w.startswith("oltp_")]
+    if inserts:
+        parts.append(f"{', '.join(inserts)}, new rows into {tables} wide table{plural} created empty"
+                     if isinstance(tables, int) else ", ".join(inserts))
+    return f"The load: {'; '.join(parts)}."
+
+
+def _keys(runs: Any) -> str:
+    keyed = runs.dropna(subset=["keys"])
+    counts = keyed.groupby(keyed["keys"].astype(str)).size()
+    if len(counts) == 1:
+        said = KeyDistribution.parse(counts.index[0]).words()
+    else:
+        said = "; ".join(f"{KeyDistribution.parse(k).words()} ({n} runs)" for k, n in counts.items())
+    chosen = keyed["keys_chosen"].astype(bool) if "keys_chosen" in keyed else None
+    if chosen is not None and chosen.all():
+        return said
+    if chosen is None or not chosen.any():
+        return f"{said} (sysbench 1.0.20's default: these runs chose none)"
+    return f"{said} (sysbench 1.0.20's default where the campaign chose none)"
