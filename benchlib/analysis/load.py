@@ -39,7 +39,8 @@ def _keys(runs: Any) -> str:
     if len(counts) == 1:
         said = KeyDistribution.parse(counts.index[0]).words()
     else:
-        said = "; ".join(f"{KeyDistribution.parse(k).words()} ({n} runs)" for k, n in counts.items())
+        said = "; ".join(f"{KeyDistribution.parse(k).words()} ({n} run{'s' if n != 1 else ''})"
+                         for k, n in counts.items())
     chosen = keyed["keys_chosen"].astype(bool) if "keys_chosen" in keyed else None
     if chosen is not None and chosen.all():
         return said

@@ -76,8 +76,14 @@ def test_a_planned_switchover_moves_the_writes_and_loses_nothing_even_with_an_id
     f = m.axis("fault")
     assert f.switchover["primary"] == "async-2" and f.promotion["primary"] == "async-2", f.switchover
     steps = [s for s, _ in f.switchover["steps"]]
-    assert steps[:3] == ["async-1 read-only", "replicas caught up", "async-2 takes writes"], steps
-    assert f.switchover["s"] < 2.0 and "still open" in f.switchover["open_transaction"], f.switchover
+    assert steps[0].startswith("async-1 read-only") and steps[1:3] == ["replicas caught up", "async-2 takes writes"]
+    # read_only waits for the transactions that wrote and have not committed; a writer's next statement waits for
+    # read_only: on a slow disk the two meet (seen in a loaded suite run: the writers' 5 connections disconnected
+    # after the 3 s wait, as the switch does); without that meeting, the switch is quick and the idle one stays open
+    if steps[0] == "async-1 read-only":
+        assert f.switchover["s"] < 2.0 and "still open" in f.switchover["open_transaction"], f.switchover
+    else:
+        assert "disconnected after 3 s" in steps[0] and f.switchover["s"] < 5.0, f.switchover
     assert f.ledger["lost"] == 0 and f.errant["count"] == 0, (f.ledger, f.errant)
     ledger = run.frames["ledger"]
     assert (ledger[(ledger.outcome == "acked") & (ledger.t_sent_s > f.happened_s + 0.5)].node == "async-2").all()

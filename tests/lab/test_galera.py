@@ -133,3 +133,14 @@ def test_a_run_during_which_a_node_leaves_the_primary_component_is_invalid(galer
     while not galera_lab.health.check().ok and time.monotonic() < deadline:
         time.sleep(0.5)
     assert galera_lab.health.check().ok, galera_lab.health.check().problems
+
+
+def test_where_the_writes_landed_is_not_counted_on_a_node_without_a_binary_log(galera_lab, tmp_path):
+    from tests.axes.test_hot_rows import measured_where_the_writes_landed
+
+    records, said = measured_where_the_writes_landed(galera_lab, tmp_path, "galera-3.toml", "galera", ["uniform"],
+                                                     time_s=3)
+    assert records["uniform"]["why_not"] == "galera-1 keeps no binary log" and records["uniform"]["measured"] is None
+    assert said["hot_rows"] == ["galera, keys uniform, every row alike: where the writes landed was not counted "
+                                "(galera-1 keeps no binary log)"]
+

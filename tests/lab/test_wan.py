@@ -147,7 +147,10 @@ def test_relay_killed_then_heal_restores_the_link(fresh_labs):
     lab.tuning.refresh()
     assert lab.record.pids == pids
     assert wan.is_up(lab.layout, lab.record.shaper, lab.record.link_pid)
-    assert abs(wan.measure_rtt(lab.node("semi-2"))["median_ms"] - 100) <= 2
+    # the restored link's delay: its fastest handshake (the relay is a process: a busy host only adds to a round trip,
+    # 3.5 ms to a median in a loaded suite run)
+    m = wan.measure_rtt(lab.node("semi-2"))
+    assert 99.5 <= m["min_ms"] <= 102 and m["median_ms"] <= 108, m
     write_rows(lab, "semi-1", "h", [1])
     with lab.connect("semi-1") as conn:
         pos = sql.scalar(conn, "SELECT @@GLOBAL.gtid_binlog_pos")
