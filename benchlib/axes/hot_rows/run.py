@@ -12,7 +12,7 @@ from pathlib import Path
 from benchlib.axes.hot_rows import HotRowsRecord
 from benchlib.axis import AxisRun, RunContext
 from benchlib.errors import BenchlibError
-from benchlib.systems import sql
+from benchlib.systems import dialect, sql
 
 __all__ = ["HotRowsRun", "count_rows"]
 
@@ -57,14 +57,12 @@ class HotRowsRun(AxisRun):
     def _position(self) -> tuple[str, int, str] | None:
         """(file, position, the binary log's base name) on the write node now; None (and why) without one."""
         with self.ctx.lab.connect(self.node) as conn:
-            on = sql.query(conn, "SELECT @@log_bin AS on_, @@log_bin_basename AS base")[0]
+            on = sql.query(conn, "SELECT @@log_bin AS on_, @@log_bin_basename AS base, @@version AS version, "
+                                 "@@version_comment AS version_comment")[0]
             if str(on["on_"]) not in ("1", "ON") or not on["base"]:
                 self.record["why_not"] = f"{self.node} keeps no binary log"
                 return None
-            try:
-                status = sql.query(conn, "SHOW BINARY LOG STATUS")
-            except Exception:  # noqa: BLE001 - MariaDB's name for it
-                status = sql.query(conn, "SHOW MASTER STATUS")
+            status = sql.query(conn, dialect.binary_log_status_sql(dialect.detect(on)))
         if not status:
             self.record["why_not"] = f"{self.node} reported no binary log position"
             return None
