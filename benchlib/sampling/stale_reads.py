@@ -88,13 +88,13 @@ class _Writer(Probe):
         sent = self.clock()
         try:
             self.cur.execute(WRITE, (self.seq,))
+            acked = self.clock()  # the commit returned: the token's query after it is not part of the write
             token = self.setting.token(self.conn) if self.setting.token else ""
         except (pymysql.MySQLError, OSError) as exc:
             self.log.writes.append((self.seq, sent, float("nan"), _error(exc)))
             self.seq -= 1  # not acknowledged: the next commit writes the same value again
             self._reconnect()
             return
-        acked = self.clock()
         with self.log.lock:
             self.log.writes.append((self.seq, sent, acked, ""))
             self.log.acked, self.log.token = self.seq, token

@@ -29,10 +29,12 @@ def test_a_stalled_replica_serves_stale_eventual_reads_and_makes_causal_reads_wa
     assert m["node"] == "async-3" and abs(m["held_s"] - STALL_S) < 0.5 and 2.5 < m["started_s"]
     a = analyze(result.path)
     s = a.axis("stall").summary.set_index("setting")
-    # as old as the stall, and no older than the run: on a busy machine (the suite runs two lab tests side by side)
-    # the replica lags 1-3 s before and after the stall and takes seconds to apply the stall's backlog, so a read
-    # just before the stall ends was 5.9-7.0 s stale and a causal read waited up to 9.0 s (4 s stall, two CPU hogs)
-    assert s.loc["eventual", "stale_share"] > 0.8 and 0.6 * STALL_S < s.loc["eventual", "stalest_ms"] / 1000 < RUN_S
+    # at least as old as the stall, and no older than the run and its catch-up: on a busy machine (the suite runs two
+    # lab tests side by side) the replica lags 1-3 s before and after the stall and takes seconds to apply the stall's
+    # backlog, so a read just before the stall ends was 5.9-7.0 s stale and a causal read waited up to 9.0 s (4 s
+    # stall, two CPU hogs); on a slow shared disk the applier fell behind all run long and a read in the catch-up
+    # was 12.6 s stale (CI, the whole suite)
+    assert s.loc["eventual", "stale_share"] > 0.8 and 0.6 * STALL_S < s.loc["eventual", "stalest_ms"] / 1000 < 3 * RUN_S
     assert s.loc["causal", "stale"] == 0 and 0.6 * STALL_S < s.loc["causal", "longest_wait_ms"] / 1000 < RUN_S
     said = findings(a, result.path)["stall"]
     assert any(line.startswith("async: eventual reads on async-3 while its applier stood still") and "stale (95%" in line
