@@ -255,8 +255,10 @@ class AxisRun:
         """After the load of a run that ``breaks``: make the lab whole again (a heal that fails raises
         ``CampaignError``: the campaign stops)."""
 
-    def audit(self) -> None:
-        """After the shared audit (every node holds what the write node holds): the axis's own."""
+    def audit(self) -> list[str] | None:
+        """After the shared audit (every node holds what the write node holds): the axis's own; what it found wrong,
+        each naming the node (the run is invalid, as for a checksum that differs)."""
+        return None
 
     def stop(self) -> str | None:
         """After the catch-up (or the heal); a reason when what the axis measured failed the run."""

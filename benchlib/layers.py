@@ -24,9 +24,9 @@ LAYERS: list[Layer] = [
     Layer(["errors", "schema", "specs", "catalogue", "plugin", "axis", "layers"],
           "foundations: the root exception, tidy columns, spec basics; the system catalogue (pure data); the plug-in "
           "registry and what an axis is (the axes themselves are plug-ins, at the top)"),
-    Layer(["sysbench", "store", "packed", "packing", "run_source", "manifest", "traits", "systems", "environment",
-           "servers"],
-          "sysbench's vocabulary and drivers; the run store, where its runs are read from (folders, packs), its "
+    Layer(["sysbench", "workloads", "store", "packed", "packing", "run_source", "manifest", "traits", "systems",
+           "environment", "servers"],
+          "sysbench's vocabulary and drivers; the workloads benchlib bundles and their records; the run store, where its runs are read from (folders, packs), its "
           "manifests; what each system is; the "
           "machine and revision a campaign runs on; server binaries"),
     Layer(["analysis", "run_index", "sampling", "lab.base"],
@@ -44,7 +44,7 @@ LAYERS: list[Layer] = [
 ]
 #: analysis runs anywhere, on any campaign folder, without a database ...
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store",
-                 "packed", "packing", "run_source", "manifest", "traits", "schema", "sysbench.output", "sysbench.keys",
+                 "packed", "packing", "run_source", "manifest", "traits", "schema", "sysbench.output", "sysbench.keys", "workloads",
                  "catalogue", "plugin", "axis",
                  "axes", "systems.*.facts")
 #: ... except the axes' planners and run hooks (lab side)

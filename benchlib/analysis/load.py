@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.sysbench.keys import KeyDistribution
+from benchlib.workloads.tpcc import MIXES
 
 __all__ = ["load_sentence"]
 
@@ -19,14 +20,25 @@ def load_sentence(a: Any) -> str:
         return ""
     load = a.record.campaign.get("load") if isinstance(a.record.campaign.get("load"), dict) else {}
     names = sorted(runs.workload.dropna().astype(str).unique()) if "workload" in runs else []
-    keyed_loads = [w for w in names if w.startswith("oltp_")]  # the others insert new rows (benchlib's insert_*)
+    keyed_loads = [w for w in names if w.startswith("oltp_")]  # the others: benchlib's insert_* and TPC-C-like
     tables, size = load.get("tables"), load.get("table_size")
     plural = "s" if tables != 1 else ""
     parts = []
     if keyed_loads or not names:
         data = f" on {tables} table{plural} of {size:,} rows" if isinstance(tables, int) and isinstance(size, int) else ""
         parts.append(f"{', '.join(keyed_loads) or 'sysbench'}{data}; keys: {_keys(runs)}")
-    inserts = [w for w in names if not w.startswith("oltp_")]
+    tpcc = [w for w in names if w in MIXES]
+    if tpcc:
+        warehouses, scale = load.get("warehouses", 1), load.get("warehouse_scale", 1.0)
+        rows = "" if scale == 1 else f" at {scale:.0%} of their rows"
+        deck = {w: 23 if w.endswith("23") else 100 for w in tpcc}
+        mixes = " and ".join("/".join(f"{MIXES[w][k] * deck[w]:.0f}" for k in MIXES[w]) +
+                             (" out of 23" if deck[w] == 23 else "%") for w in tpcc)
+        mixes = f"mix{'es' if len(tpcc) > 1 else ''} {mixes} (New-Order/Payment/Order-Status/Delivery/Stock-Level)"
+        parts.append(f"TPC-C-like ({', '.join(tpcc)}; not an audited TPC-C) on {warehouses} warehouse"
+                     f"{'s' if warehouses != 1 else ''}{rows}, a closed loop without keying or think times; {mixes}; "
+                     f"keys NURand as the specification sets them")
+    inserts = [w for w in names if not w.startswith("oltp_") and w not in MIXES]
     if inserts:
         parts.append(f"{', '.join(inserts)}, new rows into {tables} wide table{plural} created empty"
                      if isinstance(tables, int) else ", ".join(inserts))

@@ -120,6 +120,7 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
             opts = SysbenchOptions(workload=workload, tables=spec.load.tables, table_size=spec.load.table_size,
                                    threads=threads, time_s=spec.load.time_s, rate=rate,
                                    percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx,
+                                   warehouses=spec.load.warehouses, scale=spec.load.warehouse_scale,
                                    distribution=distribution)
             identity = [cluster, settings, workload, threads, rate] + [x for v in axes.values() for x in v.identity()]
             identity += [distribution] if distribution is not None else []  # (a campaign that chose none: as before)
@@ -202,6 +203,7 @@ class PlannedSearch:
         opts = SysbenchOptions(workload=self.workload, tables=spec.load.tables, table_size=spec.load.table_size,
                                threads=self.threads, time_s=spec.search.time_s or spec.load.time_s, rate=rate,
                                percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx,
+                               warehouses=spec.load.warehouses, scale=spec.load.warehouse_scale,
                                distribution=self.distribution)
         config = hashlib.sha1(json.dumps([self.key, rate], default=str).encode()).hexdigest()[:8]
         run_id = RunId(index, self.cluster, self.workload, self.threads, config, repetition, rate=rate)

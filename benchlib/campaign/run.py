@@ -295,10 +295,12 @@ class RunEngine:
                 self.audited = setup.audit(tables, timeout=120.0)
         elif self.loaded.status == "ok" and self.catch_up_s is not None:
             self.audited = setup.audit(tables)
+        for h in self.hooks.values():
+            found = h.audit()
+            if found and self.audited is not None:  # what a hook's audit found: a difference like a checksum's
+                self.audited.mismatches.extend(found)
         if self.audited is not None:
             self.extra["audit"] = self.audited.as_dict()
-        for h in self.hooks.values():
-            h.audit()
 
     def record(self) -> Path:
         """The run's frames, raw output and manifest; its verdict."""

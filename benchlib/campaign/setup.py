@@ -45,9 +45,9 @@ def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
                     "CREATE TABLE IF NOT EXISTS benchlib.datasets (name VARCHAR(64) PRIMARY KEY, prepared_at DOUBLE)")
         if sql.query(conn, "SELECT 1 FROM benchlib.datasets WHERE name = %s", (key,)):
             return False
-        if family == "oltp":  # another size may be there: start clean
-            for i in range(1, opts.tables + 1):
-                sql.execute(conn, f"DROP TABLE IF EXISTS sbtest.sbtest{i}")
+        if family in ("oltp", "tpcc"):  # another size may be there: start clean
+            for table in dataset_tables(opts)[:-1]:
+                sql.execute(conn, f"DROP TABLE IF EXISTS {table}")
     lab.hooks.load_driver().prepare(writer, opts)
     with lab.connect(writer) as conn:
         with conn.cursor() as cur:
@@ -105,6 +105,10 @@ class Audit:
 
 def dataset_tables(opts: SysbenchOptions) -> list[str]:
     """The tables a run's load writes or reads, plus the heartbeat table."""
+    if opts.spec.dataset == "tpcc":
+        from benchlib.workloads.tpcc import TABLES
+
+        return [f"sbtest.{t}" for t in TABLES] + [HEARTBEAT]
     stem = "benchlib_wide" if opts.spec.dataset == "wide" else "sbtest"
     return [f"sbtest.{stem}{i}" for i in range(1, opts.tables + 1)] + [HEARTBEAT]
 

@@ -99,6 +99,11 @@ class Load(_Strict):
     tables: int = Field(default=4, ge=1, le=1000)
     #: rows per table
     table_size: int = Field(default=10_000, ge=1)
+    #: the TPC-C-like workloads (tpcc_like, tpcc_like_23): warehouses, their scale (about 70-100 MB each)
+    warehouses: int = Field(default=1, ge=1, le=10_000)
+    #: the TPC-C-like workloads: the share of a warehouse's rows loaded (1: the specification's 100,000 items and
+    #: stock, 3,000 customers and orders a district; less for a quick test)
+    warehouse_scale: float = Field(default=1.0, gt=0, le=1)
     #: open-loop target rates (sysbench --rate), transactions per second: each is a configuration; empty: closed loop
     rates: list[int] = Field(default_factory=list)
     #: key distributions the rows are drawn from (sysbench --rand-type): each is a configuration; "uniform",

@@ -27,7 +27,8 @@ class Workload:
 
     name: str
     script: str
-    dataset: str  # "oltp": sbtest1..N with table_size rows; "wide": benchlib_wide1..N, created empty
+    dataset: str  # "oltp": sbtest1..N with table_size rows; "wide": benchlib_wide1..N, created empty; "tpcc": the
+    # TPC-C-like schema's nine tables, W warehouses (benchlib.workloads.tpcc)
     args: tuple[str, ...] = ()
     rows_per_trx: bool = False  # takes --rows-per-trx
 
@@ -42,6 +43,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     # flow-control studies: one row per transaction, and N single-row INSERTs in one transaction (default 50)
     Workload("insert_single", str(WORKLOAD_DIR / "insert_rows.lua"), "wide"),
     Workload("insert_batch", str(WORKLOAD_DIR / "insert_rows.lua"), "wide", rows_per_trx=True),
+    # the TPC-C-like mix (not an audited TPC-C): the specification's 45/43/4/4/4, and the 10/10/1/1/1 draw out of 23
+    # HammerDB and sysbench-tpcc use
+    Workload("tpcc_like", str(WORKLOAD_DIR / "tpcc_like.lua"), "tpcc", ("--mix=standard",)),
+    Workload("tpcc_like_23", str(WORKLOAD_DIR / "tpcc_like.lua"), "tpcc", ("--mix=23",)),
 ]}
 #: the read side of a read-split load (``[load] read_threads``): oltp_read_only on the other nodes, each session
 #: under the run's read consistency; not a campaign workload of its own
@@ -68,11 +73,13 @@ class SysbenchOptions:
     #: the key distribution the campaign chose (``benchlib.sysbench.keys``, canonical name); None: none was chosen,
     #: sysbench's default (special:1:75) without an option passed, as every run before the choice existed
     distribution: str | None = None
+    warehouses: int = 1  # the TPC-C-like workloads' scale
+    scale: float = 1.0  # the TPC-C-like workloads: the share of a warehouse's rows (1: the specification's)
 
     def __post_init__(self):
         if self.workload not in WORKLOADS and self.workload != READ_SPLIT.name:
             raise RunError(f"unknown workload {self.workload!r}", hint=f"workloads: {', '.join(sorted(WORKLOADS))}")
-        for name in ("tables", "table_size", "threads", "time_s", "rows_per_trx"):
+        for name in ("tables", "table_size", "threads", "time_s", "rows_per_trx", "warehouses"):
             if getattr(self, name) < 1:
                 raise RunError(f"{name} must be at least 1 (got {getattr(self, name)})")
 
@@ -85,6 +92,8 @@ class SysbenchOptions:
             raise RunError(f"session statements need the {READ_SPLIT.name} workload, not {self.workload!r}")
         if any(";" in s for s in self.session_sql):
             raise RunError("a session statement holds a ';'", hint="give each statement on its own")
+        if not 0 < self.scale <= 1:
+            raise RunError(f"scale must be in (0, 1] (got {self.scale})")
 
     @property
     def spec(self) -> Workload:
@@ -100,15 +109,20 @@ class SysbenchOptions:
         """Runs with equal keys share a prepared dataset."""
         if self.spec.dataset == "wide":
             return f"wide:{self.tables}"
+        if self.spec.dataset == "tpcc":
+            return f"tpcc:{self.warehouses}x{self.scale:g}"
         return f"oltp:{self.tables}x{self.table_size}"
 
     def dataset_args(self) -> list[str]:
         if self.spec.dataset == "wide":
             return [f"--tables={self.tables}"]
+        if self.spec.dataset == "tpcc":
+            return [f"--warehouses={self.warehouses}", f"--scale={self.scale:g}"]
         return [f"--tables={self.tables}", f"--table-size={self.table_size}"]
 
     def prepare_args(self) -> list[str]:
-        return [*self.dataset_args(), f"--threads={min(self.tables, 4)}"]
+        parallel = 4 if self.spec.dataset == "tpcc" else min(self.tables, 4)  # tpcc: 10 + 21 W units of work
+        return [*self.dataset_args(), f"--threads={parallel}"]
 
     def argv(self, command: str, *args: str, sysbench: str = "sysbench", script: str | None = None) -> list[str]:
         """sysbench's command line; its connection options come on standard input."""
@@ -127,7 +141,8 @@ class SysbenchOptions:
             args.append(f"--rate={self.rate}")
         if self.session_sql:
             args.append("--session-sql=" + ";".join(self.session_sql))
-        if self.distribution is not None:  # (the dataset is prepared under the default: every run shares it)
+        if self.distribution is not None and self.spec.dataset != "tpcc":  # (prepared under the default: shared;
+            # the TPC-C-like workloads draw their keys as the specification says, NURand)
             args += self.keys.args()
         return [*args, *self.extra]
 

@@ -7,7 +7,8 @@ One parser serves both uses:
   ``SysbenchResult`` with tidy frames (``benchlib.schema``) and the summary.
 
 Output cut short by a killed process parses up to the cut and says so
-(``truncated``); ``FATAL:`` lines are collected. A line that breaks the grammar of
+(``truncated``); ``FATAL:`` lines are collected, and so are the lines a benchlib workload prints of its own
+(``benchlib-...``, ``records``). A line that breaks the grammar of
 the section it is in raises ``SysbenchParseError`` with the file, line number and
 line.
 """
@@ -46,6 +47,9 @@ KEY_VALUE = re.compile(r"^\s+([A-Za-z0-9 ()/]+):\s+(\S+)$")
 #: lines sysbench 1.0.20 prints among the others when a run fails (a server gone: its log folds repeats into
 #: "(last message repeated N times)"; the MySQL client library's own complaint when threads die)
 DIAGNOSTICS = ("(last message repeated", "ALERT:", "WARNING:", "Error in my_thread_global_end()")
+
+#: the start of a line a benchlib workload prints of its own (``benchlib.workloads``)
+RECORD = "benchlib-"
 
 SUMMARY_KEYS = {
     # section "SQL statistics" / "queries performed"
@@ -93,6 +97,8 @@ class SysbenchResult:
     alerts: list[str] = field(default_factory=list)
     truncated: bool = False
     truncation: str | None = None
+    #: lines a benchlib workload prints of its own (``benchlib-...``: the TPC-C-like mix's counts by type), in order
+    records: list[str] = field(default_factory=list)
 
     @property
     def open_loop(self) -> bool:
@@ -123,6 +129,9 @@ class LineParser:
         self.lineno += 1
         line = line.rstrip("\n")
         r = self.result
+        if line.startswith(RECORD):  # a benchlib workload's own line, anywhere in the output
+            r.records.append(line)
+            return None
         if line.startswith("FATAL:"):
             r.fatal.append(line[6:].strip())
             return None

@@ -207,3 +207,11 @@ def test_a_campaign_that_chooses_its_keys_counts_where_the_writes_landed(async_l
     assert any(x.startswith("async, keys uniform, every row alike: ") and "landed on the hottest 1% of rows (the "
                "distribution puts 1.0% there)" in x for x in said["hot_rows"]), said["hot_rows"]
 
+
+
+def test_the_tpcc_like_mix_runs_as_specified_and_its_conditions_hold_on_every_node(async_lab, tmp_path):
+    """tests/workloads/test_tpcc.py's checks on MariaDB: the mix, the rollbacks, the server's new orders, the
+    consistency conditions on every node, and a district broken on a replica named by the audit."""
+    from tests.workloads.test_tpcc import ran_tpcc_like
+
+    ran_tpcc_like(async_lab, "async", tmp_path)

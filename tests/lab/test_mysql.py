@@ -404,6 +404,15 @@ def test_runs_on_mysql_clusters_sample_lag_group_stats_and_throttling(lab, tmp_p
     assert not any(pw.encode() in blob for pw in secrets)
 
 
+def test_the_tpcc_like_mix_runs_on_a_group_as_specified_and_its_conditions_hold_on_every_member(lab, tmp_path):
+    """tests/workloads/test_tpcc.py's checks on MySQL 9.7 Group Replication (its history table has the primary key
+    the group requires): the mix, the rollbacks, the server's new orders, the consistency conditions on every member,
+    and a district broken on a secondary (super_read_only lifted for it) named by the audit."""
+    from tests.workloads.test_tpcc import ran_tpcc_like
+
+    ran_tpcc_like(lab, "gr", tmp_path, super_read_only=True)
+
+
 @pytest.mark.lab
 def test_a_node_that_cannot_start_gets_one_message_and_nothing_is_left(lab_root):
     from benchlib.errors import NodeStartError
