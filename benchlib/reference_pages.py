@@ -49,8 +49,10 @@ ENVIRONMENT: dict[str, str] = {
     "BENCHLIB_LOAD": "set by benchlib for the sysbench it starts: which load a process belongs to (how "
                      "interference tells benchlib's processes from others'); not for users to set",
     "BENCHLIB_SERVICE": "set by benchlib on a provisioned host's node service; not for users to set",
-    "BENCHLIB_TEST_LAB_ROOT": "tests only: the lab root both processes of the suite's second phase share",
-    "BENCHLIB_TEST_LANES": "tests only: where a light test module is claimed by the process that runs it",
+    "BENCHLIB_TEST_LAB_ROOT": "tests only: the lab root the processes of the suite's second phase share",
+    "BENCHLIB_TEST_LANES": "tests only: where a test module (a heavy test: the test) is claimed by the process that "
+                           "runs it",
+    "BENCHLIB_TEST_HEAVY_LAST": "tests only: `1`: the process takes the light modules first, then the heavy tests",
     "BROWSER_PATH": "the Chromium or Chrome static PNG and SVG charts are made with (`benchlib publish`); default "
                     "the first of chromium, chromium-browser, google-chrome, chrome on `PATH`",
     "XDG_CACHE_HOME": "where the run index caches its table (`benchlib runs`, `history`): "

@@ -49,29 +49,34 @@ def pytest_collection_modifyitems(config, items):
         if LAB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.lab)
     if LANES:  # the heavy tests first: the process that has them runs them before it helps with the light ones; then
-        # the light modules, the longest first (``LONG_S``: about how long a module's light tests take), so that the two
-        # processes finish together instead of one waiting on a long module the other started last
-        items.sort(key=lambda item: (item.get_closest_marker("heavy") is None, -getattr(item.module, "LONG_S", 0)))
+        # the light modules, the longest first (``LONG_S``: about how long a module's light tests take), so that the
+        # processes finish together instead of one waiting on a long module another started last. The process started
+        # with BENCHLIB_TEST_HEAVY_LAST takes the light modules first and then the heavy tests the first has not reached
+        last = os.environ.get("BENCHLIB_TEST_HEAVY_LAST") == "1"
+        items.sort(key=lambda item: ((item.get_closest_marker("heavy") is None) != last,
+                                     -getattr(item.module, "LONG_S", 0)))
 
 
-#: ./scripts/test's phase 2 runs two processes side by side: one has the heavy tests (one after another) and then
-#: helps with the light ones, the other has the light ones. A light module runs in whichever process reaches it first:
-#: it claims the module in this folder (a file created exclusively; modules with the same ``LANE`` are claimed together);
-#: the other skips the module's tests before any of its fixtures come up. Heavy tests are never claimed: only the first
-#: process collects them.
+#: ./scripts/test's phase 2 runs three processes side by side: one has the heavy tests (one after another) and then
+#: helps with the light ones, one the light ones and then the heavy ones, the third the light ones. A light module runs
+#: in whichever process reaches it first: it claims the module in this folder (a file created exclusively; modules
+#: with the same ``LANE`` are claimed together); the others skip the module's tests before any of its fixtures come
+#: up. A heavy test is claimed alike, test by test.
 LANES = os.environ.get("BENCHLIB_TEST_LANES")
 _claimed: dict[str, bool] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    if not LANES or item.get_closest_marker("heavy"):
+    if not LANES:
         return
     # modules that must run in one process say so (LANE = "..."): the remote-lab tests, whose client hosts share a network
     module = getattr(item.module, "LANE", None) or item.nodeid.split("::")[0]
+    if item.get_closest_marker("heavy"):
+        module = "heavy::" + item.nodeid
     if module not in _claimed:
         try:
-            os.close(os.open(Path(LANES) / module.replace("/", "__"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(Path(LANES) / re.sub(r"[^\w.-]", "_", module), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             _claimed[module] = True
         except FileExistsError:
             _claimed[module] = False

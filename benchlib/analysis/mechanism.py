@@ -19,6 +19,10 @@ Per run (``per_run``), per transaction of sysbench's (its summary TPS):
 - ``busy``, ``iowait``, ``disk_busy``: the host's CPUs busy, waiting for I/O, and its busiest disk's utilisation;
   ``flush_ms``: the mean time that disk took over a flush request (what an fsync sends a disk with a write cache;
   where the kernel counts them);
+- ``pages_read``: pages the write node read from disk a transaction (``Innodb_buffer_pool_reads``), and ``bp_miss``:
+  the share of its buffer-pool page requests that missed (the data does not fit in memory);
+- ``lock_wait_ms``: the time a transaction waited for row locks on the write node (``Innodb_row_lock_time``), and
+  ``lock_waits``: the row lock waits a transaction (contention on hot rows);
 - ``lat_ms``: sysbench's mean latency (a closed loop: throughput = threads / latency, so a ratio of throughput is
   the inverse ratio of mean latencies, and a time a commit waits adds to the latency one for one);
 - ``limit``: what bound the host at that load (``LIMITS``).
@@ -39,20 +43,27 @@ from benchlib.analysis.runs import config_columns, throughput_runs
 __all__ = ["LIMITS", "MEASURES", "by_config", "explain", "per_run"]
 
 #: what can bind a host at a load, in the order they are looked for
-LIMITS = ("CPU", "flow control", "replication wait", "fsync", "")
+LIMITS = ("CPU", "flow control", "replication wait", "row locks", "IO", "fsync", "")
 BUSY = 0.90  # host CPUs busier than this: CPU-bound
 WAITED = 0.40  # a commit wait at least this share of a transaction's mean latency: bound by the replication wait
 PAUSED = 0.10  # flow control paused the writer at least this share of the load window
+READS = 1.0  # pages read from disk a transaction on the write node: at least this many, with a disk this busy ...
+DISK = 0.50  # ... (or the CPUs this long waiting for I/O: IOWAIT), the data did not fit in memory: IO-bound
+IOWAIT = 0.10
 
 MEASURES = ["fsyncs", "innodb_fsyncs", "binlog_fsyncs", "redo_kb", "binlog_kb", "commit_wait_ms", "paused",
             "cert_failures", "cpu_ms", "writer_cpu_ms", "host_cpu_ms", "busy", "iowait", "disk_busy", "flush_ms",
-            "lat_ms", "tps"]
+            "pages_read", "bp_miss", "lock_wait_ms", "lock_waits", "lat_ms", "tps"]
 
 _SEMI = {"mariadb": ("Rpl_semi_sync_master_tx_wait_time", "Rpl_semi_sync_master_tx_waits"),
          "mysql": ("Rpl_semi_sync_source_tx_wait_time", "Rpl_semi_sync_source_tx_waits")}
 _SEMI_AVG = ("rpl_semi_sync_master_tx_avg_wait_time", "semisync_tx_avg_wait_time", "Rpl_semi_sync_master_tx_avg_wait_time")
 _GR = ("Gr_data_messages_sent_roundtrip_time_sum", "Gr_data_messages_sent_count")
 _EVS = "wsrep_evs_repl_latency_avg_ms"
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if np.isfinite(whole) and whole > 0 else np.nan
 
 
 def _rate(rates: pd.DataFrame, run: str, node: str, metric: str) -> float:
@@ -128,9 +139,14 @@ def per_run(a) -> pd.DataFrame:
                "busy": float(bound.at[run, "busy"]) if run in getattr(bound, "index", []) else np.nan,
                "iowait": float(bound.at[run, "iowait"]) if run in getattr(bound, "index", []) else np.nan,
                "disk_busy": disk_busy.get(run, np.nan), "flush_ms": flush_ms.get(run, np.nan),
+               "pages_read": _rate(rates, run, w, "Innodb_buffer_pool_reads") / tps,
+               "bp_miss": _share(_rate(rates, run, w, "Innodb_buffer_pool_reads"),
+                                 _rate(rates, run, w, "Innodb_buffer_pool_read_requests")),
+               "lock_wait_ms": _rate(rates, run, w, "Innodb_row_lock_time") / tps,
+               "lock_waits": _rate(rates, run, w, "Innodb_row_lock_waits") / tps,
                "lat_ms": float(r.summary_lat_avg_ms) if pd.notna(getattr(r, "summary_lat_avg_ms", np.nan))
                else np.nan, "tps": tps}
-        row["limit"] = limit_of(row)
+        row["limit"] = limit_of({**row, "threads": getattr(r, "threads", None)})
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)
 
@@ -174,7 +190,9 @@ def _commit_wait(rates, cluster, run: str, writer: str, system, r) -> tuple[floa
 
 def limit_of(m: dict) -> str:
     """What bound the host at a run's load (one of ``LIMITS``): its CPUs saturated; Galera's flow control pausing the
-    writer; commits waiting for replication for much of a transaction's time; fsyncs (CPUs with room to spare
+    writer; commits waiting for replication for much of a transaction's time; transactions waiting for row locks
+    for much of their time (contention on hot rows); pages read from disk while the disk is busy (the data does not
+    fit in memory: IO-bound); fsyncs (CPUs with room to spare
     while every commit waits for an fsync or more: in a closed loop each client waits on its own commit); "" when
     none of these."""
     def value(key: str) -> float:
@@ -191,6 +209,11 @@ def limit_of(m: dict) -> str:
     lat, wait = value("lat_ms"), value("commit_wait_ms")
     if big(wait, 0) and big(lat, 0) and lat > 0 and wait / lat >= WAITED:
         return "replication wait"
+    locked = value("lock_wait_ms")  # (every session's waits: the load's own only where it has threads to contend)
+    if big(locked, 0) and big(lat, 0) and lat > 0 and locked / lat >= WAITED and big(value("threads"), 2):
+        return "row locks"
+    if big(value("pages_read"), READS) and (big(value("disk_busy"), DISK) or big(value("iowait"), IOWAIT)):
+        return "IO"
     if big(value("fsyncs"), 0.9):
         return "fsync"
     return ""

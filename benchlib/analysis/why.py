@@ -44,6 +44,16 @@ def limit_words(limit: str, m: dict, prefix: str = "") -> str:
     if limit == "replication wait":
         wait, lat = _f(m, f"{prefix}commit_wait_ms"), _f(m, f"{prefix}lat_ms")
         return f"bound by the replication wait ({wait / lat:.0%} of a transaction's time)"
+    if limit == "row locks":
+        locked, lat, wait = _f(m, f"{prefix}lock_wait_ms"), _f(m, f"{prefix}lat_ms"), _f(m, f"{prefix}commit_wait_ms")
+        held = f"; a commit waited {wait:.1f} ms for replication" if _ok(wait) and wait >= 0.1 else ""
+        return (f"bound by contention on hot rows ({locked:.1f} ms of a transaction waiting for row locks, "
+                f"{locked / lat:.0%} of its time{held})")
+    if limit == "IO":
+        disk = _f(m, f"{prefix}disk_busy")
+        return (f"IO-bound ({_f(m, prefix + 'pages_read'):.1f} pages read from disk a transaction, "
+                f"{_f(m, prefix + 'bp_miss'):.1%} of buffer-pool reads missed" +
+                (f", the busiest disk {disk:.0%} busy)" if _ok(disk) else ")"))
     if limit == "fsync":
         return f"fsync-bound (each commit waits for its fsyncs while {cpus}" + ")" if cpus else "fsync-bound"
     return f"bound by neither CPU nor fsyncs ({cpus})" if cpus else ""
@@ -130,6 +140,17 @@ def mechanism_words(e: dict, this: str, base: str, differences: list[Unlike] | t
     cpu, cb = _f(e, "cpu_ms"), _f(e, "base_cpu_ms")
     if _ok(cpu) and _ok(cb) and _differ(cpu, cb):
         parts.append(f"{cpu:.2f} ms of CPU a transaction across its servers against {cb:.2f}")
+    reads, base_reads = _f(e, "pages_read"), _f(e, "base_pages_read")
+    if _ok(reads) and _ok(base_reads) and max(reads, base_reads) >= 0.1 and _differ(reads, base_reads):
+        parts.append(f"{_n(reads)} pages read from disk a transaction on its write node against {_n(base_reads)}")
+    locked, base_locked = _f(e, "lock_wait_ms"), _f(e, "base_lock_wait_ms")
+    share = max(locked / _f(e, "lat_ms"), base_locked / _f(e, "base_lat_ms")) \
+        if all(_ok(x) and x > 0 for x in (_f(e, "lat_ms"), _f(e, "base_lat_ms"))) else math.nan
+    threads = _f(e, "threads")
+    if _ok(locked) and _ok(base_locked) and _ok(share) and share >= 0.10 and _differ(locked, base_locked) \
+            and not (_ok(threads) and threads < 2):  # one client thread contends with no other of the load's
+        # (a tenth of a transaction's time or more on either side: less is no part of why)
+        parts.append(f"{_n(locked)} ms of a transaction waiting for row locks against {_n(base_locked)}")
     paused = _f(e, "paused")
     if _ok(paused) and paused >= 0.01:
         parts.append(f"flow control paused its write node {paused:.0%} of the time")

@@ -148,3 +148,22 @@ def _toml(spec: dict) -> str:
         lines.append(f"[sites.{name}]")
         lines += [f"{k} = {json.dumps(v)}" for k, v in s.items()]
     return "\n".join(lines) + "\n"
+
+
+def test_row_lock_waits_and_reads_from_disk_are_named_as_what_bound_the_host():
+    from benchlib.analysis.mechanism import limit_of
+    from benchlib.analysis.why import limit_words
+
+    hot = {"busy": 0.5, "lat_ms": 10.0, "commit_wait_ms": 0.05, "lock_wait_ms": 6.0, "fsyncs": 2.0, "threads": 8}
+    assert limit_of(hot) == "row locks"
+    assert limit_words("row locks", hot) == ("bound by contention on hot rows (6.0 ms of a transaction waiting for "
+                                             "row locks, 60% of its time)")
+    big = {"busy": 0.3, "lat_ms": 10.0, "pages_read": 12.0, "bp_miss": 0.08, "disk_busy": 0.9, "fsyncs": 2.0}
+    assert limit_of(big) == "IO"
+    assert limit_words("IO", big) == ("IO-bound (12.0 pages read from disk a transaction, 8.0% of buffer-pool reads "
+                                      "missed, the busiest disk 90% busy)")
+    assert limit_of({**big, "disk_busy": 0.1, "iowait": 0.02}) == "fsync"  # reads a quiet disk keeps up with
+    assert limit_words("row locks", {**hot, "commit_wait_ms": 3.0}).endswith("of its time; a commit waited 3.0 ms for "
+                                                                             "replication)")  # the locks' holders'
+    assert limit_of({**hot, "lock_wait_ms": 2.0}) == "fsync"  # waits, but not for most of a transaction's time
+    assert limit_of({**hot, "threads": 1}) == "fsync"  # one client thread: the waits are other sessions' (heartbeat)
