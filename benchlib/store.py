@@ -290,7 +290,7 @@ def _flat(params: Mapping[str, object], prefix: str = "") -> dict[str, object]:
 RUN_FACTS = ("run_id", "status", "reason", "started_utc", "ended_utc", "load_start_s", "load_end_s", "catch_up_s",
              "catch_up_low_s", "in_sync_wait_s", "sampler_errors", "sampler_warnings", "nodes", "system", "placement",
              "server_version", "rtt_ms", "lab_durability", "binlog", "audit_nodes", "audit_identical", "audit_s",
-             "keys", "keys_chosen", *TRAIT_COLUMNS, *axes.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
+             "keys", "keys_chosen", "data_mb", "data_vs_buffer_pool_measured", *TRAIT_COLUMNS, *axes.fact_columns())  # each axis's own (benchlib.axes): the probe's read consistency, a fault's
 
 
 def _count(value: object) -> int:
@@ -319,12 +319,18 @@ def _run_facts(m: Manifest) -> dict[str, object]:
 def _keys(m: Manifest) -> dict[str, object]:
     """The key distribution a run's rows were drawn from (``benchlib.sysbench.keys``): ``keys``, its canonical name,
     and ``keys_chosen``, whether the campaign chose it (False: sysbench's default, as in every run recorded before the
-    choice existed, which passed no option)."""
+    choice existed, which passed no option); for a dataset sized against the buffer pool, its measured size
+    (``data_mb``) and that over the write node's buffer pool (``data_vs_buffer_pool_measured``)."""
     load = m.sysbench or {}
     if not load:
-        return {"keys": None, "keys_chosen": None}
+        return {"keys": None, "keys_chosen": None, "data_mb": None, "data_vs_buffer_pool_measured": None}
     chosen = load.get("distribution")
-    return {"keys": str(load.get("keys") or chosen or DEFAULT_KEYS.name), "keys_chosen": chosen is not None}
+    data = load.get("data_bytes")
+    pool = (m.server_variables or {}).get(m.lab.nodes[0] if m.lab.nodes else "", {}).get("innodb_buffer_pool_size")
+    return {"keys": str(load.get("keys") or chosen or DEFAULT_KEYS.name), "keys_chosen": chosen is not None,
+            "data_mb": data / 2**20 if isinstance(data, (int, float)) else None,
+            "data_vs_buffer_pool_measured": data / float(pool) if isinstance(data, (int, float))
+            and isinstance(pool, (int, float, str)) and float(pool) > 0 else None}
 
 
 def _run_row(m: Manifest) -> dict[str, object]:

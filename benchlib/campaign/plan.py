@@ -20,7 +20,8 @@ from benchlib.campaign.spec import CampaignSpec
 from benchlib.errors import SpecError
 from benchlib.labs import AnyLabSpec
 from benchlib.sampling.stale_reads import ProbeOptions
-from benchlib.sysbench.options import SysbenchOptions
+from benchlib.lab.spec import parse_size
+from benchlib.sysbench.options import RunError, SysbenchOptions, sized
 from benchlib.schema import Cell
 
 __all__ = ["PlannedRun", "PlannedSearch", "plan", "plan_searches"]
@@ -75,9 +76,21 @@ class PlannedRun:
             extra.update(variant.params())
         if self.options.distribution is not None:
             extra["distribution"] = self.options.distribution
+        if self.options.data_vs_buffer_pool is not None:
+            extra["data_vs_buffer_pool"] = self.options.data_vs_buffer_pool
         return {"cluster": self.cluster, "topology": self.topology, "workload": self.options.workload,
                 "threads": self.options.threads, "rate": self.options.rate, "repetition": self.repetition,
                 "config": self.config_key, **self.settings, **extra}
+
+
+def _buffer_pool(lab: AnyLabSpec, cluster: str, source: str) -> int:
+    """The buffer pool of ``cluster``'s servers in bytes, from the lab spec (what data_vs_buffer_pool sizes against)."""
+    settings = getattr(lab, "settings_for", None)
+    pool = getattr(settings(cluster), "buffer_pool", None) if settings else None
+    if not pool:
+        raise SpecError(f"{source}: load.data_vs_buffer_pool needs cluster {cluster}'s buffer pool, which lab "
+                        f"{lab.name}'s spec does not give", hint="size the dataset with table_size or warehouses")
+    return parse_size(str(pool))
 
 
 def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[PlannedRun]:
@@ -99,10 +112,12 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
         used |= set(dims)
         rates: list[int | None] = [*spec.load.rates] or [None]
         keys: list[str | None] = [*spec.load.distributions] or [None]  # None: sysbench's default, not passed
-        loads = itertools.product(spec.load.workloads, spec.load.threads, rates, keys)
+        ratios: list[float | None] = [*spec.load.data_vs_buffer_pool] or [None]  # None: the sizes the spec gives
+        pool = _buffer_pool(lab, cluster, source) if spec.load.data_vs_buffer_pool else 0
+        loads = itertools.product(spec.load.workloads, spec.load.threads, rates, keys, ratios)
         seen: set[str] = set()
         names = list(variants)
-        for (workload, threads, rate, distribution), combo, chosen in itertools.product(
+        for (workload, threads, rate, distribution, ratio), combo, chosen in itertools.product(
                 loads, itertools.product(*dims.values()), itertools.product(*(variants[a][cluster] for a in names))):
             settings = dict(zip(dims, combo))
             for k in list(settings):
@@ -122,8 +137,14 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                                    percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx,
                                    warehouses=spec.load.warehouses, scale=spec.load.warehouse_scale,
                                    distribution=distribution)
+            if ratio is not None:
+                try:
+                    opts = sized(opts, ratio, pool)
+                except RunError as e:
+                    raise SpecError(f"{source}: {e.message}", hint=e.hint) from None
             identity = [cluster, settings, workload, threads, rate] + [x for v in axes.values() for x in v.identity()]
             identity += [distribution] if distribution is not None else []  # (a campaign that chose none: as before)
+            identity += [ratio] if ratio is not None else []
             key = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
             if key in seen:  # a combination whose switch is off repeats another: one configuration
                 continue

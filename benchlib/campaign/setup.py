@@ -31,7 +31,7 @@ from pydantic import JsonValue
 if TYPE_CHECKING:
     from benchlib.lab.base import Lab, NodeInfo
 
-__all__ = ["Audit", "RunSetup", "dataset_tables", "nodes_down", "prepare_dataset", "wait_serving"]
+__all__ = ["Audit", "RunSetup", "dataset_bytes", "dataset_tables", "nodes_down", "prepare_dataset", "wait_serving"]
 
 HEARTBEAT = "benchlib.heartbeat"
 
@@ -113,6 +113,20 @@ def dataset_tables(opts: SysbenchOptions) -> list[str]:
     return [f"sbtest.{stem}{i}" for i in range(1, opts.tables + 1)] + [HEARTBEAT]
 
 
+def dataset_bytes(lab: "Lab", node: str, opts: SysbenchOptions) -> int | None:
+    """What the run's dataset takes on ``node`` (data and indexes, InnoDB's statistics); None when not known."""
+    names = [t.split(".", 1)[1] for t in dataset_tables(opts)[:-1]]
+    with lab.connect(node) as conn:
+        try:
+            sql.execute(conn, "SET SESSION information_schema_stats_expiry = 0")  # MySQL caches the sizes a day
+        except Exception:
+            pass  # MariaDB has no such cache
+        marks = ", ".join(["%s"] * len(names))
+        got = sql.query(conn, f"SELECT SUM(data_length + index_length) AS n FROM information_schema.tables "
+                              f"WHERE table_schema = 'sbtest' AND table_name IN ({marks})", names)
+    return int(got[0]["n"]) if got and got[0]["n"] is not None else None
+
+
 def _checksums(conn, tables: list[str]) -> dict[str, int | None]:
     rows = sql.query(conn, f"CHECKSUM TABLE {', '.join(tables)}")
     return {r["Table"]: (int(r["Checksum"]) if r["Checksum"] is not None else None) for r in rows}
@@ -176,6 +190,8 @@ class RunSetup:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())
         prepare_dataset(lab, setup.write_node, opts)
         load = {**asdict(opts), "keys": opts.keys.name}  # the key distribution in effect, chosen or sysbench's default
+        if opts.data_vs_buffer_pool is not None:  # sized against the buffer pool: what it came to, measured
+            load["data_bytes"] = dataset_bytes(lab, setup.write_node, opts)
         setup.extra = {**(context or {}), "sysbench": load, "lab": setup.lab_record(lab.tuning.settings(cluster))}
         return setup
 

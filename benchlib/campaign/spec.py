@@ -110,6 +110,10 @@ class Load(_Strict):
     #: "special" or "special:PCT:RES" (RES% of accesses on PCT% of rows), "pareto" or "pareto:H", "gaussian"; empty:
     #: sysbench's default, special:1:75 (75% of accesses on 1% of rows), which every report states
     distributions: list[str] = Field(default_factory=list)
+    #: the dataset sized against each cluster's buffer pool (innodb_buffer_pool_size): each value a configuration, its
+    #: table_size (oltp_*) or warehouses (TPC-C-like) set so that the data is about that many times the buffer pool
+    #: (0.2: in memory; 5: mostly on disk); the size measured after the prepare is recorded with each run
+    data_vs_buffer_pool: list[float] = Field(default_factory=list)
     #: the latency percentile sysbench reports each second
     percentile: int = Field(default=95, ge=1, le=100)
     #: unmeasured load before each measured window, seconds
@@ -141,6 +145,13 @@ class Load(_Strict):
         if len(set(names)) < len(names):
             raise ValueError(f"a distribution listed twice: {v}")
         return names
+
+    @field_validator("data_vs_buffer_pool")
+    @classmethod
+    def _ratios(cls, v: list[float]) -> list[float]:
+        if any(not 0 < x <= 1000 for x in v) or len(set(v)) < len(v):
+            raise ValueError(f"each a share of the buffer pool in (0, 1000], listed once: {v}")
+        return v
 
     @field_validator("threads", "rates")
     @classmethod

@@ -16,7 +16,8 @@ from pathlib import Path
 from benchlib.errors import BenchlibError, SpecError
 from benchlib.sysbench.keys import DEFAULT, KeyDistribution
 
-__all__ = ["READ_SPLIT", "WORKLOADS", "RunError", "SysbenchOptions", "Workload", "connection_config"]
+__all__ = ["OLTP_ROW_BYTES", "READ_SPLIT", "TPCC_WAREHOUSE_BYTES", "WORKLOADS", "RunError", "SysbenchOptions",
+           "Workload", "connection_config", "sized"]
 
 WORKLOAD_DIR = Path(__file__).resolve().parents[1] / "workloads"
 
@@ -75,6 +76,8 @@ class SysbenchOptions:
     distribution: str | None = None
     warehouses: int = 1  # the TPC-C-like workloads' scale
     scale: float = 1.0  # the TPC-C-like workloads: the share of a warehouse's rows (1: the specification's)
+    #: the dataset was sized to about this many times the buffer pool (``sized``); None: as the campaign gave it
+    data_vs_buffer_pool: float | None = None
 
     def __post_init__(self):
         if self.workload not in WORKLOADS and self.workload != READ_SPLIT.name:
@@ -145,6 +148,28 @@ class SysbenchOptions:
             # the TPC-C-like workloads draw their keys as the specification says, NURand)
             args += self.keys.args()
         return [*args, *self.extra]
+
+
+#: about what a row of a sysbench oltp table takes in InnoDB (its 188 bytes, the row's overhead, the k index), and what
+#: a TPC-C-like warehouse takes at the full scale (its share of the items included): to size a dataset
+OLTP_ROW_BYTES = 240
+TPCC_WAREHOUSE_BYTES = 85 << 20
+
+
+def sized(opts: SysbenchOptions, ratio: float, buffer_pool: int) -> SysbenchOptions:
+    """``opts`` with its dataset sized to about ``ratio`` times ``buffer_pool`` bytes: its table_size (oltp), or its
+    warehouses (TPC-C-like); RunError for a workload whose tables start empty."""
+    from dataclasses import replace
+
+    want = ratio * buffer_pool
+    if opts.spec.dataset == "tpcc":
+        return replace(opts, warehouses=max(1, round(want / (TPCC_WAREHOUSE_BYTES * opts.scale))),
+                       data_vs_buffer_pool=ratio)
+    if opts.spec.dataset == "oltp":
+        return replace(opts, table_size=max(100, round(want / (opts.tables * OLTP_ROW_BYTES))),
+                       data_vs_buffer_pool=ratio)
+    raise RunError(f"{opts.workload} starts from empty tables: data_vs_buffer_pool cannot size it",
+                   hint="size the oltp_* and TPC-C-like workloads only, in a campaign of their own")
 
 
 def connection_config(host: str, port: int, user: str, password: str, database: str = "sbtest") -> str:

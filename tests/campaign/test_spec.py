@@ -68,6 +68,23 @@ def test_key_distributions_multiply_the_matrix_and_a_campaign_that_chose_none_pl
     assert [r.run_id for r in again] == [r.run_id for r in before]
 
 
+def test_data_sized_against_the_buffer_pool_multiplies_the_matrix_and_sets_the_rows_or_the_warehouses():
+    """The demo lab's 128 MB buffer pool: oltp_* on 4 tables of 240 bytes a row, TPC-C-like 85 MB a warehouse."""
+    runs = plan(spec(load={"threads": [4], "time_s": 5, "data_vs_buffer_pool": [0.2, 5],
+                           "workloads": ["oltp_read_write", "tpcc_like"]}, repetitions=1,
+                     matrix={"clusters": ["async"]}), DEMO)
+    got = {(r.options.workload, r.params["data_vs_buffer_pool"]): r.options for r in runs}
+    assert len(runs) == 4 and len({r.config_key for r in runs}) == 4
+    assert got[("oltp_read_write", 0.2)].table_size == round(0.2 * (128 << 20) / (4 * 240)) == 27962
+    assert got[("oltp_read_write", 5)].table_size == 699051
+    assert got[("tpcc_like", 0.2)].warehouses == 1 and got[("tpcc_like", 5)].warehouses == 8
+    assert got[("tpcc_like", 5)].dataset_key == "tpcc:8x1" and got[("tpcc_like", 5)].data_vs_buffer_pool == 5
+    with pytest.raises(SpecError, match="insert_batch starts from empty tables"):
+        plan(spec(load={"threads": [4], "workloads": ["insert_batch"], "data_vs_buffer_pool": [2]}), DEMO)
+    with pytest.raises(Exception, match="listed once"):
+        spec(load={"threads": [4], "data_vs_buffer_pool": [2, 2]})
+
+
 @pytest.mark.parametrize("load, match", [({"distributions": ["zipf"]}, "unknown key distribution"),
                                          ({"distributions": ["uniform", "uniform"]}, "listed twice"),
                                          ({"distributions": ["special:1"]}, "two percentages")])
