@@ -259,7 +259,8 @@ def explain(a, comparisons: pd.DataFrame | None = None) -> pd.DataFrame:
     ok = a.runs[a.runs.status == "ok"].assign(run_id=lambda d: d.run_id.astype(str))
     keys = [k for k in config_columns(a.param_columns) if k in c.columns and k in ok.columns
             and k not in ("cluster", "topology", "config", "system")]
-    loads = [k for k in ("workload", "threads", "durability", "rate", "read_threads") if k in keys]
+    loads = [k for k in ("workload", "threads", "durability", "rate", "read_threads", "distribution", "data_vs_buffer_pool")
+             if k in keys]
     rows = []
     for idx, r in c.iterrows():
         mine = ok[ok.cluster.astype(str) == str(r.cluster)]

@@ -22,7 +22,7 @@ class AnalysisError(BenchlibError):
 
 
 #: run parameters that describe the load (a configuration and its baseline share them)
-LOAD_KEYS = ["workload", "threads", "rate", "durability"]
+LOAD_KEYS = ["workload", "threads", "rate", "durability", "distribution", "data_vs_buffer_pool"]
 
 
 #: run parameters that are not part of a configuration

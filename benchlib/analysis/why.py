@@ -150,7 +150,8 @@ def mechanism_words(e: dict, this: str, base: str, differences: list[Unlike] | t
     if _ok(locked) and _ok(base_locked) and _ok(share) and share >= 0.10 and _differ(locked, base_locked) \
             and not (_ok(threads) and threads < 2):  # one client thread contends with no other of the load's
         # (a tenth of a transaction's time or more on either side: less is no part of why)
-        parts.append(f"{_n(locked)} ms of a transaction waiting for row locks against {_n(base_locked)}")
+        parts.append(f"{_n(locked)} ms of a transaction waiting for row locks against {_n(base_locked)} (contention "
+                     f"on hot rows)")
     paused = _f(e, "paused")
     if _ok(paused) and paused >= 0.01:
         parts.append(f"flow control paused its write node {paused:.0%} of the time")

@@ -60,14 +60,35 @@ local function last_name(n)
   return SYLLABLES[math.floor(n / 100) + 1] .. SYLLABLES[math.floor(n / 10) % 10 + 1] .. SYLLABLES[n % 10 + 1]
 end
 
+-- random strings (clause 4.3.2.2): a random slice of a random one of 256 random strings of 1,000 letters (or digits)
+-- drawn once a thread: as random to the database, and the loader spends its time on rows, not on drawing letters
+local POOL_SIZE, POOL_LEN, pools = 256, 1000, {}
+local function pool(template)
+  local p = pools[template]
+  if p == nil then
+    p = {}
+    for i = 1, POOL_SIZE do
+      p[i] = sysbench.rand.string(string.rep(template, POOL_LEN))
+    end
+    pools[template] = p
+  end
+  return p
+end
+local function slice(template, lo, hi)
+  local n = rand(lo, hi)
+  local at = rand(1, POOL_LEN - n + 1)
+  return pool(template)[rand(1, POOL_SIZE)]:sub(at, at + n - 1)
+end
 local function astring(lo, hi)
-  return sysbench.rand.string(string.rep("@", rand(lo, hi)))
+  return slice("@", lo, hi)
 end
 local function nstring(lo, hi)
-  return sysbench.rand.string(string.rep("#", rand(lo, hi)))
+  return slice("#", lo, hi)
 end
-local function money(lo, hi)  -- cents to a decimal literal
-  return string.format("%.2f", rand(lo, hi) / 100)
+local function money(lo, hi)  -- cents to a decimal literal (concatenation: LuaJIT compiles it, not string.format)
+  local c = rand(lo, hi)
+  local cents = c % 100
+  return math.floor(c / 100) .. (cents < 10 and ".0" or ".") .. cents
 end
 
 local SCHEMA = {
@@ -104,18 +125,13 @@ local SCHEMA = {
 }
 local TABLES = {"warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock"}
 
--- bulk inserts of at most 500 rows a statement
+-- multi-row inserts of n rows (sysbench sends a statement each time its buffer fills)
 local function bulk(con, head, rows_fn, n)
-  local i = 1
-  while i <= n do
-    local last = math.min(n, i + 499)
-    con:bulk_insert_init(head)
-    for k = i, last do
-      con:bulk_insert_next(rows_fn(k))
-    end
-    con:bulk_insert_done()
-    i = last + 1
+  con:bulk_insert_init(head)
+  for k = 1, n do
+    con:bulk_insert_next(rows_fn(k))
   end
+  con:bulk_insert_done()
 end
 
 local function data_with_original(lo, hi)
@@ -130,8 +146,8 @@ end
 local function load_items(con, first, last)
   bulk(con, "INSERT INTO item VALUES", function(k)
     local i = first + k - 1
-    return string.format("(%d,%d,'%s',%s,'%s')", i, rand(1, 10000), astring(14, 24), money(100, 10000),
-                         data_with_original(26, 50))
+    return "(" .. i .. "," .. rand(1, 10000) .. ",'" .. astring(14, 24) .. "'," .. money(100, 10000) .. ",'" ..
+           data_with_original(26, 50) .. "')"
   end, last - first + 1)
 end
 
@@ -140,10 +156,10 @@ local function load_stock(con, w, first, last)
     local i = first + k - 1
     local d = {}
     for j = 1, 10 do
-      d[j] = "'" .. astring(24, 24) .. "'"
+      d[j] = astring(24, 24)
     end
-    return string.format("(%d,%d,%d,%s,0,0,0,'%s')", i, w, rand(10, 100), table.concat(d, ","),
-                         data_with_original(26, 50))
+    return "(" .. i .. "," .. w .. "," .. rand(10, 100) .. ",'" .. table.concat(d, "','") .. "',0,0,0,'" ..
+           data_with_original(26, 50) .. "')"
   end, last - first + 1)
 end
 
@@ -154,15 +170,16 @@ local function load_district(con, w, d, customers, undelivered)
                           nstring(4, 4), string.format("%.4f", rand(0, 2000) / 10000), customers + 1))
   bulk(con, "INSERT INTO customer VALUES", function(c)
     local last = c <= 1000 and last_name(c - 1) or last_name(nurand(255, 0, 999, 157))
-    return string.format("(%d,%d,%d,'%s','OE','%s','%s','%s','%s','%s','%s11111','%s',NOW(),'%s',50000.00,%s," ..
-                         "-10.00,10.00,1,0,'%s')", c, d, w, astring(8, 16), last, astring(10, 20), astring(10, 20),
-                         astring(10, 20), astring(2, 2), nstring(4, 4), nstring(16, 16),
-                         rand(1, 10) == 1 and "BC" or "GC", string.format("%.4f", rand(0, 5000) / 10000),
-                         astring(300, 500))
+    local discount = rand(0, 5000)
+    return "(" .. c .. "," .. d .. "," .. w .. ",'" .. astring(8, 16) .. "','OE','" .. last .. "','" ..
+           astring(10, 20) .. "','" .. astring(10, 20) .. "','" .. astring(10, 20) .. "','" .. astring(2, 2) .. "','" ..
+           nstring(4, 4) .. "11111','" .. nstring(16, 16) .. "',NOW(),'" .. (rand(1, 10) == 1 and "BC" or "GC") ..
+           "',50000.00,0." .. string.rep("0", 4 - #tostring(discount)) .. discount .. ",-10.00,10.00,1,0,'" ..
+           astring(300, 500) .. "')"
   end, customers)
   bulk(con, "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) VALUES",
        function(c)
-         return string.format("(%d,%d,%d,%d,%d,NOW(),10.00,'%s')", c, d, w, d, w, astring(12, 24))
+         return "(" .. c .. "," .. d .. "," .. w .. "," .. d .. "," .. w .. ",NOW(),10.00,'" .. astring(12, 24) .. "')"
        end, customers)
   -- orders: o_c_id a random permutation of the customers
   local perm = {}
@@ -177,7 +194,7 @@ local function load_district(con, w, d, customers, undelivered)
   bulk(con, "INSERT INTO orders VALUES", function(o)
     counts[o] = rand(5, 15)
     local carrier = o < undelivered and tostring(rand(1, 10)) or "NULL"
-    return string.format("(%d,%d,%d,%d,NOW(),%s,%d,1)", o, d, w, perm[o], carrier, counts[o])
+    return "(" .. o .. "," .. d .. "," .. w .. "," .. perm[o] .. ",NOW()," .. carrier .. "," .. counts[o] .. ",1)"
   end, customers)
   local lines = {}
   for o = 1, customers do
@@ -188,11 +205,11 @@ local function load_district(con, w, d, customers, undelivered)
   bulk(con, "INSERT INTO order_line VALUES", function(k)
     local o, n = lines[k][1], lines[k][2]
     local delivered = o < undelivered
-    return string.format("(%d,%d,%d,%d,%d,%d,%s,5,%s,'%s')", o, d, w, n, rand(1, items), w,
-                         delivered and "NOW()" or "NULL", delivered and "0.00" or money(1, 999999), astring(24, 24))
+    return "(" .. o .. "," .. d .. "," .. w .. "," .. n .. "," .. rand(1, items) .. "," .. w .. "," ..
+           (delivered and "NOW(),5,0.00,'" or "NULL,5," .. money(1, 999999) .. ",'") .. astring(24, 24) .. "')"
   end, #lines)
   bulk(con, "INSERT INTO new_order VALUES", function(k)
-    return string.format("(%d,%d,%d)", undelivered + k - 1, d, w)
+    return "(" .. (undelivered + k - 1) .. "," .. d .. "," .. w .. ")"
   end, customers - undelivered + 1)
 end
 

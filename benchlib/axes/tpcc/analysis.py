@@ -80,7 +80,7 @@ def findings(a: Any) -> list[str]:
                       f"{'s' if r.runs_inconsistent != 1 else ''}" if r.runs_inconsistent
                       else "conditions 1-4 held on every node after every run")
         out.append(f"{r.cluster}, {r.workload} at {r.threads} threads: {r.nopm:,.0f} new orders a minute from the "
-                   f"server (median of {r.runs} run{'s' if r.runs != 1 else ''}, {r.nopm_min:,.0f}-{r.nopm_max:,.0f}); "
+                   f"server (median of {r.runs} run{'s' if r.runs != 1 else ''}, {r.nopm_min:,.0f}–{r.nopm_max:,.0f}); "
                    f"{r.server_new_orders:,} new orders counted in the districts, {agree} the client's committed "
                    f"New-Orders; of {r.transactions:,} transactions: {ran}; {r.rolled_back_share:.1%} of New-Orders "
                    f"rolled back on purpose; {errors}; p95 latency (ms) {p95}; {consistent}")
