@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config, items):
 #: helps with the light ones, one the light ones and then the heavy ones, the third the light ones. A light module runs
 #: in whichever process reaches it first: it claims the module in this folder (a file created exclusively; modules
 #: with the same ``LANE`` are claimed together); the others skip the module's tests before any of its fixtures come
-#: up. A heavy test is claimed alike, test by test.
+#: up. A module's heavy tests are claimed alike, apart from its light ones.
 LANES = os.environ.get("BENCHLIB_TEST_LANES")
 _claimed: dict[str, bool] = {}
 
@@ -72,8 +72,9 @@ def pytest_runtest_setup(item):
         return
     # modules that must run in one process say so (LANE = "..."): the remote-lab tests, whose client hosts share a network
     module = getattr(item.module, "LANE", None) or item.nodeid.split("::")[0]
-    if item.get_closest_marker("heavy"):
-        module = "heavy::" + item.nodeid
+    if item.get_closest_marker("heavy"):  # a module's heavy tests in one process: they share its fixtures (a study's
+        # campaign, run once for the tests that read it; two processes running it at once collide on its lab)
+        module = "heavy::" + module
     if module not in _claimed:
         try:
             os.close(os.open(Path(LANES) / re.sub(r"[^\w.-]", "_", module), os.O_CREAT | os.O_EXCL | os.O_WRONLY))

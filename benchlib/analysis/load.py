@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.sysbench.keys import KeyDistribution
+from benchlib.sysbench.options import WORKLOADS
 from benchlib.workloads.tpcc import MIXES
 
 __all__ = ["load_sentence"]
@@ -20,7 +21,7 @@ def load_sentence(a: Any) -> str:
         return ""
     load = a.record.campaign.get("load") if isinstance(a.record.campaign.get("load"), dict) else {}
     names = sorted(runs.workload.dropna().astype(str).unique()) if "workload" in runs else []
-    keyed_loads = [w for w in names if w.startswith("oltp_")]  # the others: benchlib's insert_* and TPC-C-like
+    keyed_loads = [w for w in names if _dataset(w) == "oltp"]  # the others: benchlib's insert_* and TPC-C-like
     tables, size = load.get("tables"), load.get("table_size")
     plural = "s" if tables != 1 else ""
     parts = []
@@ -40,11 +41,19 @@ def load_sentence(a: Any) -> str:
         scale = f"{warehouses} warehouse{'s' if warehouses != 1 else ''}" if not sized else f"warehouses {sized}"
         parts.append(f"TPC-C-like ({', '.join(tpcc)}; not an audited TPC-C) on {scale}{rows}, a closed loop without "
                      f"keying or think times; {mixes}; keys NURand as the specification sets them")
-    inserts = [w for w in names if not w.startswith("oltp_") and w not in MIXES]
+    inserts = [w for w in names if _dataset(w) == "wide"]
     if inserts:
         parts.append(f"{', '.join(inserts)}, new rows into {tables} wide table{plural} created empty"
                      if isinstance(tables, int) else ", ".join(inserts))
     return f"The load: {'; '.join(parts)}."
+
+
+def _dataset(workload: str) -> str:
+    """The dataset a workload runs on (``benchlib.sysbench.options.WORKLOADS``; a workload no longer installed: by
+    its name, sysbench's ``oltp_*`` on the oltp tables)."""
+    if workload in WORKLOADS:
+        return WORKLOADS[workload].dataset
+    return "oltp" if workload.startswith("oltp_") else "tpcc" if workload in MIXES else "wide"
 
 
 def _sized(runs: Any) -> str:

@@ -38,9 +38,10 @@ class SSHDriver:
     def _config(self, node: str) -> str:
         return self.lab.endpoint(node).config()
 
-    def _script(self, opts: SysbenchOptions, hosts: list[str]) -> str:
-        """The test script's name on the client hosts: sysbench's own, or benchlib's Lua file uploaded."""
-        script = opts.spec.script
+    def _script(self, opts: SysbenchOptions, hosts: list[str], script: str | None = None) -> str:
+        """The test script's name on the client hosts (``script``, default the workload's): sysbench's own, or a Lua
+        file uploaded."""
+        script = script or opts.spec.script
         if "/" not in script:
             return script
         local = Path(script)
@@ -53,7 +54,8 @@ class SSHDriver:
         """``sysbench prepare`` from the first client host."""
         host = next(iter(self.lab.spec.clients))
         client = self.lab.spec.clients[host]
-        argv = opts.argv("prepare", *opts.prepare_args(), sysbench=client.sysbench, script=self._script(opts, [host]))
+        argv = opts.argv("prepare", *opts.prepare_args(), sysbench=client.sysbench,
+                         script=self._script(opts, [host], opts.prepare_script))
         rc, out, err = self.lab.ssh.run(host, " ".join(shlex.quote(x) for x in argv), input=self._config(node),
                                         timeout=3600)
         if rc != 0:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlib.errors import BenchlibError, SpecError
+from benchlib.plugin import Registry
 from benchlib.sysbench.keys import DEFAULT, KeyDistribution
 
 __all__ = ["OLTP_ROW_BYTES", "READ_SPLIT", "TPCC_WAREHOUSE_BYTES", "WORKLOADS", "RunError", "SysbenchOptions",
@@ -34,21 +35,11 @@ class Workload:
     rows_per_trx: bool = False  # takes --rows-per-trx
 
 
-def _sysbench_own(name: str) -> Workload:
-    return Workload(name, name, "oltp")
-
-
-WORKLOADS: dict[str, Workload] = {w.name: w for w in [
-    *(_sysbench_own(n) for n in ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index",
-                                 "oltp_insert", "oltp_point_select", "oltp_read_only", "oltp_delete")),
-    # flow-control studies: one row per transaction, and N single-row INSERTs in one transaction (default 50)
-    Workload("insert_single", str(WORKLOAD_DIR / "insert_rows.lua"), "wide"),
-    Workload("insert_batch", str(WORKLOAD_DIR / "insert_rows.lua"), "wide", rows_per_trx=True),
-    # the TPC-C-like mix (not an audited TPC-C): the specification's 45/43/4/4/4, and the 10/10/1/1/1 draw out of 23
-    # HammerDB and sysbench-tpcc use
-    Workload("tpcc_like", str(WORKLOAD_DIR / "tpcc_like.lua"), "tpcc", ("--mix=standard",)),
-    Workload("tpcc_like_23", str(WORKLOAD_DIR / "tpcc_like.lua"), "tpcc", ("--mix=23",)),
-]}
+#: every workload a campaign may name, by name: benchlib's own (``benchlib.workloads.builtin``) and a user's, each
+#: declared as an entry point of the group ``benchlib.workloads`` (a ``Workload``: its name, its Lua script, its
+#: dataset), loaded when first read
+WORKLOADS: Registry[Workload] = Registry("workload", group="benchlib.workloads", error=SpecError,
+                                        hint=lambda names: f"workloads: {', '.join(sorted(names))}")
 #: the read side of a read-split load (``[load] read_threads``): oltp_read_only on the other nodes, each session
 #: under the run's read consistency; not a campaign workload of its own
 READ_SPLIT = Workload("replica_reads", str(WORKLOAD_DIR / "replica_reads.lua"), "oltp")
@@ -127,9 +118,16 @@ class SysbenchOptions:
         parallel = 4 if self.spec.dataset == "tpcc" else min(self.tables, 4)  # tpcc: 10 + 21 W units of work
         return [*self.dataset_args(), f"--threads={parallel}"]
 
+    @property
+    def prepare_script(self) -> str:
+        """The script that prepares the dataset: sysbench's own oltp tables for every workload on them (a user's
+        workload on the oltp dataset need not prepare it), the workload's own for the others."""
+        return "oltp_read_write" if self.spec.dataset == "oltp" else self.spec.script
+
     def argv(self, command: str, *args: str, sysbench: str = "sysbench", script: str | None = None) -> list[str]:
         """sysbench's command line; its connection options come on standard input."""
-        return [sysbench, "--config-file=/dev/stdin", script or self.spec.script, *args, command]
+        default = self.prepare_script if command == "prepare" else self.spec.script
+        return [sysbench, "--config-file=/dev/stdin", script or default, *args, command]
 
     def run_args(self) -> list[str]:
         args = [*self.dataset_args(), f"--threads={self.threads}", f"--time={self.time_s}", "--report-interval=1",

@@ -100,7 +100,12 @@ def test_demo_command_is_the_main_job(tmp_path):
         "time budget: another round", "every headline comparison settled"))
     assert "Interference over 18 runs: the hypervisor took a median" in res.stdout
     assert "processes outside the lab and benchlib a median" in res.stdout
-    assert "ERROR" not in res.stdout + res.stderr  # a campaign that ended normally says no ERROR (the kernel's)
+    # a campaign that ended normally says no ERROR (the kernel's), but for ipykernel's own race at its shutdown: its
+    # status message sent on a socket already closed, logged by tornado (ipykernel 7.4 swallows it on one path, PR
+    # 1518; seen once here on the other, IOPubThread.schedule)
+    said = re.sub(r"ERROR:tornado\.general:Uncaught exception in ZMQStream callback\n(?:.*\n)*?zmq\.error\.ZMQError: "
+                  r"Socket operation on non-socket\n", "", res.stdout + res.stderr)
+    assert "ERROR" not in said
     page = report.read_text()
     assert 'id="interference"' in page and "This host at the campaign's start" in page
 
