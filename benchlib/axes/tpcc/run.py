@@ -15,7 +15,7 @@ from benchlib.axis import AxisRun, RunContext
 from benchlib.errors import BenchlibError
 from benchlib.sampling.probe import Probe
 from benchlib.systems import sql
-from benchlib.workloads.tpcc import FACTS_SQL, TPCC_ORDERS, frames, violations
+from benchlib.workloads.tpcc import FACTS_SQL, TPCC_ORDERS, Records, frames, violations
 
 __all__ = ["NextOrdersProbe", "TpccRun"]
 
@@ -68,7 +68,7 @@ class TpccRun(AxisRun):
         self.probe = NextOrdersProbe(ctx, self.node)
         self.began: tuple[float, int] | None = None
         self.loaded_at: float | None = None
-        self.lines: list[str] = []
+        self.records = frames([], 0.0)  # the load's lines, read once (seconds on CLOCK_MONOTONIC)
 
     def _next_orders(self) -> int:
         with self.ctx.lab.connect(self.node) as conn:
@@ -86,7 +86,7 @@ class TpccRun(AxisRun):
     def join(self, loaded):
         self.loaded_at = time.monotonic()
         result = getattr(loaded, "result", None)
-        self.lines = list(result.records) if result is not None else []
+        self.records = frames(list(result.records) if result is not None else [], 0.0)
         return loaded
 
     def stop(self) -> str | None:
@@ -96,7 +96,7 @@ class TpccRun(AxisRun):
                 self.record["new_orders_server"] = self._next_orders() - self.began[1]
             except (pymysql.MySQLError, OSError, BenchlibError) as e:
                 self.record["why_not"] = f"{self.node}'s districts could not be read after the load: {e}"
-        rec = frames(self.lines, 0.0)
+        rec = self.records
         committed = {str(k): int(v) for k, v in rec.types.groupby("type")["committed"].sum().items()}
         self.record["committed"] = committed
         self.record["rolled_back"] = int(rec.types.rolled_back.sum())
@@ -122,7 +122,9 @@ class TpccRun(AxisRun):
         return found
 
     def frames(self, origin: float) -> dict[str, pd.DataFrame]:
-        rec = frames(self.lines, origin)
+        rec = self.records
+        rec = Records(rec.types.assign(t_s=rec.types.t_s - origin), rec.errors.assign(t_s=rec.errors.t_s - origin),
+                      rec.latency)
         rows = self.probe.rows
         orders = TPCC_ORDERS.frame({"t_s": [t - origin for t, _ in rows], "node": [self.node] * len(rows),
                                     "next_order_ids": [n for _, n in rows]})
