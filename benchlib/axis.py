@@ -190,7 +190,8 @@ class Axis:
 class RunContext:
     """What a run hook is given: the lab, the cluster and its nodes (the write node first), the load, the run, the
     axis's variant for this run and every axis's (``axes``), the load driver and the watchdog's limit, and
-    ``outside()``: why the whole run must stop now (a node down or silent), set once sampling runs."""
+    ``outside()``: why the whole run must stop now (a node down or silent), set once sampling runs, and
+    ``writes_now()``: the node taking the writes now."""
 
     lab: Any
     cluster: str
@@ -203,6 +204,8 @@ class RunContext:
     driver: Any = None
     stall_s: float = 10.0
     outside: Callable[[], str | None] = lambda: None
+    #: where the run's writes go now: the write node, or where a fault's failover moved them (set by the engine)
+    writes_now: Callable[[], str | None] = lambda: None
     setup: Any = None  # the run's RunSetup (benchlib.campaign.setup): its nodes' facts, the write node, its manifest
     origin: float = 0.0  # the sampler's start on time.monotonic, set once sampling runs
 
@@ -245,6 +248,10 @@ class AxisRun:
 
     def load_event(self, event: str, node: str, words: str) -> None:
         """What the engine did to the load (``load_ended``, ``load_restarted``), for an axis that keeps events."""
+
+    def segment(self, loaded: Any, node: str) -> None:
+        """Each part of the load as it ends (``sysbench.process.LoadResult``) and the node it ran on: one for a load
+        the writes never left, one more for each node a fault's failover moved them to."""
 
     def join(self, loaded: Any) -> Any:
         """Right after the load: the load's result (``sysbench.process.LoadResult``), failed when this axis's side

@@ -15,9 +15,10 @@ Per fault run (``measures``), from its ledger, its fault events and sysbench's p
   view has dropped the failed node);
 - **lost** (acknowledged, absent from the surviving primary after the heal), **phantoms** (failed or unknown, present:
   allowed), and the acknowledged / failed / unknown counts;
-- **sysbench's throughput**: its median before the fault, the lowest second after it (a second sysbench did not
-  report counts as 0) and **recovered_95_s**: from the fault until the first of three seconds in a row at 95% of the
-  pre-fault median.
+- **sysbench's throughput** (``benchlib.analysis.dip``): its median before the fault, the lowest second after it (a
+  second sysbench did not report counts as 0), **recovered_95_s**: from the fault until the first of three seconds in
+  a row at 95% of the pre-fault median, and the dip's cost: **dip_s** in seconds of the pre-fault throughput,
+  **dip_transactions** in transactions.
 
 Per configuration (``summary``): the distribution of unavailability over the repetitions: median, p90 and max, the
 median's and p90's distribution-free 95% intervals from order statistics (``scipy.stats.quantile_test``: with 9
@@ -34,14 +35,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchlib.analysis.dip import before, dip, per_second
 from benchlib.analysis.exact_intervals import quantile_interval, share_interval
 from benchlib.analysis.interference import DISTURBED
 
 __all__ = ["in_words", "unavailability", "measures", "quantile_interval", "share_interval", "summary", "timeline"]
-
-RECOVERED = 0.95  # the share of the pre-fault throughput that counts as recovered
-RECOVERED_SECONDS = 3  # ... for this many seconds in a row
-
 
 def unavailability(acked: pd.DataFrame, t_fault: float, end: float) -> tuple[float, float]:
     """(the longest wait between two acknowledgements from the last one before the fault on, NaN when none came
@@ -126,23 +124,11 @@ def _per_run(run: pd.Series, ledger: pd.DataFrame, events: pd.DataFrame, interva
     # how many seconds of writes were lost: from the first lost write's send to the last one's acknowledgement
     out["lost_span_s"] = float(gone.t_done_s.max() - gone.t_sent_s.min()) if len(gone) else math.nan
     if not intervals.empty:
-        tps = intervals.sort_values("t_s")
-        pre = tps[tps.t_s <= t_fault].tps
-        base = float(pre.iloc[1:].median()) if len(pre) > 1 else float(pre.median()) if len(pre) else math.nan
-        out["tps_before"] = base
-        # whole seconds after the fault, a second without a report as 0
-        stop = float(end) if end == end else float(tps.t_s.max())
-        grid = np.arange(math.floor(t_fault) + 1, math.floor(stop) + 1)
-        seen = pd.Series(tps.tps.to_numpy(), index=np.ceil(tps.t_s.to_numpy() - 1e-6)).groupby(level=0).sum()
-        series = pd.Series([float(seen.get(g, 0.0)) for g in grid], index=grid)
-        out["tps_lowest"] = float(series.min()) if len(series) else math.nan
-        ok = (series >= RECOVERED * base).astype(int)
-        run_len = ok.groupby((ok != ok.shift()).cumsum()).cumsum()
-        hit = run_len[(ok == 1) & (run_len >= RECOVERED_SECONDS)]
-        out["recovered_95_s"] = math.nan
-        if len(hit):
-            first = hit.index[0] - RECOVERED_SECONDS + 1  # the end of the first of those seconds
-            out["recovered_95_s"] = float(max(0.0, first - 1 - t_fault))  # from the fault to that second's start
+        base = before(intervals.t_s, intervals.tps, t_fault)
+        stop = float(end) if end == end else float(intervals.t_s.max())
+        fell = dip(per_second(intervals.t_s, intervals.tps, t_fault, stop), base, t_fault)
+        out.update(tps_before=base, tps_lowest=fell["lowest"], recovered_95_s=fell["recovered_s"],
+                   dip_s=fell["area_s"], dip_transactions=fell["lost"])
     out.update(_rejoin(events, cluster if cluster is not None else pd.DataFrame(), intervals,
                        out.get("tps_before", math.nan)))
     return out
@@ -243,6 +229,11 @@ def summary(m: pd.DataFrame) -> pd.DataFrame:
                      "acked_total": int(g.acked.sum()),
                      **_behind_proxy(g),
                      "recovered_95_median_s": float(g.recovered_95_s.median()) if "recovered_95_s" in g else math.nan,
+                     "recovered_95_runs": int(g.recovered_95_s.notna().sum()) if "recovered_95_s" in g else 0,
+                     "dip_median_s": float(g.dip_s.median()) if "dip_s" in g else math.nan,
+                     "dip_max_s": float(g.dip_s.max()) if "dip_s" in g else math.nan,
+                     "dip_transactions_median": float(g.dip_transactions.median())
+                     if "dip_transactions" in g else math.nan,
                      "heal_median_s": float(g.heal_s.median()) if "heal_s" in g else math.nan,
                      **({"disturbed_runs": int((g.lost_cpu > DISTURBED).sum())}
                         if "lost_cpu" in g and g.lost_cpu.notna().any() else {}),
@@ -400,6 +391,11 @@ def in_words(s: pd.DataFrame) -> list[str]:
             back = "; sysbench kept 95% of its pre-fault throughput through the fault"
         elif r.recovered_95_median_s == r.recovered_95_median_s:
             back = f"; sysbench back at 95% of its pre-fault throughput after a median {_s(r.recovered_95_median_s)}"
+            k = int(r.get("recovered_95_runs", n))
+            back += f" (in {k} of {n} faults: the others not within the load)" if k < n else ""
+        if r.get("dip_median_s", 0) > 0:  # what the dip cost, in seconds of the throughput before it
+            back += (f"; the dip cost a median {_s(r.dip_median_s)} of the pre-fault throughput "
+                     f"({r.dip_transactions_median:,.0f} transactions a fault, at most {_s(r.dip_max_s)})")
         heal = r.get("heal_median_s", math.nan)  # the lab's own restoring of the cluster, after the run
         back += f"; the lab's heal after the run took a median {_s(heal)}" if heal == heal else ""
         rejoin = ""

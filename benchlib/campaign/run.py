@@ -201,6 +201,7 @@ class RunEngine:
         else:
             for c in self.contexts.values():
                 c.outside = self.outside
+                c.writes_now = lambda: self._writes_to() or self.run_setup.write_node
             for h in self.hooks.values():
                 h.start()
             loaded = self.follow_the_writes()
@@ -241,6 +242,8 @@ class RunEngine:
                                      on_interval=each_second, stall_s=self.stall_s, source=f"{run_id}/raw/sysbench.txt",
                                      abort_if=stop_if)
             self.segments.append(Segment(here, at_s, loaded))
+            for h in self.hooks.values():
+                h.segment(loaded, here)
             if loaded.status == "ok" or not self.breaking:
                 break
             for h in self.hooks.values():

@@ -263,6 +263,15 @@ class GroupReplication(Topology):
         Joining.settle(self.nodes)  # a setting may stop and start the group on a member
         super().apply_setting(key, value, nodes)
 
+    def before_restart(self, dead, timeout):
+        """Survivors left without a majority are forced to a group of themselves before the dead start again: forced
+        once new processes answered on the killed members' addresses, the survivor's ``SET GLOBAL
+        group_replication_force_members`` was seen to hang past its 60 s read timeout (its group communication
+        reaching for them through the MYSQL stack: "Error sending connection delegation command")."""
+        alive = [n for n in self.nodes if n not in dead and self._is_member(n)]
+        if alive and len(alive) * 2 <= len(self.nodes):
+            self._drop_old_incarnations(dead, alive, timeout)
+
     def after_group(self, group, timeout):
         Joining.settle(self.nodes)
         members = [n for n in self.nodes if n not in group and self._is_member(n)]

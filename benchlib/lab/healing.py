@@ -57,6 +57,7 @@ def heal(lab: Any, timeout: float, progress: Progress) -> tuple[list[str], list[
             continue
         # a node killed a moment ago may still hold its port and socket: wait until it is gone
         procs.wait_gone([p for n in dead if (p := lab.pid(n))], 30)
+        topo.before_restart(dead, timeout)
         for group in topo.restart_order(dead):
             if not group:
                 continue

@@ -104,6 +104,9 @@ class Topology:
         """Groups of nodes to start together, in order."""
         return [dead]
 
+    def before_restart(self, dead: list[NodePlan], timeout: float) -> None:
+        """Called once before the dead nodes start again (nothing by default)."""
+
     def after_group(self, group: list[NodePlan], timeout: float) -> None:
         """Called after each restart group is connectable, before the next group starts."""
 

@@ -205,6 +205,12 @@ def plan_settings(settings: dict[str, Cell], rules: dict[str, SettingRules], clu
     return out
 
 
+def _holds(conn, setting: Setting, value: Any, variables: dict[str, str]) -> bool:
+    """The node already has ``value`` of ``setting`` (what its read-back would check)."""
+    want = setting.read_back(value, variables)
+    return bool(want) and all(setting.matches(scalar(conn, f"SELECT @@GLOBAL.{var}"), w) for var, w in want.items())
+
+
 def apply_setting(target: ClusterTarget, setting: Setting, value: Any, nodes: list[NodeRef] | None = None) -> None:
     """Apply an already parsed ``value`` of ``setting`` on ``nodes`` (default: every node of the target)."""
     nodes = target.nodes if nodes is None else nodes
@@ -223,8 +229,8 @@ def apply_setting(target: ClusterTarget, setting: Setting, value: Any, nodes: li
                 stmts = [f"SET PERSIST_ONLY {setting.restart} = {sql_literal(value)}", "RESTART"]
             else:
                 stmts = setting.statements(value, node.role, variables)
-            if not stmts:
-                continue
+            if not stmts or setting.rejoins and _holds(conn, setting, value, variables):
+                continue  # a member does not leave its group to take the value it has (right after a rejoin, too)
             try:
                 execute(conn, *stmts)
             except pymysql.MySQLError as exc:

@@ -80,12 +80,14 @@ def test_unavailability_new_primary_losses_and_recovery_per_run_and_in_words():
     assert r1.unavailability_s == pytest.approx(7.1 - 5.02, abs=0.03)
     assert r1.new_primary_s == pytest.approx(7.05 - 5.0, abs=1e-6) and r1.new_primary_node == "n2"
     assert r1.tps_before == 200 and r1.tps_lowest == 0 and 2 <= r1.recovered_95_s <= 4
+    assert r1.dip_s == 3 and r1.dip_transactions == 600  # seconds 6, 7 and 8 at 0 of 200
     assert m.lost.sum() == 1 and m.set_index("run_id").loc["r3"].lost == 1
     s = summary(m)
     assert len(s) == 1 and s.runs.item() == 9 and s.runs_losing.item() == 1
     assert s.unavail_median_low_s.item() <= s.unavail_median_s.item() <= s.unavail_median_high_s.item()
     words = in_words(s)[0]
     assert "median 2." in words and "1 acknowledged write lost, in 1 of 9 faults" in words
+    assert "the dip cost a median 3.00 s of the pre-fault throughput (600 transactions a fault" in words
     assert r1.haproxy_unavailability_s == pytest.approx(8.1 - 5.02, abs=0.03) and r1.haproxy_lost == 0
     assert "a writer behind haproxy waited a median 3." in words and "and lost 0 acknowledged writes" in words
 

@@ -61,6 +61,38 @@ def test_an_async_primary_killed_with_promotion_hands_the_writer_to_the_new_prim
     assert row["Master_Port"] == async_lab.node("async-1").port and row["Slave_SQL_Running"] == "Yes"
 
 
+def test_a_tpcc_like_load_follows_a_promotion_and_the_servers_new_orders_show_the_dip(async_lab, tmp_path):
+    """The TPC-C-like mix under a kill of the write node with a promotion: its lines from both segments of the load,
+    the districts read where the writes went, conditions 1-4 on every node after the heal, and the dip of the
+    server's new orders: how low, when back at 95%, what it cost."""
+    from types import SimpleNamespace
+
+    from benchlib.axes.tpcc import TpccPlan
+    from benchlib.axes.tpcc.analysis import dips
+    from benchlib.campaign.run import RunEngine
+    from benchlib.store import load_campaign
+
+    opts = SysbenchOptions(workload="tpcc_like", warehouses=2, scale=0.1, threads=4, time_s=16)
+    fault = plan(promote=True, at_s=6.0)
+    w = RunWriter(tmp_path, "t1", {"cluster": "async", "workload": "tpcc_like", "threads": 4, **fault.params()},
+                  secrets=list(async_lab.creds.passwords.values()))
+    run = read_run(RunEngine(async_lab, "async", opts, w, axes={"fault": fault, "tpcc": TpccPlan()}).execute())
+    m = run.manifest
+    assert m.status == "ok", m.reason
+    new, rec = m.axis("fault").promotion["primary"], m.axis("tpcc")
+    assert rec["violations"] == [] and rec["checked_on"] == ["async-1", "async-2", "async-3"], rec
+    happened = m.axis("fault").happened_s
+    types = run.frames["tpcc_types"]
+    assert types[types.t_s > happened + 1].committed.sum() > 0  # the segment on the new primary counted
+    orders = run.frames["tpcc_orders"]
+    assert set(orders.node) == {"async-1", new}, orders.node.unique()
+    c = load_campaign(tmp_path)
+    d = dips(SimpleNamespace(runs=c["runs"], frames=c)).iloc[0]
+    assert d.nopm_before > 0 and d.nopm_lowest < 0.5 * d.nopm_before and d.dip_s > 0.5, d.to_dict()
+    assert d.new_orders_lost == pytest.approx(d.dip_s * d.nopm_before / 60)
+    assert not async_lab.health.broken()
+
+
 def test_a_planned_switchover_moves_the_writes_and_loses_nothing_even_with_an_idle_transaction_open(async_lab, tmp_path):
     """kind = "switchover" with a transaction left open on the primary: the lab's controlled switch (read-only, the
     replicas caught up, async-2 promoted, the others following) moves the ledger writer, which writes as an

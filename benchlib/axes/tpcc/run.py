@@ -23,19 +23,23 @@ NEXT_ORDERS = "SELECT SUM(d_next_o_id) AS n FROM sbtest.district"
 
 
 class NextOrdersProbe(Probe):
-    """The write node's sum of D_NEXT_O_ID, every second."""
+    """The sum of D_NEXT_O_ID on the node taking the writes (it follows a failover), every second."""
 
     interval_s = 1.0
 
     def __init__(self, ctx: RunContext, node: str):
         self.ctx, self.node, self.name = ctx, node, f"tpcc-orders:{node}"
-        self.rows: list[tuple[float, int]] = []  # (time.monotonic, sum)
+        self.rows: list[tuple[float, str, int]] = []  # (time.monotonic, node, sum)
         self.conn = None
+        self.on = node
 
     def setup(self) -> None:
-        self.conn = self.ctx.lab.connect(self.node)
+        self.on = self.ctx.writes_now() or self.node
+        self.conn = self.ctx.lab.connect(self.on)
 
     def sample(self, t: float) -> None:
+        if self.conn is not None and (self.ctx.writes_now() or self.node) != self.on:
+            self._drop()  # the writes moved: read where they go now
         try:
             if self.conn is None:
                 self.setup()
@@ -44,7 +48,7 @@ class NextOrdersProbe(Probe):
             self._drop()  # a node down under a fault: the next tick connects again
             return
         if n is not None:
-            self.rows.append((time.monotonic(), int(n)))
+            self.rows.append((time.monotonic(), self.on, int(n)))
 
     def _drop(self) -> None:
         if self.conn is not None:
@@ -69,9 +73,10 @@ class TpccRun(AxisRun):
         self.began: tuple[float, int] | None = None
         self.loaded_at: float | None = None
         self.records = frames([], 0.0)  # the load's lines, read once (seconds on CLOCK_MONOTONIC)
+        self.lines: list[str] = []  # every segment's (a failover starts the load again elsewhere)
 
-    def _next_orders(self) -> int:
-        with self.ctx.lab.connect(self.node) as conn:
+    def _next_orders(self, node: str | None = None) -> int:
+        with self.ctx.lab.connect(node or self.node) as conn:
             return int(sql.query(conn, NEXT_ORDERS)[0]["n"] or 0)
 
     def probes(self) -> list[Probe]:
@@ -83,19 +88,24 @@ class TpccRun(AxisRun):
         except (pymysql.MySQLError, OSError, BenchlibError) as e:
             self.record["why_not"] = f"{self.node}'s districts could not be read before the load: {e}"
 
+    def segment(self, loaded, node: str) -> None:
+        result = getattr(loaded, "result", None)
+        self.lines += list(result.records) if result is not None else []
+
     def join(self, loaded):
         self.loaded_at = time.monotonic()
-        result = getattr(loaded, "result", None)
-        self.records = frames(list(result.records) if result is not None else [], 0.0)
+        self.records = frames(self.lines, 0.0)
         return loaded
 
     def stop(self) -> str | None:
         if self.began is not None and self.loaded_at is not None:
             self.record["load_s"] = self.loaded_at - self.began[0]
+            # after a failover and the heal: on the node the writes went to (every node holds the same)
+            now = self.ctx.writes_now() or self.node
             try:
-                self.record["new_orders_server"] = self._next_orders() - self.began[1]
+                self.record["new_orders_server"] = self._next_orders(now) - self.began[1]
             except (pymysql.MySQLError, OSError, BenchlibError) as e:
-                self.record["why_not"] = f"{self.node}'s districts could not be read after the load: {e}"
+                self.record["why_not"] = f"{now}'s districts could not be read after the load: {e}"
         rec = self.records
         committed = {str(k): int(v) for k, v in rec.types.groupby("type")["committed"].sum().items()}
         self.record["committed"] = committed
@@ -126,8 +136,8 @@ class TpccRun(AxisRun):
         rec = Records(rec.types.assign(t_s=rec.types.t_s - origin), rec.errors.assign(t_s=rec.errors.t_s - origin),
                       rec.latency)
         rows = self.probe.rows
-        orders = TPCC_ORDERS.frame({"t_s": [t - origin for t, _ in rows], "node": [self.node] * len(rows),
-                                    "next_order_ids": [n for _, n in rows]})
+        orders = TPCC_ORDERS.frame({"t_s": [t - origin for t, _, _ in rows], "node": [n for _, n, _ in rows],
+                                    "next_order_ids": [v for _, _, v in rows]})
         return {"tpcc_types": rec.types, "tpcc_errors": rec.errors, "tpcc_latency": rec.latency,
                 "tpcc_orders": orders}
 
