@@ -49,6 +49,8 @@ ENVIRONMENT: dict[str, str] = {
     "BENCHLIB_LOAD": "set by benchlib for the sysbench it starts: which load a process belongs to (how "
                      "interference tells benchlib's processes from others'); not for users to set",
     "BENCHLIB_SERVICE": "set by benchlib on a provisioned host's node service; not for users to set",
+    "BENCHLIB_INNER": "set by benchlib for a sysbench that writes on one of several writer nodes: the oltp_* test "
+                      "`writers.lua` runs inside; not for users to set",
     "BENCHLIB_TEST_LAB_ROOT": "tests only: the lab root the processes of the suite's second phase share",
     "BENCHLIB_TEST_LANES": "tests only: where a test module (a heavy test: the test) is claimed by the process that "
                            "runs it",

@@ -137,6 +137,8 @@ def plan(spec: CampaignSpec, lab: AnyLabSpec, source: str = "campaign") -> list[
                                    percentile=spec.load.percentile, rows_per_trx=spec.load.rows_per_trx,
                                    warehouses=spec.load.warehouses, scale=spec.load.warehouse_scale,
                                    distribution=distribution)
+            for variant in axes.values():  # what an axis changes in the load itself (the writer nodes)
+                opts = variant.load_options(opts) if hasattr(variant, "load_options") else opts
             if ratio is not None:
                 try:
                     opts = sized(opts, ratio, pool)

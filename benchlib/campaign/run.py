@@ -9,7 +9,8 @@
    (the lab cannot do what it asks); an optional warm-up (its output kept, not measured); sampling starts with the
    hooks' probes beside its own;
 3. **load**: the run waits until every node has seen a heartbeat (in sync; the wait is recorded), then the lab's load
-   driver runs sysbench (here or on client hosts), every per-second line parsed as it arrives. The shared watchdog
+   driver runs sysbench (here or on client hosts; on several writer nodes at once when the load asks for them,
+   ``benchlib.sysbench.writers``), every per-second line parsed as it arrives. The shared watchdog
    stops a load that stalls, whose node went down or stopped answering, or that a hook says must stop. An axis that
    takes nodes down on purpose (``AxisRun.breaks``: a fault) is not stopped for it, and the load **follows the
    writes**: sysbench cannot follow a failover (its connections die with the node and it does not reconnect
@@ -46,6 +47,7 @@ from benchlib.store import RunWriter
 from benchlib.sysbench.options import SysbenchOptions
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult
+from benchlib.sysbench.writers import SeveralWriters
 from benchlib.systems import invariants
 from pydantic import JsonValue
 
@@ -140,6 +142,11 @@ class RunEngine:
         self.extra = setup.extra
         self.extra["warmup_s"] = self.warmup_s
         self.driver = self.lab.hooks.load_driver()
+        if self.opts.writers > 1 or self.opts.count_writes:  # on each writer node at once, the write node first
+            if len(setup.nodes) < self.opts.writers:
+                return self.writer.fail(f"FAILED: the load asks for {self.opts.writers} writer nodes; cluster "
+                                        f"{self.cluster} has {len(setup.nodes)}", **self.extra)
+            self.driver = SeveralWriters(self.driver, setup.nodes[:self.opts.writers])
         return None
 
     def arm(self) -> Path | None:

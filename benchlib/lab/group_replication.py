@@ -20,6 +20,7 @@ import pymysql
 from benchlib.errors import LabError, ReplicationError
 from benchlib.lab import router, sql
 from benchlib.lab.base import Promotion
+from benchlib.lab.group_forcing import force
 from benchlib.lab.group_joining import Joining
 from benchlib.lab.layout import NodePlan
 from benchlib.lab.node import log_tail
@@ -264,10 +265,9 @@ class GroupReplication(Topology):
         super().apply_setting(key, value, nodes)
 
     def before_restart(self, dead, timeout):
-        """Survivors left without a majority are forced to a group of themselves before the dead start again: forced
-        once new processes answered on the killed members' addresses, the survivor's ``SET GLOBAL
-        group_replication_force_members`` was seen to hang past its 60 s read timeout (its group communication
-        reaching for them through the MYSQL stack: "Error sending connection delegation command")."""
+        """Survivors left without a majority form the group on their own before the dead start again
+        (``benchlib.lab.group_forcing``): no restarted member meets a survivor still blocked on its old
+        incarnation."""
         alive = [n for n in self.nodes if n not in dead and self._is_member(n)]
         if alive and len(alive) * 2 <= len(self.nodes):
             self._drop_old_incarnations(dead, alive, timeout)
@@ -331,10 +331,7 @@ class GroupReplication(Topology):
             stale = [r for r in rows if self._where(r) in gone]
             unreachable = [r for r in rows if r["MEMBER_STATE"] == "UNREACHABLE"]
             if stale and len(unreachable) * 2 >= len(rows) and all(r in unreachable for r in stale):
-                with conn.cursor() as cur:  # no majority left: the survivors form the group on their own
-                    cur.execute("SET GLOBAL group_replication_force_members = %s",
-                                (",".join(self._address(m) for m in members),))
-                sql.execute(conn, "SET GLOBAL group_replication_force_members = ''")
+                force(self, members)  # no majority left: the survivors form the group on their own
             states = ", ".join(f"{h}:{p} {r['MEMBER_STATE']}" for r in stale for h, p in [self._where(r)])
             return not stale, f"{survivor.name} still lists {states}"
 

@@ -41,7 +41,7 @@ class SSHDriver:
     def _script(self, opts: SysbenchOptions, hosts: list[str], script: str | None = None) -> str:
         """The test script's name on the client hosts (``script``, default the workload's): sysbench's own, or a Lua
         file uploaded."""
-        script = script or opts.spec.script
+        script = script or opts.script
         if "/" not in script:
             return script
         local = Path(script)

@@ -69,6 +69,21 @@ class SysbenchOptions:
     scale: float = 1.0  # the TPC-C-like workloads: the share of a warehouse's rows (1: the specification's)
     #: the dataset was sized to about this many times the buffer pool (``sized``); None: as the campaign gave it
     data_vs_buffer_pool: float | None = None
+    #: writes on several nodes (``benchlib.sysbench.writers``): the threads split over the cluster's first
+    #: ``writers`` nodes, the same total; ``disjoint``: each node on its own range of the keys (its own home
+    #: warehouses in the TPC-C-like mix)
+    writers: int = 1
+    disjoint: bool = False
+    #: retries of a transaction the server rolled back (a conflict, a deadlock) before the client gives it up, as an
+    #: application with a bounded retry loop would; None: for ever (sysbench's own way)
+    retry: int | None = None
+    #: the load goes through ``benchlib.sysbench.writers`` even on one node: its commits and errors counted by node
+    count_writes: bool = False
+    #: one node's part of such a load: this node's range of the keys (1..key_parts), and the node's name in the
+    #: workload's lines (set: an oltp_* test runs inside ``writers.lua``, which counts them)
+    key_part: int = 1
+    key_parts: int = 1
+    node: str = ""
 
     def __post_init__(self):
         if self.workload not in WORKLOADS and self.workload != READ_SPLIT.name:
@@ -88,6 +103,11 @@ class SysbenchOptions:
             raise RunError("a session statement holds a ';'", hint="give each statement on its own")
         if not 0 < self.scale <= 1:
             raise RunError(f"scale must be in (0, 1] (got {self.scale})")
+        if self.retry is not None and self.retry < 0:
+            raise RunError(f"retry must be 0 or more (got {self.retry}); leave it out to retry for ever")
+        if self.writers > 1 and self.spec.dataset not in ("oltp", "tpcc"):
+            raise RunError(f"{self.workload} cannot write on several nodes",
+                           hint="the oltp_* and TPC-C-like workloads can")
 
     @property
     def spec(self) -> Workload:
@@ -124,10 +144,24 @@ class SysbenchOptions:
         workload on the oltp dataset need not prepare it), the workload's own for the others."""
         return "oltp_read_write" if self.spec.dataset == "oltp" else self.spec.script
 
+    @property
+    def counted(self) -> bool:
+        """Its errors by number and commits per second are counted: the oltp_* tests run inside ``writers.lua``
+        (the TPC-C-like mix counts them itself)."""
+        return self.spec.dataset == "oltp" and bool(self.node)
+
+    @property
+    def script(self) -> str:
+        """The script a run of it gives sysbench (``writers.lua`` around an oltp_* test it counts)."""
+        return str(WORKLOAD_DIR / "writers.lua") if self.counted else self.spec.script
+
     def argv(self, command: str, *args: str, sysbench: str = "sysbench", script: str | None = None) -> list[str]:
-        """sysbench's command line; its connection options come on standard input."""
-        default = self.prepare_script if command == "prepare" else self.spec.script
-        return [sysbench, "--config-file=/dev/stdin", script or default, *args, command]
+        """sysbench's command line; its connection options come on standard input (a counted oltp_* test: the test
+        ``writers.lua`` runs, in the environment)."""
+        if command == "prepare":
+            return [sysbench, "--config-file=/dev/stdin", script or self.prepare_script, *args, command]
+        inner = ["env", f"BENCHLIB_INNER={self.spec.script}"] if self.counted else []
+        return [*inner, sysbench, "--config-file=/dev/stdin", script or self.script, *args, command]
 
     def run_args(self) -> list[str]:
         args = [*self.dataset_args(), f"--threads={self.threads}", f"--time={self.time_s}", "--report-interval=1",
@@ -142,6 +176,11 @@ class SysbenchOptions:
             args.append(f"--rate={self.rate}")
         if self.session_sql:
             args.append("--session-sql=" + ";".join(self.session_sql))
+        if self.counted:
+            args += [f"--key-part={self.key_part}", f"--key-parts={self.key_parts}", f"--writer={self.node or '-'}",
+                     f"--retry={-1 if self.retry is None else self.retry}"]
+        elif self.spec.dataset == "tpcc" and self.key_parts > 1:  # this node's threads on its own warehouses
+            args += [f"--warehouse-part={self.key_part}", f"--warehouse-parts={self.key_parts}"]
         if self.distribution is not None and self.spec.dataset != "tpcc":  # (prepared under the default: shared;
             # the TPC-C-like workloads draw their keys as the specification says, NURand)
             args += self.keys.args()

@@ -27,6 +27,9 @@ sysbench.cmdline.options = {
   warehouses = {"Number of warehouses", 1},
   scale = {"Share of a warehouse's rows (1: 100,000 items and stock, 3,000 customers a district)", 1},
   mix = {"Transaction mix: standard (45/43/4/4/4) or 23 (10/10/1/1/1 out of 23)", "standard"},
+  warehouse_part = {"This writer node's part of the home warehouses (1..warehouse-parts)", 1},
+  warehouse_parts = {"Parts the home warehouses are split into, one a writer node (warehouse w: part (w-1) mod N + 1)",
+                     1},
   mysql_storage_engine = {"Storage engine", "innodb"},
 }
 
@@ -518,8 +521,14 @@ function thread_init()
     error("unknown --mix " .. tostring(sysbench.opt.mix) .. ": standard or 23")
   end
   items, customers = sizes()
-  home = sysbench.tid % sysbench.opt.warehouses + 1
-  home_district = math.floor(sysbench.tid / sysbench.opt.warehouses) % 10 + 1
+  local parts, part = sysbench.opt.warehouse_parts, sysbench.opt.warehouse_part
+  if parts > sysbench.opt.warehouses or part < 1 or part > parts then
+    error(string.format("--warehouse-part=%d of %d needs at least %d warehouses (got %d)", part, parts, parts,
+                        sysbench.opt.warehouses))
+  end
+  local own = math.floor((sysbench.opt.warehouses - part) / parts) + 1  -- warehouses part, part + N, ...
+  home = part + (sysbench.tid % own) * parts
+  home_district = math.floor(sysbench.tid / own) % 10 + 1
   second, counts, hist = math.floor(now()), {}, {{}, {}, {}, {}, {}}
   deck, card, retry, new_orders, unlucky = {}, 1, nil, 0, 0
 end

@@ -144,3 +144,27 @@ def test_where_the_writes_landed_is_not_counted_on_a_node_without_a_binary_log(g
     assert said["hot_rows"] == ["galera, keys uniform, every row alike: where the writes landed was not counted "
                                 "(galera-1 keeps no binary log)"]
 
+
+
+def test_writes_on_three_nodes_conflict_on_shared_rows_and_not_on_their_own(galera_lab, tmp_path):
+    """One writer node: no conflict; three each on its own rows: none; three on the same 10 rows: conflicts on every
+    node, and on every node a server counter equal to the errors its clients saw (tests/axes/test_writers.py)."""
+    from tests.axes.test_writers import measured_writers
+
+    result, a, records = measured_writers(galera_lab, tmp_path, "galera-3.toml", "galera")
+    one, shared, own = records[(1, "shared")], records[(3, "shared")], records[(3, "disjoint")]
+    assert one["client"]["galera-1"]["errors"] == 0 and one["server"]["galera-1"]["wsrep_local_cert_failures"] == 0
+    assert sum(c["errors"] for c in own["client"].values()) == 0, own
+    assert sum(s["wsrep_local_cert_failures"] for s in own["server"].values()) == 0, own
+    for node in ("galera-1", "galera-2", "galera-3"):
+        assert shared["client"][node]["committed"] > 0 and shared["client"][node]["errors"] > 0, shared
+        assert shared["client"][node]["e1213"] == shared["client"][node]["errors"], shared  # Galera's conflicts: 1213
+        # the node's Handler_rollback equals what its clients saw; its certification failures and brute-force
+        # aborts overlap (their sum exceeds it): neither alone nor both count the clients' errors
+        assert "Handler_rollback" in shared["reconciled"][node], shared
+        server = shared["server"][node]
+        assert server["wsrep_local_cert_failures"] + server["wsrep_local_bf_aborts"] > server["Handler_rollback"]
+    said = a.axis("writers").findings
+    assert any(s.startswith("galera, 3 writer nodes on shared keys") and "conflicts per 1,000 commits" in s
+               for s in said), said
+    assert any(s.startswith("galera, 3 writer nodes each on its own keys") and "no conflict" in s for s in said), said

@@ -147,7 +147,8 @@ def findings(a: Any) -> list[str]:
                       else "conditions 1-4 held on every node after every run")
         under = f" under {r.fault}" if r.fault else ""
         out.append(f"{r.cluster}, {r.workload} at {r.threads} threads{under}: {r.nopm:,.0f} new orders a minute "
-                   f"from the server (median of {r.runs} run{'s' if r.runs != 1 else ''}, {r.nopm_min:,.0f}–{r.nopm_max:,.0f}); "
+                   f"from the server (median of {r.runs} run{'s' if r.runs != 1 else ''}, "
+                   f"{r.nopm_min:,.0f}–{r.nopm_max:,.0f}); "
                    f"{r.server_new_orders:,} new orders counted in the districts, {agree} the client's committed "
                    f"New-Orders{DIFFER if r.fault and agree != 'the same as' else ''}; of "
                    f"{r.transactions:,} transactions: {ran}; {r.rolled_back_share:.1%} of New-Orders "

@@ -1,0 +1,143 @@
+"""The writers axis's analysis: per cluster and configuration of the writers (nodes, keys, retries) and of the load,
+the commits a second the clients counted (a transaction given up is no commit), the conflicts per 1,000 commits with
+their 95% interval (runs as the unit, ``benchlib.analysis.staleness.rare_rate`` on the share of attempts the server
+rolled back), the errors by number, which server counters added up to the clients' errors on every writer node of
+every run, and the commits a second against one writer node of the same cluster (a ratio with its interval,
+``benchlib.analysis.compare.ratio``): in words."""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from benchlib.analysis.compare import ratio
+from benchlib.analysis.staleness import rare_rate
+from benchlib.axis import AxisAnalysis
+
+__all__ = ["WritersAnalysis", "findings", "per_run", "summary"]
+
+WRITERS = ["writer_nodes", "writer_keys", "retry"]
+LOAD = ["workload", "threads", "rate", "distribution"]
+
+
+def per_run(a: Any) -> pd.DataFrame:
+    """One row per ok run of the axis: its keys, commits a second, attempts, errors, given up, and the error numbers'
+    counts (``e1213`` ...), from its ``writer_seconds`` and ``writer_errors`` frames."""
+    runs = a.runs[a.runs.status == "ok"] if "status" in a.runs else a.runs
+    seconds = a.frames.get("writer_seconds", pd.DataFrame())
+    if runs.empty or "writer_nodes" not in runs or seconds.empty:
+        return pd.DataFrame()
+    errors = a.frames.get("writer_errors", pd.DataFrame())
+    rows = []
+    for r in runs[runs.writer_nodes.notna()].itertuples():
+        s = seconds[seconds.run_id.astype(str) == str(r.run_id)]
+        if s.empty:
+            continue
+        load_s = float(r.load_end_s - r.load_start_s)
+        e = errors[errors.run_id.astype(str) == str(r.run_id)] if not errors.empty else errors
+        by_code = e.groupby("code")["count"].sum() if not e.empty else pd.Series(dtype=int)
+        rows.append({"run_id": r.run_id, "cluster": r.cluster,
+                     **{k: getattr(r, k) for k in WRITERS + LOAD + ["repetition"] if hasattr(r, k)},
+                     "load_s": load_s, "committed": int(s.committed.sum()), "errors": int(s.errors.sum()),
+                     "given_up": int(s.given_up.sum()), "commits_per_s": float(s.committed.sum()) / load_s,
+                     "reconciled": getattr(r, "writers_reconciled", None),
+                     **{f"e{int(c)}": int(n) for c, n in by_code.items()}})
+    return pd.DataFrame(rows)
+
+
+def _keys(m: pd.DataFrame) -> list[str]:
+    return ["cluster"] + [k for k in WRITERS + LOAD if k in m and m[k].nunique(dropna=False) > 1
+                          or k in ("writer_nodes", "writer_keys")]
+
+
+def summary(a: Any) -> pd.DataFrame:
+    """One row per configuration (``per_run`` grouped): runs, commits a second (median), conflicts per 1,000 commits
+    with its interval, errors by number, the counters that reconciled in every run, and the ratio of commits a second
+    to one writer node of the same cluster and load."""
+    m = per_run(a)
+    if m.empty:
+        return pd.DataFrame()
+    keys = _keys(m)
+    m = m.assign(retry=m.retry.astype(object).where(m.retry.notna(), "for ever")) if "retry" in m else m
+    rows = []
+    for key, g in m.groupby(keys, sort=True, dropna=False):
+        head = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        rate = rare_rate(g.errors.to_numpy(), (g.committed + g.errors).to_numpy())
+        per_k = (lambda p: 1000 * p / (1 - p) if p == p and p < 1 else math.nan)
+        codes = {c: int(g[c].sum()) for c in sorted(c for c in g.columns if c.startswith("e") and c[1:].isdigit())}
+        agreed = [set(str(x).split(", ")) if isinstance(x, str) and x else set() for x in g.reconciled]
+        row = {**head, "runs": len(g), "commits_per_s": float(g.commits_per_s.median()),
+               "committed": int(g.committed.sum()), "errors": int(g.errors.sum()), "given_up": int(g.given_up.sum()),
+               "conflicts_per_1000": per_k(rate.fraction), "conflicts_low": per_k(rate.low),
+               "conflicts_high": per_k(rate.high), "conflicts_upper": per_k(rate.upper),
+               "errors_by_code": ", ".join(f"{c[1:]}: {n:,}" for c, n in codes.items() if n),
+               "reconciled": ", ".join(sorted(set.intersection(*agreed))) if agreed else ""}
+        one = m[(m.cluster == head["cluster"]) & (m.writer_nodes == 1)]
+        for k in LOAD:
+            if k in head:
+                one = one[one[k] == head[k]]
+        if head.get("writer_nodes", 1) != 1 and len(one) and len(g):
+            r = ratio(g.commits_per_s.to_numpy(), one.commits_per_s.to_numpy())
+            row.update(vs_one=r.ratio, vs_one_low=r.ci_low, vs_one_high=r.ci_high, vs_one_verdict=r.verdict)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _name(r: pd.Series) -> str:
+    keys = "each on its own keys" if r.get("writer_keys") == "disjoint" else "on shared keys"
+    n = int(r.writer_nodes)
+    retry = r.get("retry", "for ever")
+    retried = "retried for ever" if retry == "for ever" else f"given up after {int(retry)} retries"
+    load = ", ".join(f"{k} {r[k]}" for k in LOAD if k in r.index and r[k] == r[k] and r[k] is not None)
+    return (f"{r.cluster}, {n} writer node{'s' if n != 1 else ''} {keys if n > 1 else ''}".rstrip()
+            + f" ({retried}{', ' + load if load else ''})")
+
+
+def findings(a: Any) -> list[str]:
+    out = []
+    for _, r in summary(a).iterrows():
+        if r.errors == 0:
+            conflicts = (f"no conflict in {r.committed:,} commits (95% bound: at most {r.conflicts_upper:.2g} per "
+                         "1,000 commits)")
+        else:
+            conflicts = (f"{r.conflicts_per_1000:.3g} conflicts per 1,000 commits (95% {r.conflicts_low:.3g}–"
+                         f"{r.conflicts_high:.3g}; errors {r.errors_by_code})")
+        given = f"; {r.given_up:,} transactions given up after their retries" if r.given_up else ""
+        vs = ""
+        if r.get("vs_one") == r.get("vs_one"):
+            ci = (f"95% {r.vs_one_low:.2f}–{r.vs_one_high:.2f}: {r.vs_one_verdict.lower().replace('_', ' ')}"
+                  if math.isfinite(r.vs_one_low) and math.isfinite(r.vs_one_high) else
+                  "no interval: two runs a side give one")
+            vs = f"; {r.vs_one:.2f}× the commits a second of one writer node ({ci})"
+        counted = (f"; the servers' {r.reconciled} equalled the clients' errors on every writer node of every run"
+                   if r.reconciled else
+                   "; no server counter equalled the clients' errors on every writer node of every run")
+        out.append(f"{_name(r)}: {r.commits_per_s:,.0f} commits a second (median of {int(r.runs)} run"
+                   f"{'s' if r.runs != 1 else ''}){vs}; {conflicts}{given}{counted if r.errors else ''}")
+    return out
+
+
+class WritersAnalysis(AxisAnalysis):
+    """``a.axis("writers")``: ``per_run``, ``summary`` (per configuration), ``findings``."""
+
+    axis = "writers"
+
+    @cached_property
+    def per_run(self) -> pd.DataFrame:
+        return per_run(self.a)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        return summary(self.a)
+
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return self.summary
+
+    @cached_property
+    def findings(self) -> list[str]:
+        return findings(self.a)
+

@@ -1,0 +1,79 @@
+"""The writers axis as benchlib registers it (the entry point ``benchlib.axes.writers.axis:AXIS``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib import catalogue
+from benchlib.axes.writers import FACTS, WritersRecord, WritersSpec, WritersVariant, _facts
+from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
+from benchlib.errors import SpecError
+from benchlib.schema import Cell
+from benchlib.workloads.counted import WRITER_ERRORS, WRITER_SECONDS
+
+__all__ = ["AXIS", "WritersAxis", "why_not_everywhere"]
+
+
+def why_not_everywhere(lab: Any, cluster: str) -> str | None:
+    """Why not every node of ``cluster`` takes writes (None: each does): replicas are read-only, and so are a
+    single-primary group's secondaries."""
+    c = lab.clusters[cluster]
+    topology = str(getattr(c, "topology", "") or "")
+    if not catalogue.is_multi_writer(topology):
+        return f"its topology {topology} has read-only replicas"
+    if getattr(c, "single_primary", None) is True or getattr(c, "mode", None) == "single-primary":
+        return "it is a single-primary group (its secondaries are read-only): single_primary = false makes it " \
+               "multi-primary"
+    return None
+
+
+class WritersAxis(Axis):
+    """Writes on one node or on several, on shared or disjoint keys; conflicts counted by the clients and the
+    servers."""
+
+    name = "writers"
+    title = "writes on several nodes"
+    order = 55
+    spec = WritersSpec
+    excludes = {"fault": "[fault]", "read_split": "load.read_threads", "search": "sustained = true"}
+    apart = ("writes on several nodes are measured as a throughput; faults, read splits and the search one writer "
+             "at a time")
+    facts_columns = FACTS
+    record = WritersRecord
+    frames = (WRITER_SECONDS, WRITER_ERRORS)
+
+    def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]]:
+        table: WritersSpec = spec.axes[self.name]
+        out: dict[str, list[Any]] = {}
+        for c in clusters:
+            size = len(lab.nodes_of(c))
+            variants = []
+            for n in table.nodes:
+                if n > 1 and (why := why_not_everywhere(lab, c)) is not None:
+                    raise SpecError(f"{source}: [writers] nodes = {n} on cluster {c}: {why}",
+                                    hint="write on several nodes of a Galera or multi-primary Group Replication "
+                                         "cluster, or list only 1 for this one (matrix.clusters)")
+                if n > size:
+                    raise SpecError(f"{source}: [writers] nodes = {n}, but cluster {c} has {size} nodes")
+                for keys in table.keys:
+                    v = WritersVariant(n, keys if n > 1 else "shared", table.retry)
+                    if v not in variants:  # one writer node on "disjoint" keys is one on all of them
+                        variants.append(v)
+            out[c] = variants
+        return out
+
+    def run(self, ctx: RunContext) -> AxisRun | None:
+        from benchlib.axes.writers.run import WritersRun
+
+        return WritersRun(ctx)
+
+    def facts(self, record: WritersRecord | None) -> dict[str, Cell]:
+        return _facts(record)
+
+    def analysis(self, a: Any) -> AxisAnalysis:
+        from benchlib.axes.writers.analysis import WritersAnalysis
+
+        return WritersAnalysis(a)
+
+
+AXIS = WritersAxis()

@@ -1,0 +1,120 @@
+"""Writes on several nodes (``benchlib.axes.writers``, ``benchlib.sysbench.writers``, ``benchlib.workloads.counted``):
+here the split of a load over writer nodes, the clients' lines, the reconciliation with the servers' counters and the
+campaign's refusals; on real servers, in the module lab of tests/lab/test_galera.py through ``measured_writers``
+(one writer node: no conflict; three on disjoint keys: none; three on the same 10 rows: conflicts on every node, and
+the clients' count equal to a server counter on every node)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from benchlib.axes.writers import WritersVariant
+from benchlib.axes.writers.run import reconciled
+from benchlib.campaign.spec import load_campaign_spec
+from benchlib.errors import SpecError
+from benchlib.sysbench.options import SysbenchOptions
+from benchlib.sysbench.writers import parts, split
+from benchlib.workloads.counted import frames, totals
+from tests.conftest import EXAMPLES
+
+
+def test_a_load_is_split_over_its_writer_nodes_with_the_same_total():
+    assert split(8, 3) == [3, 3, 2] and split(2, 3) == [1, 1, 0]
+    opts = SysbenchOptions(workload="oltp_update_index", threads=7, rate=100, writers=3, disjoint=True)
+    each = parts(opts, ["g-1", "g-2", "g-3"])
+    assert [p.threads for p in each.values()] == [3, 2, 2] and sum(p.rate for p in each.values()) == 100
+    assert [(p.key_part, p.key_parts, p.node, p.writers) for p in each.values()] == [
+        (1, 3, "g-1", 1), (2, 3, "g-2", 1), (3, 3, "g-3", 1)]
+    argv = each["g-2"].argv("run", *each["g-2"].run_args())
+    assert argv[:2] == ["env", "BENCHLIB_INNER=oltp_update_index"] and argv[4].endswith("writers.lua")
+    assert {"--key-part=2", "--key-parts=3", "--writer=g-2", "--retry=-1"} <= set(argv)
+    shared = parts(SysbenchOptions(workload="oltp_update_index", threads=4, writers=2), ["g-1", "g-2"])
+    assert {p.key_parts for p in shared.values()} == {1}
+    tpcc = parts(SysbenchOptions(workload="tpcc_like", warehouses=3, threads=3, writers=3, disjoint=True),
+                 ["g-1", "g-2", "g-3"])["g-3"]
+    assert {"--warehouse-part=3", "--warehouse-parts=3"} <= set(tpcc.run_args()) and tpcc.argv("run")[0] != "env"
+    plain = SysbenchOptions(workload="oltp_update_index")
+    assert not plain.counted and plain.argv("run")[2] == "oltp_update_index"
+
+
+def test_the_clients_lines_are_summed_by_node_and_second():
+    lines = ["benchlib-writer g-1 100 10 0 1213:2", "benchlib-writer g-1 100 5 1 1213:1 1205:1",
+             "benchlib-writer g-2 101 7 0 ", "benchlib-tpcc 100 new_order 1 0 1.0"]
+    c = frames(lines, origin=99.0)
+    assert c.seconds.to_dict("records") == [
+        {"t_s": 1.0, "node": "g-1", "committed": 15, "given_up": 1, "errors": 4},
+        {"t_s": 2.0, "node": "g-2", "committed": 7, "given_up": 0, "errors": 0}]
+    assert totals(c) == {"g-1": {"committed": 15, "given_up": 1, "errors": 4, "e1205": 1, "e1213": 3},
+                         "g-2": {"committed": 7, "given_up": 0, "errors": 0}}
+
+
+def test_the_server_counters_that_add_up_to_the_clients_errors_are_named():
+    server = {"Handler_rollback": 40.0, "wsrep_local_cert_failures": 31.0, "wsrep_local_bf_aborts": 9.0,
+              "Com_rollback": 0.0}
+    assert reconciled(40, server) == ["Handler_rollback", "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
+    assert reconciled(42, server, slack=2) == ["Handler_rollback", "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
+    assert reconciled(0, {"Handler_rollback": 0.0, "gr_conflicts_detected": 0.0}) == ["Handler_rollback",
+                                                                                      "gr_conflicts_detected"]
+
+
+def _spec(tmp_path: Path, lab_file: str, clusters: list[str], writers: str) -> Path:
+    (tmp_path / "lab.toml").write_text((EXAMPLES / lab_file).read_text())
+    spec = tmp_path / "campaign.toml"
+    spec.write_text(f'name = "w"\nlab = "lab.toml"\nrepetitions = 1\n[load]\nworkloads = ["oltp_update_index"]\n'
+                    f'threads = [6]\ntime_s = 3\n[matrix]\nclusters = {clusters}\n[writers]\n{writers}\n'.replace(
+                        "'", '"'))
+    return spec
+
+
+def test_a_campaign_plans_one_configuration_per_writer_count_and_keys(tmp_path):
+    from benchlib.campaign.plan import plan
+
+    spec, lab = load_campaign_spec(_spec(tmp_path, "galera-3.toml", ["galera"],
+                                         'nodes = [1, 3]\nkeys = ["shared", "disjoint"]\nretry = 2'))
+    runs = plan(spec, lab)
+    got = sorted((r.options.writers, r.options.disjoint, r.options.retry) for r in runs)
+    assert got == [(1, False, 2), (3, False, 2), (3, True, 2)]  # one writer node on "disjoint" keys: shared
+    assert {r.axes["writers"] for r in runs} == {WritersVariant(1, "shared", 2), WritersVariant(3, "shared", 2),
+                                                 WritersVariant(3, "disjoint", 2)}
+    assert runs[0].params["writer_nodes"] in (1, 3) and "writer_keys" in runs[0].params
+
+
+@pytest.mark.parametrize("lab_file,cluster,why", [
+    ("async-1p2r.toml", "async", "its topology async has read-only replicas"),
+    ("gr-3.toml", "gr", "it is a single-primary group (its secondaries are read-only)"),
+])
+def test_writes_on_several_nodes_of_a_cluster_that_cannot_take_them_are_refused(tmp_path, lab_file, cluster, why):
+    from benchlib.campaign.plan import plan
+
+    spec, lab = load_campaign_spec(_spec(tmp_path, lab_file, [cluster], "nodes = [1, 3]"))
+    with pytest.raises(SpecError, match=re.escape(f"[writers] nodes = 3 on cluster {cluster}: {why}")):
+        plan(spec, lab)
+
+
+def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: int = 4):
+    """A campaign on the module lab ``lab`` (up already): oltp_update_index on one table of 10 rows, uniform keys, 6
+    threads, on one writer node, on three sharing the rows, and on three each on its own; the campaign's result, the
+    analysis and each run's ``writers`` record by (nodes, keys)."""
+    from benchlib.analysis.campaign import analyze
+    from benchlib.campaign.runner import run_campaign
+    from benchlib.store import read_manifest
+
+    text = (EXAMPLES / lab_file).read_text().splitlines()
+    (tmp_path / "lab.toml").write_text("\n".join(f'name = "{lab.name}"' if line.startswith("name =") else line
+                                                  for line in text))
+    spec = tmp_path / "campaign.toml"
+    spec.write_text(f'name = "w"\nlab = "lab.toml"\nrepetitions = 1\nseed = 4\n[load]\n'
+                    f'workloads = ["oltp_update_index"]\nthreads = [6]\ntime_s = {time_s}\ntables = 1\n'
+                    f'table_size = 10\ndistributions = ["uniform"]\n[matrix]\nclusters = ["{cluster}"]\n'
+                    '[writers]\nnodes = [1, 3]\nkeys = ["shared", "disjoint"]\n'
+                    '[interference]\nredo_above = 1\n')
+    result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
+    assert set(result.counts) == {"ok"}, result.table()[["run_id", "status", "reason"]]
+    records = {}
+    for r in result.plan:
+        rec = read_manifest(result.path / r.run_id).as_dict()["axes"]["writers"]
+        records[(len(rec["nodes"]), rec["keys"])] = rec
+    return result, analyze(result.path), records
