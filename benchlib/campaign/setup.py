@@ -254,7 +254,7 @@ class RunSetup:
                 t0 = time.monotonic()
                 if node == first:
                     target = pos.read(conn, True)
-                elif not pos.wait(conn, target, max(0.1, deadline - time.monotonic())):
+                elif not _wait(pos, conn, target, deadline):
                     behind.append(node)
                 t1 = time.monotonic()
                 result.positions[node] = target if node == first else pos.read(conn, False)
@@ -262,3 +262,18 @@ class RunSetup:
                 result.wait_s += t1 - t0
                 result.check_s += time.monotonic() - t1
         return behind
+
+
+#: a server-side wait is asked for at most this long at a time: a connection gives up reading after 60 s, and the
+#: audit after a heal may wait up to two minutes for a node
+WAIT_STEP_S = 45.0
+
+
+def _wait(pos: Any, conn: Any, target: str, deadline: float) -> bool:
+    """Whether the node of ``conn`` applied ``target`` before ``deadline`` (time.monotonic), asked in steps."""
+    while True:
+        left = deadline - time.monotonic()
+        if pos.wait(conn, target, max(0.1, min(left, WAIT_STEP_S))):
+            return True
+        if deadline - time.monotonic() <= 0:
+            return False
