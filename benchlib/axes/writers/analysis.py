@@ -49,8 +49,8 @@ def per_run(a: Any) -> pd.DataFrame:
 
 
 def _keys(m: pd.DataFrame) -> list[str]:
-    return ["cluster"] + [k for k in WRITERS + LOAD if k in m and m[k].nunique(dropna=False) > 1
-                          or k in ("writer_nodes", "writer_keys")]
+    return (["cluster"] + [k for k in WRITERS if k in m]
+            + [k for k in LOAD if k in m and m[k].nunique(dropna=False) > 1])
 
 
 def summary(a: Any) -> pd.DataFrame:
