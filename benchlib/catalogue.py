@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from benchlib.plugin import Registry
 
-__all__ = ["BASELINE", "SERVERS", "SYSTEMS", "TOPOLOGIES", "SystemFacts", "TopologyFacts", "Wiring", "house_color", "family", "get", "is_multi_writer", "local_topologies", "of",
+__all__ = ["BASELINE", "SERVERS", "SYSTEMS", "TOPOLOGIES", "SystemFacts", "TopologyFacts", "Wiring", "house_color", "family", "get", "is_multi_writer", "why_not_everywhere", "writes_everywhere", "local_topologies", "of",
            "promise", "register", "server_name", "topology"]
 
 
@@ -59,6 +59,9 @@ class SystemFacts:
     #: reports counts; 0 means the one SQL thread applies by itself)
     applier_variables: tuple[str, ...] = ()
     color: str = ""  # its colour in charts that colour by system ("": its topology's)
+    #: how its nodes space out AUTO_INCREMENT ids by default: "" (they do not), "cluster size" (Galera's
+    #: wsrep_auto_increment_control), "7 when multi-primary" (group_replication_auto_increment_increment)
+    spaced_ids: str = ""
     topologies: tuple[TopologyFacts, ...] = ()  # the topologies it brings (registered with it)
 
     @property
@@ -165,6 +168,22 @@ def topology(name: str) -> TopologyFacts:
 def is_multi_writer(topology_name: object) -> bool:
     t = TOPOLOGIES.get(topology_name) if isinstance(topology_name, str) else None
     return bool(t and t.multi_writer)
+
+
+def why_not_everywhere(cluster: object) -> str | None:
+    """Why not every node of a cluster (a lab spec's, a remote lab's) takes writes; None when each does: replicas are
+    read-only, and so are a single-primary group's secondaries."""
+    topology = str(getattr(cluster, "topology", "") or "")
+    if not is_multi_writer(topology):
+        return f"its topology {topology} has read-only replicas"
+    if getattr(cluster, "single_primary", None) is True or getattr(cluster, "mode", None) == "single-primary":
+        return "it is a single-primary group (its secondaries are read-only): single_primary = false makes it " \
+               "multi-primary"
+    return None
+
+
+def writes_everywhere(cluster: object) -> bool:
+    return why_not_everywhere(cluster) is None
 
 
 def server_name(system: object) -> str:

@@ -29,6 +29,7 @@ TRAITS = {
     "version": "server version",
     "appliers": "applier threads per replica",
     "cpus": "CPUs",
+    "row_ids": "row ids of the oltp tables",
 }
 #: what the likeness check names beside the traits
 NAMES = {**TRAITS, "rtt_ms": "round trip to the farthest node"}
@@ -75,6 +76,31 @@ def _version(facts, writer: dict[str, Any]) -> str | None:
     return re.sub(r"(-log|-debug)+$", "", str(v)) if v else None
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _row_ids(load: dict[str, Any], facts, writer: dict[str, Any], nodes: list[str]) -> str | None:
+    """Which row ids a run's sysbench oltp tables held: all of 1..table_size (recorded since benchlib prepares them so
+    on every system), or, for a run an older benchlib recorded, the ids sysbench's AUTO_INCREMENT prepare left: a
+    Galera node spaces them by the cluster's size (wsrep_auto_increment_control), a multi-primary group by 7
+    (group_replication_auto_increment_increment)."""
+    if not str(load.get("workload") or "").startswith("oltp_"):
+        return None
+    if load.get("row_ids"):
+        return "all of 1 to the table size"
+    system = catalogue.get(getattr(facts, "system", None) if facts is not None else None)
+    how = system.spaced_ids if system is not None else ""
+    step = 1
+    if how == "cluster size":
+        step = len(nodes)
+    elif how == "7 when multi-primary" and _on(writer.get("group_replication_single_primary_mode")) is False:
+        step = 7
+    if step <= 1:
+        return "all of 1 to the table size"
+    return f"every {_ordinal(step)} id (1, {1 + step}, {1 + 2 * step}, ...)"
+
+
 def traits(manifest) -> dict[str, Any]:
     """The traits of a run's cluster (``cluster_<trait>`` columns): None where the record does not say."""
     lab = manifest.lab
@@ -99,5 +125,6 @@ def traits(manifest) -> dict[str, Any]:
         "version": _version(facts, writer),
         "appliers": _appliers(variables, nodes, facts.system if facts is not None else None),
         "cpus": cpus,
+        "row_ids": _row_ids(manifest.sysbench or {}, facts, writer, nodes),
     }
     return {f"cluster_{k}": (None if v is None else str(v) if not isinstance(v, bool) else v) for k, v in out.items()}

@@ -24,7 +24,7 @@ from benchlib.systems import base as systems
 from benchlib.manifest import ClusterFacts, LabFacts
 from benchlib.campaign.sampling import Target
 from benchlib.store import RunWriter
-from benchlib.sysbench.options import SysbenchOptions
+from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.systems import semisync, sql
 from pydantic import JsonValue
 
@@ -37,23 +37,42 @@ HEARTBEAT = "benchlib.heartbeat"
 
 
 def prepare_dataset(lab: "Lab", writer: str, opts: SysbenchOptions) -> bool:
-    """Prepare the dataset ``opts`` needs unless this lab already has it; True when it prepared."""
+    """Prepare the dataset ``opts`` needs unless this lab already has it; True when it prepared. sysbench's oltp
+    tables are checked to hold the row ids 1..table_size their tests draw from (RunError naming the node if not)."""
     key = opts.dataset_key
     family = key.split(":")[0]
+    # the oltp tables' marker names how they were made: ids 1..N (a lab an earlier benchlib prepared on a Galera
+    # cluster or a multi-primary group has them spaced out, and is prepared again)
+    marker = f"{key}/ids" if family == "oltp" else key
     with lab.connect(writer) as conn:
         sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib", "CREATE DATABASE IF NOT EXISTS sbtest",
                     "CREATE TABLE IF NOT EXISTS benchlib.datasets (name VARCHAR(64) PRIMARY KEY, prepared_at DOUBLE)")
-        if sql.query(conn, "SELECT 1 FROM benchlib.datasets WHERE name = %s", (key,)):
+        if sql.query(conn, "SELECT 1 FROM benchlib.datasets WHERE name = %s", (marker,)):
             return False
         if family in ("oltp", "tpcc"):  # another size may be there: start clean
             for table in dataset_tables(opts)[:-1]:
                 sql.execute(conn, f"DROP TABLE IF EXISTS {table}")
     lab.hooks.load_driver().prepare(writer, opts)
     with lab.connect(writer) as conn:
+        if family == "oltp":
+            _check_ids(conn, writer, opts)
         with conn.cursor() as cur:
             cur.execute("DELETE FROM benchlib.datasets WHERE name LIKE %s", (family + ":%",))
-            cur.execute("INSERT INTO benchlib.datasets VALUES (%s, %s)", (key, time.time()))
+            cur.execute("INSERT INTO benchlib.datasets VALUES (%s, %s)", (marker, time.time()))
     return True
+
+
+def _check_ids(conn, writer: str, opts: SysbenchOptions) -> None:
+    """Each oltp table holds the ids 1..table_size (its tests draw from them): its greatest id is table_size."""
+    for table in dataset_tables(opts)[:-1]:
+        top = sql.scalar(conn, f"SELECT MAX(id) FROM {table}")
+        if top is not None and int(top) != opts.table_size:
+            step = sql.query(conn, "SELECT @@auto_increment_increment AS i, @@auto_increment_offset AS o")[0]
+            raise RunError(f"{table} on {writer} was prepared with ids up to {top} for {opts.table_size} rows: its "
+                           f"tests draw ids from 1..{opts.table_size}, most of which it lacks",
+                           hint=f"the server spaces new ids out (auto_increment_increment = {step['i']}, offset "
+                                f"{step['o']}) and the prepare did not set them to 1: prepare with benchlib's "
+                                "oltp_tables.lua (benchlib.workloads)")
 
 
 def wait_serving(lab: "Lab", nodes: list[str], timeout: float = 30.0) -> str | None:
@@ -190,6 +209,8 @@ class RunSetup:
             return writer.fail(f"FAILED: {refused}", lab=setup.lab_record())
         prepare_dataset(lab, setup.write_node, opts)
         load = {**asdict(opts), "keys": opts.keys.name}  # the key distribution in effect, chosen or sysbench's default
+        if opts.spec.dataset == "oltp":  # the ids its tests draw from are all there (prepare_dataset saw to it)
+            load["row_ids"] = f"1..{opts.table_size}"
         if opts.data_vs_buffer_pool is not None:  # sized against the buffer pool: what it came to, measured
             load["data_bytes"] = dataset_bytes(lab, setup.write_node, opts)
         setup.extra = {**(context or {}), "sysbench": load, "lab": setup.lab_record(lab.tuning.settings(cluster))}

@@ -4,7 +4,8 @@ Every node that is up is checked by its system's ``readiness`` (``benchlib.syste
 Galera node Synced in a full primary component, a group member ONLINE in a full group), the same check a
 remote lab's runs. For each cluster, one row is written on its writer (node 1) and the time until it
 is visible on every other node is measured from this process's clock (polling
-every millisecond). A group fronted by MySQL Router (``router = true``) has its routing proved: a write through
+every millisecond); in a cluster that takes writes on every node (Galera, a multi-primary group), one row is written
+on each node in turn and looked for on all the others. A group fronted by MySQL Router (``router = true``) has its routing proved: a write through
 Router's read-write port lands on the group's primary, and a read through its read-only port on a secondary.
 Problems are listed, each with what to do.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+from benchlib import catalogue
 from benchlib.errors import BenchlibError
 from benchlib.lab import router, sql
 from benchlib.systems.base import get as get_system
@@ -28,6 +30,8 @@ TABLE = "benchlib.lab_check"
 class CheckResult:
     problems: list[str] = field(default_factory=list)
     visible_ms: dict[str, dict[str, float]] = field(default_factory=dict)  # cluster -> node -> ms
+    #: a cluster that takes writes everywhere: cluster -> the node written on (node 1's is in ``visible_ms``) -> node -> ms
+    elsewhere_ms: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     routes: dict[str, str] = field(default_factory=dict)  # cluster -> where its Router sent a write and a read
 
     @property
@@ -57,37 +61,51 @@ def check(lab, timeout: float = 10.0) -> CheckResult:
                 result.problems.append(f"{s.name}: {exc.message if isinstance(exc, BenchlibError) else exc.args[-1]}")
     for cluster in lab.spec.clusters:
         nodes = lab.layout.cluster_nodes(cluster)
-        writer, readers = nodes[0], nodes[1:]
-        if not readers or not all(status[n.name].up for n in nodes):
+        if len(nodes) < 2 or not all(status[n.name].up for n in nodes):
             continue
-        token = str(uuid.uuid4())
-        try:
-            with lab.connect(writer) as conn:
-                sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
-                            f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
-                            "token CHAR(36) NOT NULL, KEY (token))")
-                conns = {r.name: lab.connect(r) for r in readers}  # connected before the write: not timed
-                try:
-                    with conn.cursor() as cur:
-                        t0 = time.perf_counter()
-                        cur.execute(f"INSERT INTO {TABLE} (token) VALUES (%s)", (token,))
-                    seen = _wait_visible(conns, token, t0, timeout)
-                finally:
-                    for c in conns.values():
-                        c.close()
-            result.visible_ms[cluster] = seen
-            for reader in readers:
-                if reader.name not in seen:
-                    result.problems.append(f"{reader.name}: a row written on {writer.name} was not visible "
-                                           f"after {timeout:.0f} s")
-        except pymysql.err.MySQLError as exc:
-            result.problems.append(f"{cluster}: test write failed: {exc.args[-1] if exc.args else exc}")
+        everywhere = catalogue.writes_everywhere(lab.spec.clusters[cluster])
+        for writer in nodes if everywhere else nodes[:1]:
+            readers = [n for n in nodes if n.name != writer.name]
+            seen = _written_and_seen(lab, cluster, writer, readers, timeout, result)
+            if seen is None:
+                break
+            if writer.name == nodes[0].name:
+                result.visible_ms[cluster] = seen
+            else:
+                result.elsewhere_ms.setdefault(cluster, {})[writer.name] = seen
     for cluster in lab.spec.clusters:
         front = router.front_of(lab.topology(cluster)) if all(status[n.name].up for n in lab.layout.cluster_nodes(
             cluster)) else None
         if front is not None:
             _check_routes(lab, cluster, front, result)
     return result
+
+
+def _written_and_seen(lab, cluster: str, writer, readers: list, timeout: float,
+                      result: CheckResult) -> dict[str, float] | None:
+    """Write one row on ``writer``; ms until each of ``readers`` sees it (None: the write failed, said in ``result``)."""
+    token = str(uuid.uuid4())
+    try:
+        with lab.connect(writer) as conn:
+            sql.execute(conn, "CREATE DATABASE IF NOT EXISTS benchlib",
+                        f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                        "token CHAR(36) NOT NULL, KEY (token))")
+            conns = {r.name: lab.connect(r) for r in readers}  # connected before the write: not timed
+            try:
+                with conn.cursor() as cur:
+                    t0 = time.perf_counter()
+                    cur.execute(f"INSERT INTO {TABLE} (token) VALUES (%s)", (token,))
+                seen = _wait_visible(conns, token, t0, timeout)
+            finally:
+                for c in conns.values():
+                    c.close()
+    except pymysql.err.MySQLError as exc:
+        result.problems.append(f"{cluster}: test write on {writer.name} failed: {exc.args[-1] if exc.args else exc}")
+        return None
+    for reader in readers:
+        if reader.name not in seen:
+            result.problems.append(f"{reader.name}: a row written on {writer.name} was not visible after {timeout:.0f} s")
+    return seen
 
 
 def _check_routes(lab, cluster: str, front: "router.RouterFront", result: CheckResult) -> None:
@@ -149,6 +167,9 @@ def format_check(result: CheckResult) -> list[str]:
     for cluster, seen in result.visible_ms.items():
         lines.append(f"{cluster}: a write on node 1 became visible on " +
                      ", ".join(f"{n} after {ms:.1f} ms" for n, ms in seen.items()))
+        for writer, there in result.elsewhere_ms.get(cluster, {}).items():
+            lines.append(f"{cluster}: a write on {writer} became visible on " +
+                         ", ".join(f"{n} after {ms:.1f} ms" for n, ms in there.items()))
     lines += list(result.routes.values())
     lines += [f"PROBLEM {p}" for p in result.problems]
     lines.append("check: ok" if result.ok else f"check: {len(result.problems)} problem(s)")

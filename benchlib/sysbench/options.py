@@ -141,8 +141,10 @@ class SysbenchOptions:
     @property
     def prepare_script(self) -> str:
         """The script that prepares the dataset: sysbench's own oltp tables for every workload on them (a user's
-        workload on the oltp dataset need not prepare it), the workload's own for the others."""
-        return "oltp_read_write" if self.spec.dataset == "oltp" else self.spec.script
+        workload on the oltp dataset need not prepare it), with row ids 1..table_size on every system
+        (``oltp_tables.lua``: a Galera node or a multi-primary group would space them out), the workload's own for
+        the others."""
+        return str(WORKLOAD_DIR / "oltp_tables.lua") if self.spec.dataset == "oltp" else self.spec.script
 
     @property
     def counted(self) -> bool:

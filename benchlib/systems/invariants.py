@@ -164,12 +164,22 @@ def galera_membership(frame: pd.DataFrame, w: Window) -> list[Breach]:
 
 
 def group_membership(frame: pd.DataFrame, w: Window) -> list[Breach]:
-    """Every member stays ONLINE, and the primary does not move."""
+    """Every member stays ONLINE, and the primary does not move (in a multi-primary group: every member stays one)."""
     out = []
     for node in w.nodes:
         for at, for_s in _spans(_series(frame, node, "gr_online") < 1, w):
             out.append(Breach(node, "was not ONLINE in the group", at, for_s))
-    primaries = frame[(frame.metric == "gr_primary") & (frame.value >= 1)].sort_values("t_s")
+    rows = frame[frame.metric == "gr_primary"].sort_values("t_s")
+    at_start = {str(n) for n, g in rows.groupby("node", sort=False) if g.value.iloc[0] >= 1}
+    if len(at_start) > 1:  # multi-primary: every member a primary, and each stays one
+        for node in sorted(at_start):
+            series = rows[rows.node == node]
+            lost = series[series.value < 1]
+            if len(lost):
+                out.append(Breach(node, "stopped being a primary (a multi-primary group's member)",
+                                  float(lost.t_s.iloc[0]) - w.start_s))
+        return out
+    primaries = rows[rows.value >= 1]
     if len(primaries):
         first = primaries.node.iloc[0]
         moved = primaries[primaries.node != first]

@@ -54,10 +54,21 @@ def test_the_clients_lines_are_summed_by_node_and_second():
 def test_the_server_counters_that_add_up_to_the_clients_errors_are_named():
     server = {"Handler_rollback": 40.0, "wsrep_local_cert_failures": 31.0, "wsrep_local_bf_aborts": 9.0,
               "Com_rollback": 0.0}
-    assert reconciled(40, server) == ["Handler_rollback", "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
-    assert reconciled(42, server, slack=2) == ["Handler_rollback", "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
-    assert reconciled(0, {"Handler_rollback": 0.0, "gr_conflicts_detected": 0.0}) == ["Handler_rollback",
-                                                                                      "gr_conflicts_detected"]
+    assert reconciled({"errors": 40, "e1213": 40}, server) == ["Handler_rollback",
+                                                               "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
+    assert reconciled({"errors": 42}, server, slack=2) == ["Handler_rollback",
+                                                           "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
+    assert reconciled({"errors": 0}, {"Handler_rollback": 0.0, "gr_conflicts_detected": 0.0}) == [
+        "Handler_rollback", "gr_conflicts_detected"]
+    # a multi-primary group member (measured): its local rollbacks are its clients' 3101s, the group's conflicts
+    # every member's 3101s; its 1180s and 1213s no group counter counts
+    member = {"Handler_rollback": 1881.0, "gr_local_rollback": 922.0, "gr_conflicts_detected": 1537.0}
+    # every member's errors, and its Handler_rollback twice each error at commit (3101, 1180) and once each 1213
+    assert reconciled({"errors": 945, "e3101": 922, "e1180": 14, "e1213": 9}, member,
+                      {"errors": 1590, "e3101": 1537}) == ["gr_local_rollback = its clients' 3101 errors",
+                                                           "gr_conflicts_detected = the group's 3101 errors",
+                                                           "Handler_rollback = its clients' 3101s and 1180s twice and "
+                                                           "1213s once"]
 
 
 def _spec(tmp_path: Path, lab_file: str, clusters: list[str], writers: str) -> Path:
@@ -95,14 +106,15 @@ def test_writes_on_several_nodes_of_a_cluster_that_cannot_take_them_are_refused(
 
 
 def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: int = 4):
-    """A campaign on the module lab ``lab`` (up already): oltp_update_index on one table of 10 rows, uniform keys, 6
-    threads, on one writer node, on three sharing the rows, and on three each on its own; the campaign's result, the
-    analysis and each run's ``writers`` record by (nodes, keys)."""
+    """A campaign on the module lab ``lab`` (up already from ``lab_file``: a file of examples/labs/, or a spec's
+    text): oltp_update_index on one table of 10 rows, uniform keys, 6 threads, on one writer node, on three sharing
+    the rows, and on three each on its own; the campaign's result, the analysis and each run's ``writers`` record by
+    (nodes, keys)."""
     from benchlib.analysis.campaign import analyze
     from benchlib.campaign.runner import run_campaign
     from benchlib.store import read_manifest
 
-    text = (EXAMPLES / lab_file).read_text().splitlines()
+    text = (lab_file if "\n" in lab_file else (EXAMPLES / lab_file).read_text()).splitlines()
     (tmp_path / "lab.toml").write_text("\n".join(f'name = "{lab.name}"' if line.startswith("name =") else line
                                                   for line in text))
     spec = tmp_path / "campaign.toml"

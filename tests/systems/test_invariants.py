@@ -65,6 +65,12 @@ def test_a_member_that_left_the_group_and_a_primary_that_moved():
     found = [b.sentence() for b in inv.group_membership(f, W)]
     assert found == ["r1 was not ONLINE in the group at 5.0 s for 15.0 s",
                      "p stopped being the primary (r2 became it) at 13.0 s"]
+    every = frame(every_second("p", "gr_primary", {}) + every_second("r1", "gr_primary", {(18, 19): 0.0})
+                  + every_second("r2", "gr_primary", {}))  # multi-primary: each member stays a primary
+    assert [b.sentence() for b in inv.group_membership(every, W)] == [
+        "r1 stopped being a primary (a multi-primary group's member) at 8.0 s"]
+    assert inv.group_membership(frame(every_second("p", "gr_primary", {}) + every_second("r2", "gr_primary", {})),
+                                W) == []
 
 
 def test_a_silent_node_is_named_from_its_own_liveness_rows():

@@ -8,6 +8,7 @@ every run, and the commits a second against one writer node of the same cluster 
 from __future__ import annotations
 
 import math
+import re
 from functools import cached_property
 from typing import Any
 
@@ -96,6 +97,24 @@ def _name(r: pd.Series) -> str:
             + f" ({retried}{', ' + load if load else ''})")
 
 
+def _counted(reconciled: str, by_code: str) -> str:
+    """Which server counters added up to the clients' errors (``summary``'s ``reconciled``), in words; the error
+    numbers none counted."""
+    names = [x for x in reconciled.split(", ") if x]
+    plain = [x for x in names if " = " not in x]
+    if plain:
+        return f"; the servers' {', '.join(plain)} equalled the clients' errors on every writer node of every run"
+    pairs = [x.split(" = ", 1) for x in names if " = " in x]
+    if not pairs:
+        return "; no server counter equalled the clients' errors on every writer node of every run"
+    covered = {code for p in pairs for code in re.findall(r"\d{4}", p[1])}
+    rest = [c.split(":")[0] for c in by_code.split(", ") if c and c.split(":")[0] not in covered]
+    each = [f"{c} equalled {what}" for c, what in pairs]
+    said = each[0] if len(each) == 1 else ", ".join(each[:-1]) + ", and " + each[-1]
+    unseen = f" (no server counter counted the {' and '.join(rest)} errors)" if rest else ""
+    return f"; on every writer node of every run, {said}{unseen}"
+
+
 def findings(a: Any) -> list[str]:
     out = []
     for _, r in summary(a).iterrows():
@@ -112,9 +131,7 @@ def findings(a: Any) -> list[str]:
                   if math.isfinite(r.vs_one_low) and math.isfinite(r.vs_one_high) else
                   "no interval: two runs a side give one")
             vs = f"; {r.vs_one:.2f}× the commits a second of one writer node ({ci})"
-        counted = (f"; the servers' {r.reconciled} equalled the clients' errors on every writer node of every run"
-                   if r.reconciled else
-                   "; no server counter equalled the clients' errors on every writer node of every run")
+        counted = _counted(r.reconciled, r.errors_by_code)
         out.append(f"{_name(r)}: {r.commits_per_s:,.0f} commits a second (median of {int(r.runs)} run"
                    f"{'s' if r.runs != 1 else ''}){vs}; {conflicts}{given}{counted if r.errors else ''}")
     return out

@@ -15,16 +15,8 @@ __all__ = ["AXIS", "WritersAxis", "why_not_everywhere"]
 
 
 def why_not_everywhere(lab: Any, cluster: str) -> str | None:
-    """Why not every node of ``cluster`` takes writes (None: each does): replicas are read-only, and so are a
-    single-primary group's secondaries."""
-    c = lab.clusters[cluster]
-    topology = str(getattr(c, "topology", "") or "")
-    if not catalogue.is_multi_writer(topology):
-        return f"its topology {topology} has read-only replicas"
-    if getattr(c, "single_primary", None) is True or getattr(c, "mode", None) == "single-primary":
-        return "it is a single-primary group (its secondaries are read-only): single_primary = false makes it " \
-               "multi-primary"
-    return None
+    """Why not every node of ``cluster`` takes writes (None: each does)."""
+    return catalogue.why_not_everywhere(lab.clusters[cluster])
 
 
 class WritersAxis(Axis):

@@ -27,4 +27,5 @@ FACTS = SystemFacts(
             "group_replication_member_expel_timeout); an acknowledged transaction was certified by a majority, so "
             "none is lost.",
     read_settings=tuple(CONSISTENCY), roles=("primary", "secondary"), status_probe="group_replication",
-    modes=("single-primary", "multi-primary"), applier_variables=APPLIER_VARIABLES, topologies=(TOPOLOGY,))
+    modes=("single-primary", "multi-primary"), spaced_ids="7 when multi-primary", applier_variables=APPLIER_VARIABLES,
+    topologies=(TOPOLOGY,))

@@ -10,5 +10,6 @@ __all__ = ["FACTS"]
 FACTS = SystemFacts(
     "pxc", "Percona XtraDB Cluster", "Percona XtraDB Cluster", "MySQL", "galera", multi_writer=True, failover="any",
     promise=galera.PROMISE, read_settings=galera.READ_SETTINGS, read_settings_described=galera.READ_SETTINGS_DESCRIBED,
-    roles=("writer", "node"), status_probe="pxc", local=False, applier_variables=galera.APPLIER_VARIABLES,
+    roles=("writer", "node"), status_probe="pxc", local=False, spaced_ids="cluster size",
+    applier_variables=galera.APPLIER_VARIABLES,
     color="#CC79A7")  # reddish purple
