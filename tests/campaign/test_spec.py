@@ -262,6 +262,17 @@ def test_a_fault_the_lab_cannot_inject_is_refused_when_the_spec_is_loaded(fault,
     assert words in str(err.value) + str(getattr(err.value, "detail", ""))
 
 
+def test_a_multi_primary_group_takes_a_kill_and_refuses_a_switchover():
+    """Every member of a multi-primary group is a primary: a member killed is a fault it takes (the load moves to a
+    survivor), a switchover has no primary role to move."""
+    multi = load_spec(EXAMPLES / "gr-3-multi.toml")
+    runs = plan(fault_spec({"kind": "kill"}, matrix={"clusters": ["gr"]}), multi)
+    assert {(r.fault.kind, r.fault.target, r.fault.promote) for r in runs} == {("kill", "write_node", False)}
+    with pytest.raises(SpecError, match="a switchover moves the primary role to another node: group_replication "
+                                        "cluster gr has none to move"):
+        plan(fault_spec({"kind": "switchover"}, matrix={"clusters": ["gr"]}), multi)
+
+
 def test_what_a_promotion_does_with_relay_logs_is_an_axis_of_the_promoted_clusters_only():
     """relay_logs = ["apply", "discard"]: two configurations where the lab promotes (a 1+1 semi-sync cluster), one
     where the system fails over by itself; a replica's fault promotes nothing, so it runs once."""
