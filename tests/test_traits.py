@@ -10,12 +10,14 @@ from benchlib.manifest import Manifest
 from benchlib.traits import traits
 
 
-def _manifest(system: str, topology: str, nodes: int, load: dict, single_primary: str | None = None) -> Manifest:
+def _manifest(system: str, topology: str, nodes: int, load: dict,
+              single_primary: str | None = None) -> Manifest:
     names = [f"n-{i}" for i in range(1, nodes + 1)]
     variables = {names[0]: {"group_replication_single_primary_mode": single_primary}} if single_primary else {}
     return Manifest.model_validate({
         "format_version": 1, "run_id": "r", "status": "ok", "started_utc": "", "ended_utc": "",
-        "lab": {"nodes": names, "system": system, "topology": topology, "facts": {"system": system, "topology": topology}},
+        "lab": {"nodes": names, "system": system, "topology": topology,
+                "facts": {"system": system, "topology": topology}},
         "sysbench": load, "server_variables": variables})
 
 

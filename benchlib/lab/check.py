@@ -2,11 +2,11 @@
 
 Every node that is up is checked by its system's ``readiness`` (``benchlib.systems``: a replica's threads, a
 Galera node Synced in a full primary component, a group member ONLINE in a full group), the same check a
-remote lab's runs. For each cluster, one row is written on its writer (node 1) and the time until it
-is visible on every other node is measured from this process's clock (polling
-every millisecond); in a cluster that takes writes on every node (Galera, a multi-primary group), one row is written
-on each node in turn and looked for on all the others. A group fronted by MySQL Router (``router = true``) has its routing proved: a write through
-Router's read-write port lands on the group's primary, and a read through its read-only port on a secondary.
+remote lab's runs. For each cluster, one row is written on its writer (node 1) and the time until it is visible on
+every other node is measured from this process's clock (polling every millisecond); in a cluster that takes writes
+on every node (Galera, a multi-primary group), one row is written on each node in turn and looked for on all the
+others. A group fronted by MySQL Router (``router = true``) has its routing proved: a write through Router's
+read-write port lands on the group's primary, and a read through its read-only port on a secondary.
 Problems are listed, each with what to do.
 """
 
@@ -30,7 +30,7 @@ TABLE = "benchlib.lab_check"
 class CheckResult:
     problems: list[str] = field(default_factory=list)
     visible_ms: dict[str, dict[str, float]] = field(default_factory=dict)  # cluster -> node -> ms
-    #: a cluster that takes writes everywhere: cluster -> the node written on (node 1's is in ``visible_ms``) -> node -> ms
+    #: a cluster that takes writes everywhere: cluster -> the node written on (node 1's: ``visible_ms``) -> node -> ms
     elsewhere_ms: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     routes: dict[str, str] = field(default_factory=dict)  # cluster -> where its Router sent a write and a read
 
@@ -83,7 +83,8 @@ def check(lab, timeout: float = 10.0) -> CheckResult:
 
 def _written_and_seen(lab, cluster: str, writer, readers: list, timeout: float,
                       result: CheckResult) -> dict[str, float] | None:
-    """Write one row on ``writer``; ms until each of ``readers`` sees it (None: the write failed, said in ``result``)."""
+    """Write one row on ``writer``; ms until each of ``readers`` sees it (None: the write failed, as ``result``
+    says)."""
     token = str(uuid.uuid4())
     try:
         with lab.connect(writer) as conn:
@@ -104,7 +105,8 @@ def _written_and_seen(lab, cluster: str, writer, readers: list, timeout: float,
         return None
     for reader in readers:
         if reader.name not in seen:
-            result.problems.append(f"{reader.name}: a row written on {writer.name} was not visible after {timeout:.0f} s")
+            result.problems.append(f"{reader.name}: a row written on {writer.name} was not visible after "
+                                   f"{timeout:.0f} s")
     return seen
 
 

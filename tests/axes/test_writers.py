@@ -69,6 +69,11 @@ def test_the_server_counters_that_add_up_to_the_clients_errors_are_named():
                                                            "gr_conflicts_detected = the group's 3101 errors",
                                                            "Handler_rollback = its clients' 3101s and 1180s twice and "
                                                            "1213s once"]
+    # a member whose clients saw 3101s only: its local rollbacks equal all of them, and its 3101s alike
+    assert reconciled({"errors": 33, "e3101": 33}, {"gr_local_rollback": 33.0, "gr_conflicts_detected": 40.0},
+                      {"errors": 40, "e3101": 40}) == [
+        "gr_local_rollback", "gr_local_rollback = its clients' 3101 errors",
+        "gr_conflicts_detected = the group's 3101 errors"]
 
 
 def _spec(tmp_path: Path, lab_file: str, clusters: list[str], writers: str) -> Path:
@@ -78,6 +83,34 @@ def _spec(tmp_path: Path, lab_file: str, clusters: list[str], writers: str) -> P
                     f'threads = [6]\ntime_s = 3\n[matrix]\nclusters = {clusters}\n[writers]\n{writers}\n'.replace(
                         "'", '"'))
     return spec
+
+
+def test_flow_control_and_queues_are_given_per_writer_node_over_the_load_only():
+    """Galera's paused time and messages sent, Group Replication's throttled time, and each node's queue, from the
+    sampler's rows inside the load window (rows before it do not count)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from benchlib.axes.writers import queues
+
+    rows = []
+    for t in range(0, 13):  # the load runs from 2 s to 12 s
+        for node, pause_ms, sent in (("g-1", 0, 0), ("g-2", 200, 1)):  # g-2 paused 0.2 s a second, one message
+            rows += [("r1", float(t), node, "wsrep_flow_control_paused_ns", t * pause_ms * 1e6, True, False),
+                     ("r1", float(t), node, "wsrep_flow_control_sent", float(t * sent), True, False),
+                     ("r1", float(t), node, "wsrep_local_recv_queue", 9.0 if t < 2 else float(t % 3), False, False)]
+    cluster = pd.DataFrame(rows, columns=["run_id", "t_s", "node", "metric", "value", "counter", "reset"])
+    seconds = pd.DataFrame({"run_id": ["r1", "r1"], "t_s": [3.0, 3.0], "node": ["g-1", "g-2"]})
+    a = SimpleNamespace(frames={"cluster": cluster, "writer_seconds": seconds},
+                        runs=pd.DataFrame({"run_id": ["r1"], "load_start_s": [2.0], "load_end_s": [12.0]}))
+    nodes = queues.per_node(a, pd.DataFrame({"run_id": ["r1"], "cluster": ["g"], "writer_nodes": [2]}))
+    got = nodes.set_index("node")
+    assert got.paused.round(3).to_dict() == {"g-1": 0.0, "g-2": 0.2} and got.fc_sent.to_dict() == {"g-1": 0, "g-2": 10}
+    assert got.throttled.isna().all() and got.queue_max.to_dict() == {"g-1": 2.0, "g-2": 2.0}  # not the 9 before it
+    said = queues.queue_words(queues.summary(nodes, ["cluster"]))
+    assert said == ("flow control paused them 0%, 20% of the load (g-1, g-2; messages sent 0, 10); their queues held "
+                    "a mean 1.0, 1.0 transactions (at most 2)")
 
 
 def test_a_campaign_plans_one_configuration_per_writer_count_and_keys(tmp_path):

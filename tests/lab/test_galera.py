@@ -167,4 +167,8 @@ def test_writes_on_three_nodes_conflict_on_shared_rows_and_not_on_their_own(gale
     said = a.axis("writers").findings
     assert any(s.startswith("galera, 3 writer nodes on shared keys") and "conflicts per 1,000 commits" in s
                for s in said), said
+    q = a.axis("writers").queues  # per writer node: the share of the load flow control paused it, its receive queue
+    three = q[(q.writer_nodes == 3) & (q.writer_keys == "shared")]
+    assert sorted(three.node) == ["galera-1", "galera-2", "galera-3"] and three.paused.between(0, 1).all(), q
+    assert any("flow control paused them" in s for s in said), said
     assert any(s.startswith("galera, 3 writer nodes each on its own keys") and "no conflict" in s for s in said), said

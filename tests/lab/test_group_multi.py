@@ -75,6 +75,10 @@ def test_writes_on_three_members_conflict_on_shared_rows_and_not_on_their_own(la
     said = a.axis("writers").findings
     assert any(s.startswith("gr, 3 writer nodes on shared keys") and "conflicts per 1,000 commits" in s
                for s in said), said
+    q = a.axis("writers").queues  # per writer node: the group's flow control and each member's backlog
+    three = q[(q.writer_nodes == 3) & (q.writer_keys == "shared")]
+    assert sorted(three.node) == ["gr-1", "gr-2", "gr-3"] and three.queue_mean.notna().all(), q
+    assert any("their queues held a mean" in s for s in said), said
 
 
 def test_a_killed_member_leaves_the_others_writing_and_comes_back_a_primary(lab, tmp_path):

@@ -2,8 +2,9 @@
 the commits a second the clients counted (a transaction given up is no commit), the conflicts per 1,000 commits with
 their 95% interval (runs as the unit, ``benchlib.analysis.staleness.rare_rate`` on the share of attempts the server
 rolled back), the errors by number, which server counters added up to the clients' errors on every writer node of
-every run, and the commits a second against one writer node of the same cluster (a ratio with its interval,
-``benchlib.analysis.compare.ratio``): in words."""
+every run, the commits a second against one writer node of the same cluster (a ratio with its interval,
+``benchlib.analysis.compare.ratio``), and what flow control did on each writer node and its queue
+(``benchlib.axes.writers.queues``): in words."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from benchlib.analysis.compare import ratio
 from benchlib.analysis.staleness import rare_rate
+from benchlib.axes.writers import queues
 from benchlib.axis import AxisAnalysis
 
 __all__ = ["WritersAnalysis", "findings", "per_run", "summary"]
@@ -63,9 +65,11 @@ def summary(a: Any) -> pd.DataFrame:
         return pd.DataFrame()
     keys = _keys(m)
     m = m.assign(retry=m.retry.astype(object).where(m.retry.notna(), "for ever")) if "retry" in m else m
+    nodes = queues.per_node(a, m)
     rows = []
     for key, g in m.groupby(keys, sort=True, dropna=False):
         head = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        mine = nodes[nodes.run_id.isin(g.run_id)] if not nodes.empty else nodes
         rate = rare_rate(g.errors.to_numpy(), (g.committed + g.errors).to_numpy())
         per_k = (lambda p: 1000 * p / (1 - p) if p == p and p < 1 else math.nan)
         codes = {c: int(g[c].sum()) for c in sorted(c for c in g.columns if c.startswith("e") and c[1:].isdigit())}
@@ -75,7 +79,8 @@ def summary(a: Any) -> pd.DataFrame:
                "conflicts_per_1000": per_k(rate.fraction), "conflicts_low": per_k(rate.low),
                "conflicts_high": per_k(rate.high), "conflicts_upper": per_k(rate.upper),
                "errors_by_code": ", ".join(f"{c[1:]}: {n:,}" for c, n in codes.items() if n),
-               "reconciled": ", ".join(sorted(set.intersection(*agreed))) if agreed else ""}
+               "reconciled": ", ".join(sorted(set.intersection(*agreed))) if agreed else "",
+               "queues": queues.queue_words(queues.summary(mine, [])) if not mine.empty else ""}
         one = m[(m.cluster == head["cluster"]) & (m.writer_nodes == 1)]
         for k in LOAD:
             if k in head:
@@ -132,13 +137,15 @@ def findings(a: Any) -> list[str]:
                   "no interval: two runs a side give one")
             vs = f"; {r.vs_one:.2f}× the commits a second of one writer node ({ci})"
         counted = _counted(r.reconciled, r.errors_by_code)
+        waits = f"; {r.queues}" if r.get("queues") else ""
         out.append(f"{_name(r)}: {r.commits_per_s:,.0f} commits a second (median of {int(r.runs)} run"
-                   f"{'s' if r.runs != 1 else ''}){vs}; {conflicts}{given}{counted if r.errors else ''}")
+                   f"{'s' if r.runs != 1 else ''}){vs}; {conflicts}{given}{counted if r.errors else ''}{waits}")
     return out
 
 
 class WritersAnalysis(AxisAnalysis):
-    """``a.axis("writers")``: ``per_run``, ``summary`` (per configuration), ``findings``."""
+    """``a.axis("writers")``: ``per_run``, ``summary`` (per configuration), ``queues`` (per configuration and writer
+    node), ``findings``."""
 
     axis = "writers"
 
@@ -153,6 +160,12 @@ class WritersAnalysis(AxisAnalysis):
     @cached_property
     def measures(self) -> pd.DataFrame:
         return self.summary
+
+    @cached_property
+    def queues(self) -> pd.DataFrame:
+        """Flow control and queues per configuration and writer node (``benchlib.axes.writers.queues``)."""
+        m = self.per_run
+        return queues.summary(queues.per_node(self.a, m), _keys(m)) if not m.empty else pd.DataFrame()
 
     @cached_property
     def findings(self) -> list[str]:

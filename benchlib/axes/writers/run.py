@@ -91,7 +91,9 @@ def reconciled(client: dict[str, int], server: dict[str, float], group: dict[str
         else:
             where, _, key = what.rpartition(" ")
             expected = ((group or {}) if where else client).get(key, 0)
-        if abs(sum(server[p] for p in parts) - expected) <= slack and counter not in out:  # (said plainly: enough)
+        if " + " in what and counter in out:
+            continue  # a weighting of the errors that their plain count already matched says nothing more
+        if abs(sum(server[p] for p in parts) - expected) <= slack:
             out.append(_label(counter, what))
     return out
 
