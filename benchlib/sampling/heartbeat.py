@@ -48,6 +48,9 @@ class HeartbeatLog:
     lock: threading.Lock = field(default_factory=threading.Lock)
     wakers: list = field(default_factory=list)  # called after each commit: wakes the readers' lane
     last_seq: int = 0
+    #: the writer's greatest seq before this heartbeat's first commit (``Heartbeat.prepare`` reads it): a reader's
+    #: first answer counts what is above it as seen, even a heartbeat whose commit the writer has not logged yet
+    base_seq: int | None = None
 
     def commit(self, seq: int, t: float, wall: float) -> None:
         with self.lock:
@@ -74,7 +77,8 @@ class HeartbeatLog:
                 rows["t_commit_s"].append(t_commit - origin)
                 rows["t_seen_s"].append(t_seen - origin)
                 rows["t_prev_poll_s"].append(prev - origin)
-                rows["lag_ms"].append((t_seen - t_commit) * 1000)
+                lag = (t_seen - t_commit) * 1000  # below 0: seen between the commit and the writer's log of it
+                rows["lag_ms"].append(max(lag, 0.0) if lag == lag else lag)
                 rows["lag_low_ms"].append(max(0.0, (prev - t_commit) * 1000) if prev == prev else np.nan)
                 wall = applied.get(seq)
                 rows["apply_lag_ms"].append((wall - self.committed_wall[seq]) * 1000 if wall is not None else np.nan)
@@ -157,8 +161,9 @@ class HeartbeatReader(Probe):
         self.log.last_poll[self.node] = t_poll
         if top is not None:
             top = int(top)
-            if self.last is None:
-                self.last = min(top, min(self.log.committed, default=top + 1) - 1)
+            if self.last is None:  # the first answer: what this heartbeat committed above it is seen now
+                base = self.log.base_seq
+                self.last = min(top, base if base is not None else min(self.log.committed, default=top + 1) - 1)
             if top > self.last:
                 seen = self.log.seen[self.node]
                 for seq in range(self.last + 1, top + 1):
@@ -209,6 +214,8 @@ class Heartbeat:
                 cur.execute("CREATE DATABASE IF NOT EXISTS benchlib")
                 cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (seq BIGINT PRIMARY KEY, sent_at DOUBLE NOT NULL) "
                             "ENGINE=InnoDB")
+                cur.execute(f"SELECT COALESCE(MAX(seq), 0) AS m FROM {TABLE}")
+                self.log.base_seq = int(cur.fetchone()["m"])
         finally:
             conn.close()
         deadline = time.monotonic() + timeout

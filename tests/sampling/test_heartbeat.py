@@ -92,6 +92,32 @@ def test_trigger_creates_no_errant_gtid(async_lab):
                 assert row["b"] == row["s"] == primary  # nothing of the replica's own in its binary log
 
 
+def test_a_heartbeat_a_replica_shows_before_the_writer_logged_its_commit_is_seen_not_lost():
+    """The writer's commit returns, the replica applies it and a reader's first poll finds it, all before the writer
+    logs the commit: the reader counts it seen (the heartbeat's own first seq is above what was there before), with
+    a lag of 0, not a heartbeat never seen (the clean clone of 8587bb4 saw one, its lag "at least 304 ms")."""
+    from benchlib.sampling.heartbeat import HeartbeatLog, HeartbeatReader
+
+    class Replica:  # the replica's MAX(seq): a previous heartbeat's 4, then this one's 5
+        top = 5
+
+        def execute(self, sql):
+            pass
+
+        def fetchone(self):
+            return (self.top,)
+
+    clock = iter([1.0, 1.1, 1.2, 1.3]).__next__
+    log = HeartbeatLog(base_seq=4)
+    reader = HeartbeatReader(lambda node: None, "r", log, clock)
+    reader.cur = Replica()
+    reader.sample(0.0)  # at 1.0: seq 5 is on the replica; the writer logs it at 1.1
+    log.commit(5, clock(), 0.0)
+    reader.sample(0.0)  # at 1.2
+    df = log.frame()
+    assert df.seq.tolist() == [5] and df.lag_ms.tolist() == [0.0] and df.t_seen_s.tolist() == [1.0]
+
+
 def test_stopping_right_after_a_commit_loses_no_heartbeat(async_lab):
     """The sampler stops a moment after a commit, before the poll it woke: the readers poll once more
     on the way out, so the last heartbeat is seen on every node in sync (it used to look lost)."""
