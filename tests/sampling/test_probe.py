@@ -92,6 +92,9 @@ def test_a_sleeping_probe_is_woken_by_another():
         asked = time.monotonic()
         p.wanted.set()
         p.wake()
-        time.sleep(0.1)
+        while len(p.times) < 2 and time.monotonic() - asked < 0.25:
+            time.sleep(0.002)
     assert first == 1 and len(p.times) == 2
-    assert p.times[1] - asked < 0.02  # woken at once, not at the next periodic re-check
+    # woken at once, not at the lane's periodic re-check (0.5 s after its initial sample: 0.3 s after the ask); the
+    # bound leaves a loaded machine's scheduling room (the suite's no-lab phase runs at nice 10: 37 ms seen there)
+    assert p.times[1] - asked < 0.2
