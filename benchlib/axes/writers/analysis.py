@@ -120,9 +120,10 @@ def _counted(reconciled: str, by_code: str) -> str:
     return f"; on every writer node of every run, {said}{unseen}"
 
 
-def findings(a: Any) -> list[str]:
+def findings(a: Any, table: pd.DataFrame | None = None) -> list[str]:
+    """``summary`` (``table``, when the caller has it already) in words, a sentence per configuration."""
     out = []
-    for _, r in summary(a).iterrows():
+    for _, r in (summary(a) if table is None else table).iterrows():
         if r.errors == 0:
             conflicts = (f"no conflict in {r.committed:,} commits (95% bound: at most {r.conflicts_upper:.2g} per "
                          "1,000 commits)")
@@ -169,5 +170,5 @@ class WritersAnalysis(AxisAnalysis):
 
     @cached_property
     def findings(self) -> list[str]:
-        return findings(self.a)
+        return findings(self.a, self.summary)  # the summary once, queues and all
 
