@@ -254,6 +254,8 @@ def server_logs(labs: list, lines: int = LOG_LINES) -> str:
             except OSError as exc:
                 log = [f"(no log: {exc})"]
             crash = max((i for i, line in enumerate(log) if CRASH.search(line)), default=None)  # the last crash
+            while crash and any(CRASH.search(line) for line in log[max(0, crash - 60):crash]):
+                crash -= 1  # from its first line: MySQL's stack ends in "where mysqld died", its signal above
             tail = log[-lines:]
             if crash is not None and crash < len(log) - lines:  # the crash's header and stack, then the end
                 tail = log[crash:crash + 40] + (["..."] if crash + 40 < len(log) - lines else []) + \
