@@ -138,28 +138,46 @@ def test_writes_on_several_nodes_of_a_cluster_that_cannot_take_them_are_refused(
         plan(spec, lab)
 
 
-def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: int = 4):
+def test_an_async_baseline_written_on_its_write_node_alone_sits_beside_three_galera_writers(tmp_path):
+    from benchlib.campaign.plan import plan
+
+    spec, lab = load_campaign_spec(_spec(tmp_path, "demo.toml", ["async", "galera"],
+                                         'nodes = [1, 3]\nnodes_of = { async = [1] }'))
+    got = sorted((r.params["cluster"], r.options.writers) for r in plan(spec, lab))
+    assert got == [("async", 1), ("galera", 1), ("galera", 3)]
+    for writers, said in [('nodes = [1]\nnodes_of = { nope = [1] }', "[writers] nodes_of names nope, not a cluster"),
+                          ('nodes_of = { async = [1, 2] }', "[writers] nodes_of.async = 2 on cluster async: its "
+                                                             "topology async has read-only replicas")]:
+        spec, lab = load_campaign_spec(_spec(tmp_path, "demo.toml", ["async", "galera"], writers))
+        with pytest.raises(SpecError, match=re.escape(said)):
+            plan(spec, lab)
+
+
+def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: int = 4,
+                     writers: str = 'nodes = [1, 3]\nkeys = ["shared", "disjoint"]', rates: str = ""):
     """A campaign on the module lab ``lab`` (up already from ``lab_file``: a file of examples/labs/, or a spec's
-    text): oltp_update_index on one table of 10 rows, uniform keys, 6 threads, on one writer node, on three sharing
-    the rows, and on three each on its own; the campaign's result, the analysis and each run's ``writers`` record by
-    (nodes, keys)."""
+    text): oltp_update_index on one table of 10 rows, uniform keys, 6 threads, by default on one writer node, on three
+    sharing the rows, and on three each on its own (``writers``: the ``[writers]`` table; ``rates``: an open loop's,
+    ``"[600]"``); the campaign's result, the analysis and each run's ``writers`` record by (nodes, keys), with the
+    run's sysbench summary as ``summary``."""
     from benchlib.analysis.campaign import analyze
     from benchlib.campaign.runner import run_campaign
     from benchlib.store import read_manifest
 
     text = (lab_file if "\n" in lab_file else (EXAMPLES / lab_file).read_text()).splitlines()
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "lab.toml").write_text("\n".join(f'name = "{lab.name}"' if line.startswith("name =") else line
                                                   for line in text))
     spec = tmp_path / "campaign.toml"
     spec.write_text(f'name = "w"\nlab = "lab.toml"\nrepetitions = 1\nseed = 4\n[load]\n'
                     f'workloads = ["oltp_update_index"]\nthreads = [6]\ntime_s = {time_s}\ntables = 1\n'
-                    f'table_size = 10\ndistributions = ["uniform"]\n[matrix]\nclusters = ["{cluster}"]\n'
-                    '[writers]\nnodes = [1, 3]\nkeys = ["shared", "disjoint"]\n'
-                    '[interference]\nredo_above = 1\n')
+                    f'table_size = 10\ndistributions = ["uniform"]\n{"rates = " + rates if rates else ""}\n'
+                    f'[matrix]\nclusters = ["{cluster}"]\n[writers]\n{writers}\n[interference]\nredo_above = 1\n')
     result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert set(result.counts) == {"ok"}, result.table()[["run_id", "status", "reason"]]
     records = {}
     for r in result.plan:
-        rec = read_manifest(result.path / r.run_id).as_dict()["axes"]["writers"]
-        records[(len(rec["nodes"]), rec["keys"])] = rec
+        m = read_manifest(result.path / r.run_id).as_dict()
+        rec = m["axes"]["writers"]
+        records[(len(rec["nodes"]), rec["keys"])] = {**rec, "summary": m["summary"]}
     return result, analyze(result.path), records

@@ -30,12 +30,25 @@ class WritersSpec(Strict):
     #: retries of a transaction the server rolled back before the client gives it up (as an application with a
     #: bounded retry loop); left out: for ever, sysbench's own way (a retry draws its keys again)
     retry: int | None = Field(default=None, ge=0, le=1000)
+    #: per cluster, its own ``nodes`` (``nodes_of = { async = [1] }``: an async baseline beside write-anywhere clusters
+    #: written on 1 and 3 nodes, each compared with it)
+    nodes_of: dict[str, list[int]] = Field(default_factory=dict)
 
     @field_validator("nodes")
     @classmethod
     def _nodes(cls, v: list[int]) -> list[int]:
-        if any(not 1 <= n <= 9 for n in v) or len(set(v)) < len(v):
+        if any(not 1 <= n <= 9 for n in v) or len(set(v)) < len(v) or not v:
             raise ValueError(f"each from 1 to 9 nodes, listed once: {v}")
+        return v
+
+    @field_validator("nodes_of")
+    @classmethod
+    def _nodes_of(cls, v: dict[str, list[int]]) -> dict[str, list[int]]:
+        for cluster, nodes in v.items():
+            try:
+                cls._nodes(nodes)
+            except ValueError as e:
+                raise ValueError(f"{cluster}: {e}") from None
         return v
 
 

@@ -37,16 +37,21 @@ class WritersAxis(Axis):
     def plan(self, spec: Any, lab: Any, clusters: list[str], source: str) -> dict[str, list[Any]]:
         table: WritersSpec = spec.axes[self.name]
         out: dict[str, list[Any]] = {}
+        if unknown := sorted(set(table.nodes_of) - set(clusters)):
+            raise SpecError(f"{source}: [writers] nodes_of names {', '.join(unknown)}, not a cluster of this campaign",
+                            hint=f"its clusters: {', '.join(clusters)}")
         for c in clusters:
             size = len(lab.nodes_of(c))
             variants = []
-            for n in table.nodes:
+            where = f"nodes_of.{c}" if c in table.nodes_of else "nodes"
+            for n in table.nodes_of.get(c, table.nodes):
                 if n > 1 and (why := why_not_everywhere(lab, c)) is not None:
-                    raise SpecError(f"{source}: [writers] nodes = {n} on cluster {c}: {why}",
+                    raise SpecError(f"{source}: [writers] {where} = {n} on cluster {c}: {why}",
                                     hint="write on several nodes of a Galera or multi-primary Group Replication "
-                                         "cluster, or list only 1 for this one (matrix.clusters)")
+                                         f"cluster; this one on its write node alone: [writers] nodes_of = "
+                                         f"{{ {c} = [1] }}")
                 if n > size:
-                    raise SpecError(f"{source}: [writers] nodes = {n}, but cluster {c} has {size} nodes")
+                    raise SpecError(f"{source}: [writers] {where} = {n}, but cluster {c} has {size} nodes")
                 for keys in table.keys:
                     v = WritersVariant(n, keys if n > 1 else "shared", table.retry)
                     if v not in variants:  # one writer node on "disjoint" keys is one on all of them
