@@ -181,8 +181,11 @@ class SysbenchOptions:
         if self.counted:
             args += [f"--key-part={self.key_part}", f"--key-parts={self.key_parts}", f"--writer={self.node or '-'}",
                      f"--retry={-1 if self.retry is None else self.retry}"]
-        elif self.spec.dataset == "tpcc" and self.key_parts > 1:  # this node's threads on its own warehouses
-            args += [f"--warehouse-part={self.key_part}", f"--warehouse-parts={self.key_parts}"]
+        elif self.spec.dataset == "tpcc" and self.node:  # a writer node's part: counted by node, on its own
+            # warehouses when they are split
+            args.append(f"--writer={self.node}")
+            if self.key_parts > 1:
+                args += [f"--warehouse-part={self.key_part}", f"--warehouse-parts={self.key_parts}"]
         if self.distribution is not None and self.spec.dataset != "tpcc":  # (prepared under the default: shared;
             # the TPC-C-like workloads draw their keys as the specification says, NURand)
             args += self.keys.args()

@@ -30,6 +30,7 @@ sysbench.cmdline.options = {
   warehouse_part = {"This writer node's part of the home warehouses (1..warehouse-parts)", 1},
   warehouse_parts = {"Parts the home warehouses are split into, one a writer node (warehouse w: part (w-1) mod N + 1)",
                      1},
+  writer = {"The node this part of the load writes to: its commits and errors also as benchlib-writer lines", "-"},
   mysql_storage_engine = {"Storage engine", "innodb"},
 }
 
@@ -482,13 +483,26 @@ end
 local second, counts, hist
 
 local function flush()
+  local committed, all = 0, {}
   for k, c in pairs(counts) do
     local errs = {}
     for code, n in pairs(c.errors) do
       errs[#errs + 1] = code .. ":" .. n
+      all[code] = (all[code] or 0) + n
     end
+    committed = committed + c.ok
     io.stdout:write(string.format("benchlib-tpcc %d %s %d %d %.3f %s\n", second, TYPES[k], c.ok, c.rolled_back,
                                   c.latency, table.concat(errs, " ")))
+  end
+  if sysbench.opt.writer ~= "-" and (committed > 0 or next(all) ~= nil) then
+    -- as writers.lua counts an oltp_* test's: commits (a New-Order rolled back on purpose is none) and errors by
+    -- number; nothing is given up (a retried error restarts the event with a transaction of the same type)
+    local errs = {}
+    for code, n in pairs(all) do
+      errs[#errs + 1] = code .. ":" .. n
+    end
+    io.stdout:write(string.format("benchlib-writer %s %d %d 0 %s\n", sysbench.opt.writer, second, committed,
+                                  table.concat(errs, " ")))
   end
   counts = {}
 end

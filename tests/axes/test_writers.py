@@ -35,7 +35,8 @@ def test_a_load_is_split_over_its_writer_nodes_with_the_same_total():
     assert {p.key_parts for p in shared.values()} == {1}
     tpcc = parts(SysbenchOptions(workload="tpcc_like", warehouses=3, threads=3, writers=3, disjoint=True),
                  ["g-1", "g-2", "g-3"])["g-3"]
-    assert {"--warehouse-part=3", "--warehouse-parts=3"} <= set(tpcc.run_args()) and tpcc.argv("run")[0] != "env"
+    assert {"--warehouse-part=3", "--warehouse-parts=3", "--writer=g-3"} <= set(tpcc.run_args())
+    assert tpcc.argv("run")[0] != "env"  # the mix counts its own commits and errors by node
     plain = SysbenchOptions(workload="oltp_update_index")
     assert not plain.counted and plain.argv("run")[2] == "oltp_update_index"
 
@@ -138,6 +139,16 @@ def test_writes_on_several_nodes_of_a_cluster_that_cannot_take_them_are_refused(
         plan(spec, lab)
 
 
+def test_the_tpcc_like_mix_with_retry_is_refused(tmp_path):
+    from benchlib.campaign.plan import plan
+
+    path = _spec(tmp_path, "galera-3.toml", ["galera"], "nodes = [3]\nretry = 2")
+    path.write_text(path.read_text().replace("oltp_update_index", "tpcc_like"))
+    spec, lab = load_campaign_spec(path)
+    with pytest.raises(SpecError, match=re.escape("[writers] retry = 2 with the workload tpcc_like: the TPC-C-like")):
+        plan(spec, lab)
+
+
 def test_an_async_baseline_written_on_its_write_node_alone_sits_beside_three_galera_writers(tmp_path):
     from benchlib.campaign.plan import plan
 
@@ -153,12 +164,18 @@ def test_an_async_baseline_written_on_its_write_node_alone_sits_beside_three_gal
             plan(spec, lab)
 
 
+OLTP_10_ROWS = ('workloads = ["oltp_update_index"]\nthreads = [6]\ntables = 1\ntable_size = 10\n'
+                'distributions = ["uniform"]')
+
+
 def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: int = 4,
-                     writers: str = 'nodes = [1, 3]\nkeys = ["shared", "disjoint"]', rates: str = ""):
+                     writers: str = 'nodes = [1, 3]\nkeys = ["shared", "disjoint"]', rates: str = "",
+                     load: str = OLTP_10_ROWS):
     """A campaign on the module lab ``lab`` (up already from ``lab_file``: a file of examples/labs/, or a spec's
     text): oltp_update_index on one table of 10 rows, uniform keys, 6 threads, by default on one writer node, on three
     sharing the rows, and on three each on its own (``writers``: the ``[writers]`` table; ``rates``: an open loop's,
-    ``"[600]"``); the campaign's result, the analysis and each run's ``writers`` record by (nodes, keys), with the
+    ``"[600]"``; ``load``: the rest of the ``[load]`` table); the campaign's result, the analysis and each run's
+    ``writers`` record by (nodes, keys), with the
     run's sysbench summary as ``summary``."""
     from benchlib.analysis.campaign import analyze
     from benchlib.campaign.runner import run_campaign
@@ -169,10 +186,9 @@ def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: i
     (tmp_path / "lab.toml").write_text("\n".join(f'name = "{lab.name}"' if line.startswith("name =") else line
                                                   for line in text))
     spec = tmp_path / "campaign.toml"
-    spec.write_text(f'name = "w"\nlab = "lab.toml"\nrepetitions = 1\nseed = 4\n[load]\n'
-                    f'workloads = ["oltp_update_index"]\nthreads = [6]\ntime_s = {time_s}\ntables = 1\n'
-                    f'table_size = 10\ndistributions = ["uniform"]\n{"rates = " + rates if rates else ""}\n'
-                    f'[matrix]\nclusters = ["{cluster}"]\n[writers]\n{writers}\n[interference]\nredo_above = 1\n')
+    spec.write_text(f'name = "w"\nlab = "lab.toml"\nrepetitions = 1\nseed = 4\n[load]\n{load}\ntime_s = {time_s}\n'
+                    f'{"rates = " + rates if rates else ""}\n[matrix]\nclusters = ["{cluster}"]\n[writers]\n{writers}\n'
+                    '[interference]\nredo_above = 1\n')
     result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
     assert set(result.counts) == {"ok"}, result.table()[["run_id", "status", "reason"]]
     records = {}

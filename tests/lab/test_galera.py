@@ -197,3 +197,20 @@ def test_retried_conflicts_complete_the_work_of_one_writer_node_and_given_up_one
     assert 0.85 < three / one < 1.15 and 0.8 * 600 * 4 < one < 1.2 * 600 * 4, (one, three)
     committed, given_up, errors, events = counted(lost[(3, "shared")])
     assert given_up == errors > 0 and committed + given_up == events, lost
+
+
+def test_the_tpcc_like_mix_on_three_writer_nodes_is_counted_by_node(galera_lab, tmp_path):
+    """The TPC-C-like mix on three writer nodes, each on its own home warehouse: every node's commits and errors
+    counted by the clients (the New-Orders rolled back on purpose are no commits), and the same as the mix's own
+    count of what committed."""
+    from benchlib.store import load_campaign
+    from tests.axes.test_writers import measured_writers
+
+    result, _, records = measured_writers(
+        galera_lab, tmp_path, "galera-3.toml", "galera", time_s=3, writers='nodes = [3]\nkeys = ["disjoint"]',
+        load='workloads = ["tpcc_like"]\nthreads = [3]\nwarehouses = 3\nwarehouse_scale = 0.02')
+    rec = records[(3, "disjoint")]
+    assert sorted(rec["client"]) == ["galera-1", "galera-2", "galera-3"], rec
+    assert all(c["committed"] > 0 for c in rec["client"].values()), rec
+    mix = load_campaign(result.path)["tpcc_types"]
+    assert sum(c["committed"] for c in rec["client"].values()) == int(mix.committed.sum()), (rec, mix)

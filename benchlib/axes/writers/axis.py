@@ -9,6 +9,7 @@ from benchlib.axes.writers import FACTS, WritersRecord, WritersSpec, WritersVari
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
 from benchlib.errors import SpecError
 from benchlib.schema import Cell
+from benchlib.sysbench.options import WORKLOADS
 from benchlib.workloads.counted import WRITER_ERRORS, WRITER_SECONDS
 
 __all__ = ["AXIS", "WritersAxis", "why_not_everywhere"]
@@ -40,6 +41,11 @@ class WritersAxis(Axis):
         if unknown := sorted(set(table.nodes_of) - set(clusters)):
             raise SpecError(f"{source}: [writers] nodes_of names {', '.join(unknown)}, not a cluster of this campaign",
                             hint=f"its clusters: {', '.join(clusters)}")
+        if table.retry is not None and (mixes := [w for w in spec.load.workloads
+                                                  if w in WORKLOADS and WORKLOADS[w].dataset == "tpcc"]):
+            raise SpecError(f"{source}: [writers] retry = {table.retry} with the workload {mixes[0]}: the TPC-C-like "
+                            "mix retries every transaction the server rolls back, a new one of the same type, as a "
+                            "terminal would", hint="leave retry out, or give it to the oltp_* workloads alone")
         for c in clusters:
             size = len(lab.nodes_of(c))
             variants = []
