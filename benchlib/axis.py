@@ -181,6 +181,12 @@ class Axis:
         """Its chart catalogue entries (name -> (title, builder)) and captions (name -> caption(a))."""
         return {}, {}
 
+    def setting_words(self, params: Any) -> dict[str, str]:
+        """Its parameters of a configuration (``params``: a row of the runs or comparisons, by column) in words, for
+        the sentences that name the configuration: column -> words ("" says nothing); default: none (the report
+        says "column value")."""
+        return {}
+
     def report(self, a: Any, said: list[str]) -> str | None:
         """Its HTML section of the report page (None: its findings as a list)."""
         return None

@@ -11,6 +11,7 @@ import pandas as pd
 
 from benchlib.analysis import likeness, mechanism, views, why
 from benchlib.analysis.campaign import CampaignAnalysis
+from benchlib.axis import AXES
 
 __all__ = ["RatioFinding", "headline", "ratio_findings"]
 
@@ -55,8 +56,12 @@ def ratio_findings(a: CampaignAnalysis) -> list[RatioFinding]:
     for idx, r in t.iterrows():
         at = [f"{r[k]:g} client thread{'s' if r[k] != 1 else ''}" for k in varying if k == "threads" and pd.notna(r[k])]
         on = [str(r[k]) for k in varying if k == "workload" and pd.notna(r[k])]
-        other = [str(r[k]) if k == "durability" else f"{k} {r[k]:g}" if isinstance(r[k], (int, float)) else
-                 f"{k} {r[k]}" for k in varying if k not in ("threads", "workload") and pd.notna(r[k])]
+        named = {k: w for axis in AXES.values() for k, w in axis.setting_words(r).items()}  # an axis's own words
+        said = [k for k in varying if k not in ("threads", "workload") and pd.notna(r[k])]
+        said = [k for k in said if k not in named] + [k for k in named if k in said]  # in the axis's order, last
+        other = [named[k] if k in named else str(r[k]) if k == "durability" else f"{k} {r[k]:g}"
+                 if isinstance(r[k], (int, float)) else f"{k} {r[k]}" for k in said]
+        other = [o for o in other if o]
         where = " ".join(filter(None, [f"at {at[0]}" if at else "", f"on {on[0]}" if on else ""]))
         where += "".join(f", {o}" for o in other)
         kind = "" if r.cluster == r.topology else f"{r.topology}, "

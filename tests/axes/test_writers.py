@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.axes.writers import WritersVariant
-from benchlib.axes.writers.run import reconciled
+from benchlib.axes.writers.reconcile import reconciled
 from benchlib.campaign.spec import load_campaign_spec
 from benchlib.errors import SpecError
 from benchlib.sysbench.options import SysbenchOptions
@@ -60,7 +60,12 @@ def test_the_server_counters_that_add_up_to_the_clients_errors_are_named():
     assert reconciled({"errors": 42}, server, slack=2) == ["Handler_rollback",
                                                            "wsrep_local_cert_failures+wsrep_local_bf_aborts"]
     assert reconciled({"errors": 0}, {"Handler_rollback": 0.0, "gr_conflicts_detected": 0.0}) == [
-        "Handler_rollback", "gr_conflicts_detected"]
+        "Handler_rollback", "gr_conflicts_detected", "gr_conflicts_detected = the group's 3101 errors"]
+    # a member whose clients saw no error, beside one whose did (a recorded campaign): its comparisons by number hold
+    # too, so that the configuration's words say what held on every node
+    assert reconciled({"errors": 0}, {"gr_local_rollback": 0.0, "gr_conflicts_detected": 1.0}, {"e3101": 1}) == [
+        "gr_local_rollback", "gr_local_rollback = its clients' 3101 errors",
+        "gr_conflicts_detected = the group's 3101 errors"]
     # a multi-primary group member (measured): its local rollbacks are its clients' 3101s, the group's conflicts
     # every member's 3101s; its 1180s and 1213s no group counter counts
     member = {"Handler_rollback": 1881.0, "gr_local_rollback": 922.0, "gr_conflicts_detected": 1537.0}
@@ -197,3 +202,13 @@ def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: i
         rec = m["axes"]["writers"]
         records[(len(rec["nodes"]), rec["keys"])] = {**rec, "summary": m["summary"]}
     return result, analyze(result.path), records
+
+
+def test_a_configuration_s_writers_are_named_in_words():
+    from benchlib.axes.writers.axis import AXIS
+
+    assert AXIS.setting_words({"writer_nodes": 3, "writer_keys": "disjoint", "retry": 2}) == {
+        "writer_nodes": "3 writer nodes", "writer_keys": "each on its own keys", "retry": "given up after 2 retries"}
+    assert AXIS.setting_words({"writer_nodes": 1, "writer_keys": "shared", "retry": None}) == {
+        "writer_nodes": "1 writer node", "writer_keys": "", "retry": ""}
+    assert AXIS.setting_words({"threads": 4}) == {}

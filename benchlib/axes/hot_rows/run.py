@@ -14,7 +14,7 @@ from benchlib.axis import AxisRun, RunContext
 from benchlib.errors import BenchlibError
 from benchlib.systems import dialect, sql
 
-__all__ = ["HotRowsRun", "count_rows"]
+__all__ = ["HotRowsRun", "count_rows", "hot_windows"]
 
 #: a row event's header as the binlog tools print it with -v, on a sysbench table
 HEADER = re.compile(r"^### (?:UPDATE|INSERT INTO|DELETE FROM) `[^`]+`\.`sbtest\d+`")
@@ -22,9 +22,20 @@ FIRST_COLUMN = re.compile(r"^###\s+@1=(-?\d+)")
 TOOLS = {"mariadb": ("mariadb-binlog", "mysqlbinlog"), "mysql": ("mysqlbinlog",)}
 
 
-def count_rows(lines, first: int, last: int, most: int) -> tuple[int, int, bool]:
-    """(rows, rows with an id in first..last, stopped at ``most``) over a binlog tool's ``-v`` output ``lines``: each
-    row event on a sysbench table counted once, by its first column (the id)."""
+def hot_windows(options, fraction: float) -> list[tuple[int, int]]:
+    """The ids (first, last) of the hottest ``fraction`` of the rows the run's keys draw: one window of the table, or,
+    with several writer nodes each on its own keys (``writers.lua``: part k draws from its own
+    equal range of the table by the distribution), one in each node's range, ``fraction`` of the table in all."""
+    keys, size = options.keys, options.table_size
+    parts = options.writers if getattr(options, "disjoint", False) and options.writers > 1 else 1
+    width = max(1, size // parts)
+    first, last = keys.hot_rows(width, fraction)
+    return [(first + k * width, last + k * width) for k in range(parts)]
+
+
+def count_rows(lines, windows: list[tuple[int, int]], most: int) -> tuple[int, int, bool]:
+    """(rows, rows with an id in one of ``windows`` (first, last), stopped at ``most``) over a binlog tool's ``-v``
+    output ``lines``: each row event on a sysbench table counted once, by its first column (the id)."""
     rows = hot = 0
     pending = False
     for line in lines:
@@ -36,7 +47,8 @@ def count_rows(lines, first: int, last: int, most: int) -> tuple[int, int, bool]
             if m:
                 pending = False
                 rows += 1
-                hot += first <= int(m.group(1)) <= last
+                row_id = int(m.group(1))
+                hot += any(first <= row_id <= last for first, last in windows)
                 if rows >= most:
                     return rows, hot, True
     return rows, hot, False
@@ -49,7 +61,7 @@ class HotRowsRun(AxisRun):
         keys = ctx.options.keys
         self.node = ctx.nodes[0]
         self.max_rows = plan.max_rows
-        self.window = keys.hot_rows(ctx.options.table_size, plan.fraction)
+        self.windows = hot_windows(ctx.options, plan.fraction)
         self.record: dict[str, object] = {"node": self.node, "distribution": keys.name, "fraction": plan.fraction,
                                           "expected": keys.hot_share(plan.fraction)}  # HotRowsRecord's fields
         self.began: tuple[str, int, str] | None = None
@@ -109,7 +121,7 @@ class HotRowsRun(AxisRun):
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                               errors="replace") as p:
             assert p.stdout is not None
-            rows, hot, sampled = count_rows(p.stdout, self.window[0], self.window[1], self.max_rows)
+            rows, hot, sampled = count_rows(p.stdout, self.windows, self.max_rows)
             if sampled:
                 p.kill()
         self.record.update(rows=rows, hot=hot, sampled=sampled, measured=hot / rows if rows else None)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from benchlib.analysis import mechanism, why
 from benchlib.analysis.compare import ratio
 from benchlib.analysis.staleness import rare_rate
 from benchlib.axes.writers import queues
@@ -47,6 +48,7 @@ def per_run(a: Any) -> pd.DataFrame:
                      "load_s": load_s, "committed": int(s.committed.sum()), "errors": int(s.errors.sum()),
                      "given_up": int(s.given_up.sum()), "commits_per_s": float(s.committed.sum()) / load_s,
                      "reconciled": getattr(r, "writers_reconciled", None),
+                     "server_rollbacks": getattr(r, "writers_server_rollbacks", None),
                      **{f"e{int(c)}": int(n) for c, n in by_code.items()}})
     return pd.DataFrame(rows)
 
@@ -66,6 +68,7 @@ def summary(a: Any) -> pd.DataFrame:
     keys = _keys(m)
     m = m.assign(retry=m.retry.astype(object).where(m.retry.notna(), "for ever")) if "retry" in m else m
     nodes = queues.per_node(a, m)
+    costs = mechanism.per_run(a)
     rows = []
     for key, g in m.groupby(keys, sort=True, dropna=False):
         head = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
@@ -80,6 +83,7 @@ def summary(a: Any) -> pd.DataFrame:
                "conflicts_high": per_k(rate.high), "conflicts_upper": per_k(rate.upper),
                "errors_by_code": ", ".join(f"{c[1:]}: {n:,}" for c, n in codes.items() if n),
                "reconciled": ", ".join(sorted(set.intersection(*agreed))) if agreed else "",
+               **_rollback_gap(g),
                "queues": queues.queue_words(queues.summary(mine, [])) if not mine.empty else ""}
         one = m[(m.cluster == head["cluster"]) & (m.writer_nodes == 1)]
         for k in LOAD:
@@ -87,9 +91,47 @@ def summary(a: Any) -> pd.DataFrame:
                 one = one[one[k] == head[k]]
         if head.get("writer_nodes", 1) != 1 and len(one) and len(g):
             r = ratio(g.commits_per_s.to_numpy(), one.commits_per_s.to_numpy())
-            row.update(vs_one=r.ratio, vs_one_low=r.ci_low, vs_one_high=r.ci_high, vs_one_verdict=r.verdict)
+            row.update(vs_one=r.ratio, vs_one_low=r.ci_low, vs_one_high=r.ci_high, vs_one_verdict=r.verdict,
+                       **_bound(costs, g, "", head.get("writer_nodes")), **_bound(costs, one, "one_", 1))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _bound(costs: pd.DataFrame, runs: pd.DataFrame, prefix: str, nodes: Any) -> dict[str, Any]:
+    """What bound the host over ``runs`` (``benchlib.analysis.mechanism``: the commonest limit, the CPUs busy and the
+    host's CPU a transaction, medians), keyed with ``prefix``; nothing where the runs have no host metrics."""
+    mine = costs[costs.run_id.isin(runs.run_id.astype(str))] if len(costs) else costs
+    if mine.empty or mine["limit"].eq("").all():
+        return {}
+    return {f"{prefix}limit": str(mine["limit"].mode().iloc[0]), f"{prefix}busy": float(mine.busy.median()),
+            f"{prefix}host_cpu_ms": float(mine.host_cpu_ms.median())}
+
+
+def _bound_words(r: pd.Series) -> str:
+    """The hosts' limits of a configuration and of one writer node (``_bound``), in words."""
+    if not isinstance(r.get("limit"), str) or not isinstance(r.get("one_limit"), str):
+        return ""
+    n = int(r.writer_nodes)
+    if r.limit == r.one_limit == "CPU":
+        said = (f"both CPU-bound (the host's CPUs {r.busy:.0%} busy with {n} writer nodes, {r.one_busy:.0%} with "
+                "one)")
+    else:
+        said = (f"{n} writer nodes {why.limit_words(r.limit, {'busy': r.busy})}, one "
+                f"{why.limit_words(r.one_limit, {'busy': r.one_busy})}")
+    cpu = ""
+    if all(math.isfinite(x) for x in (r.get("host_cpu_ms", math.nan), r.get("one_host_cpu_ms", math.nan))):
+        cpu = f": a transaction took {r.host_cpu_ms:.2f} ms of the host's CPU against {r.one_host_cpu_ms:.2f}"
+    return f"; {said}{cpu}"
+
+
+def _rollback_gap(g: pd.DataFrame) -> dict[str, float]:
+    """Over a configuration's runs with errors, the least and most that the writer nodes' Handler_rollback (summed)
+    exceeded the clients' errors by (a run: a conflict's rollback is not always one: a local deadlock's can be two
+    or three, a Galera transaction replayed after a brute-force abort one the client never sees)."""
+    if "server_rollbacks" not in g:
+        return {}
+    gap = (g.server_rollbacks - g.errors)[(g.errors > 0) & g.server_rollbacks.notna()]
+    return {"rollbacks_over_low": float(gap.min()), "rollbacks_over_high": float(gap.max())} if len(gap) else {}
 
 
 def _name(r: pd.Series) -> str:
@@ -102,16 +144,23 @@ def _name(r: pd.Series) -> str:
             + f" ({retried}{', ' + load if load else ''})")
 
 
-def _counted(reconciled: str, by_code: str) -> str:
+def _counted(reconciled: str, by_code: str, over: tuple[float, float] | None = None) -> str:
     """Which server counters added up to the clients' errors (``summary``'s ``reconciled``), in words; the error
-    numbers none counted."""
+    numbers none counted; with none, by how much Handler_rollback exceeded them (``over``: least and most a run)."""
     names = [x for x in reconciled.split(", ") if x]
     plain = [x for x in names if " = " not in x]
     if plain:
         return f"; the servers' {', '.join(plain)} equalled the clients' errors on every writer node of every run"
     pairs = [x.split(" = ", 1) for x in names if " = " in x]
     if not pairs:
-        return "; no server counter equalled the clients' errors on every writer node of every run"
+        gap = ""
+        if over is not None and all(x == x for x in over):
+            signed = over[0] < 0
+            low, high = (f"{x:+,.0f}" if signed else f"{x:,.0f}" for x in over)
+            by = low if low == high else f"{low} to {high}"
+            gap = (f" (Handler_rollback, summed over the writer nodes, {'differed from' if signed else 'exceeded'} "
+                   f"them by {by} a run)")
+        return f"; no server counter equalled the clients' errors on every writer node of every run{gap}"
     covered = {code for p in pairs for code in re.findall(r"\d{4}", p[1])}
     rest = [c.split(":")[0] for c in by_code.split(", ") if c and c.split(":")[0] not in covered]
     each = [f"{c} equalled {what}" for c, what in pairs]
@@ -124,11 +173,14 @@ def findings(a: Any, table: pd.DataFrame | None = None) -> list[str]:
     """``summary`` (``table``, when the caller has it already) in words, a sentence per configuration."""
     out = []
     for _, r in (summary(a) if table is None else table).iterrows():
+        # on one writer node nothing else writes: what the server rolls back is its own transactions' deadlocks
+        several = r.writer_nodes > 1
+        what = "conflicts" if several else "transactions rolled back (deadlocks among its own)"
         if r.errors == 0:
-            conflicts = (f"no conflict in {r.committed:,} commits (95% bound: at most {r.conflicts_upper:.2g} per "
-                         "1,000 commits)")
+            conflicts = (f"no {'conflict' if several else 'transaction rolled back'} in {r.committed:,} commits (95% "
+                         f"bound: at most {r.conflicts_upper:.2g} per 1,000 commits)")
         else:
-            conflicts = (f"{r.conflicts_per_1000:.3g} conflicts per 1,000 commits (95% {r.conflicts_low:.3g}–"
+            conflicts = (f"{r.conflicts_per_1000:.3g} {what} per 1,000 commits (95% {r.conflicts_low:.3g}–"
                          f"{r.conflicts_high:.3g}; errors {r.errors_by_code})")
         given = f"; {r.given_up:,} transactions given up after their retries" if r.given_up else ""
         vs = ""
@@ -136,8 +188,9 @@ def findings(a: Any, table: pd.DataFrame | None = None) -> list[str]:
             ci = (f"95% {r.vs_one_low:.2f}–{r.vs_one_high:.2f}: {r.vs_one_verdict.lower().replace('_', ' ')}"
                   if math.isfinite(r.vs_one_low) and math.isfinite(r.vs_one_high) else
                   "no interval: two runs a side give one")
-            vs = f"; {r.vs_one:.2f}× the commits a second of one writer node ({ci})"
-        counted = _counted(r.reconciled, r.errors_by_code)
+            vs = f"; {r.vs_one:.2f}× the commits a second of one writer node ({ci}){_bound_words(r)}"
+        counted = _counted(r.reconciled, r.errors_by_code, (r.get("rollbacks_over_low", math.nan),
+                                                              r.get("rollbacks_over_high", math.nan)))
         waits = f"; {r.queues}" if r.get("queues") else ""
         out.append(f"{_name(r)}: {r.commits_per_s:,.0f} commits a second (median of {int(r.runs)} run"
                    f"{'s' if r.runs != 1 else ''}){vs}; {conflicts}{given}{counted if r.errors else ''}{waits}")

@@ -70,6 +70,16 @@ class WritersAxis(Axis):
 
         return WritersRun(ctx)
 
+    def setting_words(self, params: Any) -> dict[str, str]:
+        nodes = params.get("writer_nodes")
+        if nodes is None or nodes != nodes:
+            return {}
+        n, retry = int(nodes), params.get("retry")
+        return {"writer_nodes": f"{n} writer node{'s' if n != 1 else ''}",
+                "writer_keys": ("" if n == 1 else "each on its own keys" if params.get("writer_keys") == "disjoint"
+                                else "all on the same keys"),
+                "retry": "" if retry is None or retry != retry else f"given up after {int(retry)} retries"}
+
     def facts(self, record: WritersRecord | None) -> dict[str, Cell]:
         return _facts(record)
 
