@@ -66,6 +66,41 @@ def _message(res: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p) or "no message"
 
 
+def _address(inventory: dict, host: str) -> tuple[str, int] | None:
+    """``host``'s address and SSH port in an Ansible inventory (its own vars over its groups'), None if absent."""
+    def find(group: dict, inherited: dict) -> tuple[str, int] | None:
+        here = {**inherited, **(group.get("vars") or {})}
+        v = (group.get("hosts") or {}).get(host)
+        if isinstance(v, dict) or host in (group.get("hosts") or {}):
+            v = {**here, **(v or {})}
+            return str(v.get("ansible_host", host)), int(v.get("ansible_port", 22))
+        for child in (group.get("children") or {}).values():
+            if (found := find(child or {}, here)) is not None:
+                return found
+        return None
+    return find(inventory.get("all", inventory), {})
+
+
+def _ssh_words(inventory: dict, host: str, said: str) -> str:
+    """Ansible's words for a host it could not reach, or, when they are not SSH's own ("Data could not be sent to
+    remote host ... Broken pipe": a master connection that failed under load), what connecting to its SSH port
+    says now, in SSH's words ("connect to host A port P: Connection refused")."""
+    import socket
+
+    where = _address(inventory, host)
+    if where is None or "connect to host" in said:
+        return said
+    try:
+        with socket.create_connection(where, timeout=5):
+            return said  # its port answers: Ansible's words stand
+    except ConnectionRefusedError:
+        return f"connect to host {where[0]} port {where[1]}: Connection refused"
+    except TimeoutError:
+        return f"connect to host {where[0]} port {where[1]}: Connection timed out"
+    except OSError as e:
+        return f"connect to host {where[0]} port {where[1]}: {e.strerror or e}"
+
+
 def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars_file: Path, ssh_key: str | None,
                  log: Path, what: str, quiet: bool = False, limit: str | None = None) -> Outcome:
     """Run ``playbook`` (a file of ``PLAYBOOKS``); raise ``ProvisionError`` for the first failed task or unreachable
@@ -145,7 +180,7 @@ def run_playbook(playbook: str, *, private_dir: Path, inventory: dict, extravars
         first: dict[str, str] = {}
         for h, m in outcome.unreachable:  # every host that did not answer, each once, with SSH's own words
             line = m.splitlines()[0] if m else ""
-            first.setdefault(h, line.rsplit("ssh: ", 1)[-1] if "ssh: " in line else line)
+            first.setdefault(h, line.rsplit("ssh: ", 1)[-1] if "ssh: " in line else _ssh_words(inventory, h, line))
         host = next(iter(first))
         names = ", ".join(sorted(first))
         said = (f"host {host} unreachable over SSH: {first[host]}" if len(first) == 1 else
