@@ -195,7 +195,8 @@ def measured_writers(lab, tmp_path: Path, lab_file: str, cluster: str, time_s: i
                     f'{"rates = " + rates if rates else ""}\n[matrix]\nclusters = ["{cluster}"]\n[writers]\n{writers}\n'
                     '[interference]\nredo_above = 1\n')
     result = run_campaign(spec, runs_dir=tmp_path / "runs", progress="none")
-    assert set(result.counts) == {"ok"}, result.table()[["run_id", "status", "reason"]]
+    table = result.table()
+    assert set(result.counts) == {"ok"}, "\n".join(f"{r.run_id}: {r.reason}" for r in table.itertuples())
     records = {}
     for r in result.plan:
         m = read_manifest(result.path / r.run_id).as_dict()
