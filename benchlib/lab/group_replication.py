@@ -1,9 +1,9 @@
 """Group Replication as a lab topology: a group bootstrapped by node 1 and joined by the others, healed after kills.
 
 Distributed recovery brings a restarted member back (incrementally from a donor's binary log, or by clone when
-no donor has what it misses: the cloned server shuts down, and the lab starts it again); a group that lost its
-majority is forced to the survivors (or, when they lack what a restarted member holds, formed again around that
-member), a member holding transactions the group lacks is rebuilt by clone, a whole group killed is bootstrapped
+no donor has what it misses: the cloned server shuts down, and the lab starts it again and makes it safe to crash,
+``benchlib.lab.group_cloning``); a group that lost its majority is forced to the survivors (or, when they lack what
+a restarted member holds, formed again around that member), a member holding transactions the group lacks is rebuilt by clone, a whole group killed is bootstrapped
 again, and a single-primary group gets its intended primary (node 1) back after a failover. A group with
 ``router = true`` has MySQL Router in front of it (``benchlib.lab.router``): its metadata written once the group is
 formed, and again after a heal when a member's ``server_uuid`` changed; Router started again if it is not running.
@@ -20,6 +20,7 @@ import pymysql
 from benchlib.errors import LabError, ReplicationError
 from benchlib.lab import router, sql
 from benchlib.lab.base import Promotion
+from benchlib.lab.group_cloning import finish_clone
 from benchlib.lab.group_forcing import force
 from benchlib.lab.group_joining import Joining
 from benchlib.lab.layout import NodePlan
@@ -144,12 +145,12 @@ class GroupReplication(Topology):
         except (LabError, pymysql.err.MySQLError):
             return None, False
 
-    STOPPED = "Shutdown complete"  # the server's last line when it stops
+    STOPPED = ("Shutdown complete", "got signal")  # the server's last line when it stops, or when it crashed
 
     def _stopped(self, node: NodePlan) -> bool:
-        """Has ``node``'s server stopped since it last started (its error log's last word)?"""
+        """Has ``node``'s server stopped or crashed since it last started (its error log's last word)?"""
         tail = self._log_tail(node)
-        return tail.rfind(self.STOPPED) > tail.rfind("ready for connections")
+        return max(tail.rfind(s) for s in self.STOPPED) > tail.rfind("ready for connections")
 
     def _until_recovered(self, node: NodePlan, members: list[NodePlan], joining: "Joining", retries: int,
                          timeout: float = 600.0) -> None:
@@ -171,10 +172,12 @@ class GroupReplication(Topology):
             if state is None:
                 if self._cloned(node):
                     self.__dict__.setdefault("cloned", set()).add(node.name)  # rejoin_path says so
-                    self.ctx.restart([node])
+                    finish_clone(self, node)  # started, shut down cleanly, started: safe to crash
                     return self._start(node, False, members, retries)
                 if self._stopped(node):
-                    raise self._failure(node, "stopped while joining the group")
+                    raise self._failure(node, "stopped while joining the group" if self.STOPPED[0] in
+                                        self._log_tail(node).rsplit("ready for connections", 1)[-1]
+                                        else "crashed while joining the group")
                 time.sleep(0.1)  # shutting down, or starting: look again
                 continue
             if state in ("ERROR", "OFFLINE") and (failed or state == "ERROR"):

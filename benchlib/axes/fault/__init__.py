@@ -268,7 +268,8 @@ class LedgerRecord(AxisRecord):
 
 class StepRecord(AxisRecord):
     """One step of a fault: when (s into the load), what (kill, freeze, cut, isolate, release ...) and on what; as done,
-    with its nodes or site and when it was planned and done (sampler clock)."""
+    with its nodes or site and when it was planned, started and done (sampler clock: a step that takes time, a
+    release closing a lost host's sockets and removing its routes, is done a moment after it started)."""
 
     at_s: float | None = None
     do: str | None = None
@@ -276,6 +277,7 @@ class StepRecord(AxisRecord):
     nodes: list[str] = Field(default_factory=list)
     site: str | None = None
     planned_s: float | None = None
+    started_s: float | None = None
     done_s: float | None = None
 
 

@@ -353,8 +353,9 @@ class FaultHook(AxisRun, Controller):
         origin, counts = self.ctx.origin, getattr(self, "counts", {"direct": {}})
         return {**self.entry,
                 "happened_s": None if self.t_fault is None else self.t_fault - origin,
-                "steps_done": [{**{k: v for k, v in d.items() if k not in ("planned_t", "done_t")},
-                                "planned_s": d["planned_t"] - origin, "done_s": d["done_t"] - origin}
+                "steps_done": [{**{k: v for k, v in d.items() if k not in ("planned_t", "started_t", "done_t")},
+                                "planned_s": d["planned_t"] - origin, "started_s": d["started_t"] - origin,
+                                "done_s": d["done_t"] - origin}
                                for d in self.steps_done],
                 "semisync": semisync_summary(self.log, self.setup.write_node, self.t_fault, self.lost_at, origin),
                 "promotion": self.promotion,

@@ -48,7 +48,7 @@ class Controller:
     def do_step(self, p: Planned, begin: float) -> bool:
         """One step of the fault, now (it was due at ``begin + at_s``); False when the lab could not do it (the run
         fails, naming the step)."""
-        st, fault = p.step, p.fault
+        st, fault, started = p.step, p.fault, self.clock()
         if st.do == "switchover":
             return self.switch(p, begin)
         try:
@@ -65,14 +65,15 @@ class Controller:
         done = self.clock()
         if self.t_fault is None:
             self.t_fault = done
-        late = f" ({1000 * (done - begin - st.at_s):.0f} ms after its planned {st.at_s:g} s)" \
+        took = f", done {1000 * (done - started):.0f} ms later" if done - started >= 0.1 else ""
+        late = f" ({1000 * (started - begin - st.at_s):.0f} ms after its planned {st.at_s:g} s{took})" \
             if self.plan.sequence else ""
         if st.do == "release":
             self.events.add("released", p.where, RELEASED.get(fault.kind, "") + late)
         else:
             self.events.add("fault", p.where, fault.words() + late)
         self.steps_done.append({**st.as_dict(), "nodes": list(fault.nodes), "site": fault.site,
-                                "planned_t": begin + st.at_s, "done_t": done})
+                                "planned_t": begin + st.at_s, "started_t": started, "done_t": done})
         write_node = self.setup.write_node
         if write_node in fault.nodes:
             if st.do != "release" and self.lost_at is None:  # the write node lost, as its cluster sees it
@@ -99,7 +100,7 @@ class Controller:
         for step, dt in done.steps:
             self.events.add("step", done.primary, step, t=t0 + dt)
         self.steps_done.append({**p.step.as_dict(), "nodes": [write_node], "site": None,
-                                "planned_t": begin + p.step.at_s, "done_t": t0})
+                                "planned_t": begin + p.step.at_s, "started_t": t0, "done_t": t0})
         self.switched = {"primary": done.primary, "steps": [list(s) for s in done.steps],
                          "s": done.steps[-1][1] if done.steps else 0.0}
         # the old primary is one no longer: its semi-sync watch ends here (it goes on as a replica, whose status says
