@@ -51,5 +51,5 @@ def test_benchlib_s_own_axes_come_from_its_declared_entry_points():
     from benchlib.plugin import declared
 
     points = dict(declared("benchlib.axes"))
-    assert set(points) == {"probe", "read_split", "fault", "search", "stall", "hot_rows", "tpcc", "writers"} <= set(AXES)
+    assert set(points) == {"probe", "read_split", "fault", "search", "stall", "hot_rows", "tpcc", "writers", "history"} <= set(AXES)
     assert list(AXES)[:5] == ["probe", "read_split", "fault", "search", "stall"]  # their order, not the metadata's

@@ -112,7 +112,7 @@ def test_load_campaign_tags_rows_with_run_and_parameters(tmp_path):
     assert (iv.threads <= iv.param_threads).all()
     assert set(c) == {"intervals", "lag", "cluster", "histogram", "probe_writes", "probe_reads", "read_intervals", "ledger",
                       "ledger_reads", "fault_events", "tpcc_types", "tpcc_errors", "tpcc_latency", "tpcc_orders", "writer_seconds",
-                      "writer_errors", "runs"}
+                      "writer_errors", "history", "runs"}
     assert c["lag"].empty and c["probe_reads"].empty  # no stale-read probe in these runs
     assert list(c["runs"].columns[:3]) == ["run_id", "status", "reason"]
 

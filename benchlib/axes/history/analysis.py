@@ -1,0 +1,125 @@
+"""The history axis's analysis: each ok run's history checked (``benchlib.analysis.isolation.check``), then per
+cluster and configuration (isolation level, and what else the campaign varied): the committed, refused and unknown
+transactions, the refusals by error number, and each anomaly's rate per 100,000 committed transactions with its 95%
+interval, runs as the unit (``benchlib.analysis.staleness.rare_rate``: exact at a design effect of 1; the one-sided
+upper bound when none was seen), with an example of each kind found, in words."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from benchlib.analysis.isolation import KINDS, check
+from benchlib.analysis.isolation.words import counted
+from benchlib.analysis.staleness import rare_rate
+from benchlib.axis import AxisAnalysis
+
+__all__ = ["HistoryAnalysis", "findings", "per_run", "summary"]
+
+CONFIG = ["isolation", "workload", "threads", "rate", "distribution"]
+
+
+def per_run(a: Any) -> pd.DataFrame:
+    """One row per ok run with a history: its configuration, the transactions committed, refused (``failed``) and
+    unknown, the refusals by error number (``refused``, '1213: 40, 1020: 3'), each kind's count, and its first
+    example in words (``ex:KIND``)."""
+    runs = a.runs[a.runs.status == "ok"] if "status" in a.runs else a.runs
+    history = a.frames.get("history", pd.DataFrame())
+    if runs.empty or history.empty:
+        return pd.DataFrame()
+    by_run = dict(tuple(history.groupby(history.run_id.astype(str), sort=False)))
+    rows = []
+    for r in runs.itertuples():
+        h = by_run.get(str(r.run_id))
+        if h is None or h.empty:
+            continue
+        got = check(h.drop(columns=["run_id"]), examples=1)
+        refused = h[h.outcome == "fail"].drop_duplicates("txn").error.astype(str).value_counts()
+        rows.append({"run_id": r.run_id, "cluster": r.cluster,
+                     **{k: getattr(r, k) for k in CONFIG + ["repetition"] if hasattr(r, k)},
+                     "committed": got.committed, "failed": got.failed, "unknown": got.unknown,
+                     "refused": ", ".join(f"{c}: {n}" for c, n in refused.items()),
+                     **{k: got.counts.get(k, 0) for k in KINDS},
+                     **{f"ex:{e.kind}": e.words for e in got.examples}})
+    return pd.DataFrame(rows)
+
+
+def _keys(m: pd.DataFrame) -> list[str]:
+    return ["cluster"] + [k for k in CONFIG if k in m and (k == "isolation" or m[k].nunique(dropna=False) > 1)]
+
+
+def summary(a: Any) -> pd.DataFrame:
+    """One row per configuration: runs, transactions, refusals by number, and per kind its count, its rate per
+    100,000 committed transactions with the 95% interval and one-sided upper bound, and an example."""
+    m = per_run(a)
+    if m.empty:
+        return pd.DataFrame()
+    keys = _keys(m)
+    rows = []
+    for key, g in m.groupby(keys, sort=True, dropna=False):
+        row: dict[str, Any] = {**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "runs": len(g),
+                               "committed": int(g.committed.sum()), "failed": int(g.failed.sum()),
+                               "unknown": int(g.unknown.sum())}
+        refused: dict[str, int] = {}
+        for text in g.refused:
+            for part in filter(None, str(text).split(", ")):
+                code, n = part.split(": ")
+                refused[code] = refused.get(code, 0) + int(n)
+        row["refused"] = ", ".join(f"{c}: {n:,}" for c, n in sorted(refused.items(), key=lambda x: -x[1]))
+        for k in KINDS:
+            r = rare_rate(g[k].to_numpy(), g.committed.to_numpy())
+            row.update({k: int(g[k].sum()), f"{k} per_100k": 1e5 * r.fraction, f"{k} low": 1e5 * r.low,
+                        f"{k} high": 1e5 * r.high, f"{k} upper": 1e5 * r.upper})
+            ex = g[f"ex:{k}"].dropna() if f"ex:{k}" in g else pd.Series(dtype=str)
+            row[f"{k} example"] = ex.iloc[0] if len(ex) else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _n(x: float) -> str:
+    return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
+
+
+def findings(table: pd.DataFrame) -> list[str]:
+    """A sentence per configuration: what was seen (each kind's rate and interval, an example), what was not (the
+    upper bound of the commonest kinds), the refusals."""
+    out = []
+    for _, r in table.iterrows():
+        name = ", ".join(str(r[k]) for k in r.index if k in ["cluster"] + CONFIG)
+        seen = [k for k in KINDS if r[k] > 0]
+        said = [f"{counted(int(r[k]), k)} ({_n(r[f'{k} per_100k'])} per 100,000, 95% {_n(r[f'{k} low'])}–"
+                f"{_n(r[f'{k} high'])})" for k in seen]
+        unseen = [k for k in ("lost update", "G-single", "G2-item", "G1c", "G-single-realtime") if r[k] == 0]
+        bound = (f"no {', '.join(unseen)} (each at most {_n(r[f'{unseen[0]} upper'])} per 100,000, one-sided 95%)"
+                 if unseen else "")
+        refused = f"; refused by the server: {r.refused} (by error number)" if r.refused else ""
+        example = f". For example: {r[f'{seen[0]} example']}" if seen and r[f"{seen[0]} example"] else ""
+        head = f"{name}: {r.committed:,} committed transactions in {int(r.runs)} run{'s' if r.runs != 1 else ''}"
+        out.append(f"{head}: {'; '.join(said + ([bound] if bound else []))}{refused}{example}")
+    return out
+
+
+class HistoryAnalysis(AxisAnalysis):
+    """``a.axis("history")``: ``per_run``, ``summary`` (per configuration), ``findings``."""
+
+    axis = "history"
+
+    @cached_property
+    def per_run(self) -> pd.DataFrame:
+        return per_run(self.a)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        return summary(self.a)
+
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        return self.summary
+
+    @cached_property
+    def findings(self) -> list[str]:
+        return findings(self.summary) if not self.summary.empty else []
+
+
