@@ -58,6 +58,9 @@ class SystemFacts:
     #: the server variables that say how many threads apply replicated transactions on a node (the first one a node
     #: reports counts; 0 means the one SQL thread applies by itself)
     applier_variables: tuple[str, ...] = ()
+    #: its server has MariaDB's ``innodb_snapshot_isolation`` (10.6.18+, 10.11.8+): a REPEATABLE READ transaction
+    #: that writes a row changed since its snapshot is refused (1020) instead of overwriting it
+    snapshot_isolation: bool = False
     color: str = ""  # its colour in charts that colour by system ("": its topology's)
     #: how its nodes space out AUTO_INCREMENT ids by default: "" (they do not), "cluster size" (Galera's
     #: wsrep_auto_increment_control), "7 when multi-primary" (group_replication_auto_increment_increment)

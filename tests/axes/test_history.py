@@ -43,3 +43,19 @@ def test_a_level_no_cluster_has_is_refused_when_planned(tmp_path):
                           extra='[history]\nisolation = ["snapshot"]\n')
     with pytest.raises(SpecError, match="'snapshot' is not an isolation level here"):
         plan(*load_campaign_spec(spec))
+
+
+def test_read_consistency_settings_are_configurations_where_a_system_has_them_and_causal_is_refused(tmp_path):
+    from benchlib.campaign.plan import plan
+    from benchlib.campaign.spec import load_campaign_spec
+
+    spec = write_campaign(tmp_path, "galera-3.toml", "t-x", clusters=["galera"], repetitions=1, time_s=10,
+                          extra='[history]\nisolation = ["repeatable-read", "snapshot-isolation"]\n'
+                                'consistency = ["wsrep_sync_wait=0", "wsrep_sync_wait=1"]\non = "every"\n')
+    runs = plan(*load_campaign_spec(spec))
+    got = {(r.axes["history"].isolation, r.axes["history"].consistency): r.axes["history"].statements for r in runs}
+    assert got[("snapshot-isolation", "wsrep_sync_wait=1")] == ("SET SESSION wsrep_sync_wait = 1",) and len(got) == 4
+    spec = write_campaign(tmp_path, "async-1p2r.toml", "t-x", clusters=["async"], repetitions=1, time_s=10,
+                          extra='[history]\nconsistency = ["causal"]\n')
+    with pytest.raises(SpecError, match="'causal' waits for a writer's token"):
+        plan(*load_campaign_spec(spec))

@@ -131,7 +131,8 @@ def test_stability_s_is_refused_where_it_means_nothing(load, extra, words):
         plan(spec(load={"threads": [4], **load}, **extra), DEMO)
 
 
-@pytest.mark.parametrize("name, runs", [("consistency.toml", 84), ("read-split.toml", 15), ("resources.toml", None)])
+@pytest.mark.parametrize("name, runs", [("consistency.toml", 84), ("read-split.toml", 15), ("resources.toml", None),
+                                        ("isolation.toml", 24)])
 def test_every_example_campaign_loads_and_plans_what_its_comment_says(name, runs):
     cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / name)
     planned = plan(cspec, lab)

@@ -117,9 +117,12 @@ def infer(txns: list[Txn]) -> Inferred:
             continue
         external, found = _internal(t)
         inf.found += found
+        first: dict[int, str] = {}
+        for f, k, _ in t.ops:
+            first.setdefault(k, f)
         for k, v in external.items():
             reads.append((t.id, k, v))
-            if t.appends(k):
+            if first[k] == "r" and t.appends(k):  # it read the key, then appended to it
                 inf.read_then_appended.setdefault((k, v[-1] if v else None), []).append(t.id)
     seen_info = set()
     longest: dict[int, tuple[int, ...]] = {}

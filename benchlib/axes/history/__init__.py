@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from benchlib import catalogue
 from benchlib.axis import AxisRecord
 from benchlib.schema import Cell
 from benchlib.specs import Strict
@@ -29,8 +30,9 @@ LEVELS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def levels_of(system: str) -> list[str]:
-    """The isolation levels of ``system`` (MySQL has no innodb_snapshot_isolation)."""
-    return [lv for lv in LEVELS if lv != "snapshot-isolation" or system == "mariadb"]
+    """The isolation levels of ``system`` (snapshot-isolation where its server has innodb_snapshot_isolation)."""
+    facts = catalogue.get(system)
+    return [lv for lv in LEVELS if lv != "snapshot-isolation" or (facts is not None and facts.snapshot_isolation)]
 
 
 def session_of(level: str) -> tuple[str, tuple[str, ...]]:
@@ -41,6 +43,11 @@ class HistorySpec(Strict):
     """[history]: the clients beside the load and what they run under."""
 
     isolation: list[str] = Field(default=["repeatable-read"], min_length=1)  # each a configuration
+    #: read consistency settings the clients' sessions run under (``benchlib.systems.consistency``: Galera's
+    #: wsrep_sync_wait=N, Group Replication's EVENTUAL ... BEFORE_AND_AFTER), each a configuration of the clusters
+    #: whose system has it; empty: each system's default. A causal read (a wait for a writer's token) is the
+    #: stale-read probe's, not a history's
+    consistency: list[str] = Field(default_factory=list)
     #: where the clients run: the write node; every node (a node that is read-only runs read-only transactions); or
     #: the write node and the replicas, the replicas read-only (reads from replicas)
     on: Literal["write", "every", "replicas"] = "write"
@@ -67,18 +74,21 @@ class HistoryVariant:
     isolation: str
     on: str
     options: Any  # the spec table
+    consistency: str | None = None  # a read consistency setting (None: the system's default)
+    statements: tuple[str, ...] = ()  # its session statements
 
     def identity(self) -> list[Any]:
-        return [self.isolation]
+        return [self.isolation, self.consistency]
 
     def params(self) -> dict[str, Cell]:
-        return {"isolation": self.isolation}
+        return {"isolation": self.isolation, "history_consistency": self.consistency}
 
 
 class HistoryRecord(AxisRecord):
     """What a run's manifest records (``history``): the level, where the clients ran and how, what was recorded."""
 
     isolation: str | None = None
+    consistency: str | None = None  # the read consistency setting (None: the system's default)
     on: str | None = None
     clients: int | None = None
     rate: float | None = None

@@ -18,7 +18,7 @@ from benchlib.axis import AxisAnalysis
 
 __all__ = ["HistoryAnalysis", "findings", "per_run", "summary"]
 
-CONFIG = ["isolation", "workload", "threads", "rate", "distribution"]
+CONFIG = ["isolation", "history_consistency", "workload", "threads", "rate", "distribution"]
 
 
 def per_run(a: Any) -> pd.DataFrame:

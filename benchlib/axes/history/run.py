@@ -42,8 +42,10 @@ class HistoryRun(AxisRun):
         self.ctx, self.table = ctx, v.options
         level, session = session_of(v.isolation)
         t = v.options
-        self.options = HistoryOptions(t.clients, t.rate, t.keys, t.per_key, t.max_ops, t.reads, level, session)
-        self.record: dict[str, object] = {"isolation": v.isolation, "on": v.on, "clients": t.clients,
+        self.options = HistoryOptions(t.clients, t.rate, t.keys, t.per_key, t.max_ops, t.reads, level,
+                                      session + v.statements)
+        self.record: dict[str, object] = {"isolation": v.isolation, "consistency": v.consistency, "on": v.on,
+                                          "clients": t.clients,
                                           "rate": t.rate, "keys": t.keys, "per_key": t.per_key,
                                           "max_ops": t.max_ops, "reads": t.reads}
         self.probe: HistoryProbe | None = None

@@ -23,4 +23,4 @@ FACTS = SystemFacts(
     "galera", "MariaDB Galera Cluster", "MariaDB", "MariaDB", "galera", multi_writer=True, failover="any",
     promise=PROMISE, read_settings=READ_SETTINGS, read_settings_described=READ_SETTINGS_DESCRIBED,
     roles=("writer", "node"), status_probe="galera", spaced_ids="cluster size", applier_variables=APPLIER_VARIABLES,
-    topologies=(TOPOLOGY,))
+    topologies=(TOPOLOGY,), snapshot_isolation=True)

@@ -14,4 +14,4 @@ FACTS = SystemFacts(
             "after), so a promotion that first applies the relay logs loses none, unless the primary had fallen back "
             "to async.",
     read_settings=("eventual", "causal"), roles=("primary", "replica"), status_probe="mariadb",
-    applier_variables=("slave_parallel_threads", "replica_parallel_threads"))
+    applier_variables=("slave_parallel_threads", "replica_parallel_threads"), snapshot_isolation=True)
