@@ -14,8 +14,8 @@ from _common import enter
 
 enter()
 
-from benchlib.analysis.isolation import check, frame_of  # noqa: E402
-from benchlib.analysis.isolation.simulate import strictly_serializable  # noqa: E402
+from benchlib.axes.history.checker import check, frame_of  # noqa: E402
+from benchlib.axes.history.checker.simulate import strictly_serializable  # noqa: E402
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3

@@ -1,6 +1,6 @@
 """Isolation anomalies, an axis (``[history]`` in a campaign spec): clients run short list-append transactions beside
-every run's load (``benchlib.sampling.histories``), under one of ``isolation`` (each a configuration) on the nodes
-``on`` names; each run's history is checked by benchlib's own checker (``benchlib.analysis.isolation``), and the
+every run's load (``benchlib.axes.history.run``), under one of ``isolation`` (each a configuration) on the nodes
+``on`` names; each run's history is checked by benchlib's own checker (``benchlib.axes.history.checker``), and the
 analysis gives each anomaly's rate per 100,000 committed transactions with its interval
 (``benchlib.axes.history.analysis``)."""
 

@@ -1,4 +1,4 @@
-"""The history axis's analysis: each ok run's history checked (``benchlib.analysis.isolation.check``), then per
+"""The history axis's analysis: each ok run's history checked (``benchlib.axes.history.checker.check``), then per
 cluster and configuration (isolation level, and what else the campaign varied): the committed, refused and unknown
 transactions, the refusals by error number, and each anomaly's rate per 100,000 committed transactions with its 95%
 interval, runs as the unit (``benchlib.analysis.staleness.rare_rate``: exact at a design effect of 1; the one-sided
@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from benchlib.analysis.isolation import KINDS, check
-from benchlib.analysis.isolation.words import counted
+from benchlib.axes.history.checker import KINDS, check
+from benchlib.axes.history.checker.words import counted
 from benchlib.analysis.staleness import rare_rate
 from benchlib.axis import AxisAnalysis
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.analysis.isolation.history import HISTORY
+from benchlib.axes.history.checker.history import HISTORY
 from benchlib.axes.history import HistoryRecord, HistorySpec
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from benchlib.analysis.isolation import KINDS, MEANING
+from benchlib.axes.history.checker import KINDS, MEANING
 from benchlib.page import fold, table
 
 __all__ = ["section"]

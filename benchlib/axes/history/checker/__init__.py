@@ -2,7 +2,7 @@
 Kingsbury and Alvaro, "Elle: Inferring Isolation Anomalies from Experimental Observations", VLDB 2020, and Adya's
 definitions): ``check(history)``.
 
-``history`` (``benchlib.analysis.isolation.history``) is a frame of transactions that read whole lists and append
+``history`` (``benchlib.axes.history.checker.history``) is a frame of transactions that read whole lists and append
 unique values to them, by key. From it: each key's version order, the dependencies between transactions
 (``graph``), the cycles they close, by class (``cycles``), the lost updates, and what shows without a cycle (an
 aborted or intermediate read, a transaction inconsistent with itself); each anomaly with the transactions that show
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from benchlib.analysis.exact_intervals import share_interval
-from benchlib.analysis.isolation.cycles import CLASSES, find_cycles
-from benchlib.analysis.isolation.graph import infer
-from benchlib.analysis.isolation.history import HISTORY_COLUMNS, Txn, frame_of, transactions
-from benchlib.analysis.isolation.words import MEANING, cycle_words, lost_update_words
+from benchlib.axes.history.checker.cycles import CLASSES, find_cycles
+from benchlib.axes.history.checker.graph import infer
+from benchlib.axes.history.checker.history import HISTORY_COLUMNS, Txn, frame_of, transactions
+from benchlib.axes.history.checker.words import MEANING, cycle_words, lost_update_words
 
 __all__ = ["Anomaly", "Checked", "check", "HISTORY_COLUMNS", "Txn", "frame_of", "KINDS", "MEANING"]
 

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from benchlib.analysis.isolation.graph import RT, RW, WR, WW, Inferred
+from benchlib.axes.history.checker.graph import RT, RW, WR, WW, Inferred
 
 __all__ = ["Cycle", "CLASSES", "find_cycles"]
 

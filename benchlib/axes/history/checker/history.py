@@ -34,7 +34,7 @@ HISTORY_COLUMNS = ("txn", "process", "node", "t_invoke_s", "t_complete_s", "outc
                    "read")
 OUTCOMES = ("ok", "fail", "info")
 
-#: the history probe's frame (``benchlib.sampling.histories``): a row a micro-operation
+#: the history probe's frame (``benchlib.axes.history.run``): a row a micro-operation
 HISTORY = Schema("history", {
     "txn": Column("int64", "the transaction's number (unique in the run)"),
     "process": Column("int64", "the client that ran it, one transaction at a time"),

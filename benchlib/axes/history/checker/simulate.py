@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchlib.analysis.isolation.history import Txn
+from benchlib.axes.history.checker.history import Txn
 
 __all__ = ["strictly_serializable"]
 

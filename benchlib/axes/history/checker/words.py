@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchlib.analysis.isolation.graph import RT, RW, WR, WW, Inferred
+from benchlib.axes.history.checker.graph import RT, RW, WR, WW, Inferred
 
 __all__ = ["edge", "counted", "cycle_words", "lost_update_words", "MEANING"]
 

@@ -1,4 +1,4 @@
-"""The isolation checker (benchlib.analysis.isolation) on hand-written list-append histories, one per anomaly class,
+"""The isolation checker (benchlib.axes.history.checker) on hand-written list-append histories, one per anomaly class,
 the valid ones found clean, and on a generated strictly serializable history of 100,000 transactions: no false
 alarm."""
 
@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from benchlib.analysis.isolation import KINDS, Txn, check, frame_of
-from benchlib.analysis.isolation.simulate import strictly_serializable
-from benchlib.analysis.isolation.history import HistoryError
+from benchlib.axes.history.checker import KINDS, Txn, check, frame_of
+from benchlib.axes.history.checker.simulate import strictly_serializable
+from benchlib.axes.history.checker.history import HistoryError
 
 
 def T(id, *ops, outcome="ok", t0=0.0, t1=100.0, process=None):  # noqa: N802 - a transaction, as histories are written
@@ -145,7 +145,7 @@ def test_a_history_frame_without_its_columns_gets_one_message():
 
 
 def test_counts_and_long_lists_read_well():
-    from benchlib.analysis.isolation.words import _list, counted
+    from benchlib.axes.history.checker.words import _list, counted
 
     assert counted(27, "lost update") == "27 lost updates" and counted(1, "lost update") == "1 lost update"
     assert counted(1, "internal") == "1 transaction inconsistent with itself"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from benchlib.analysis.isolation.history import Txn
+from benchlib.axes.history.checker.history import Txn
 
 __all__ = ["WW", "WR", "RW", "RT", "EDGE_NAMES", "Inferred", "infer"]
 

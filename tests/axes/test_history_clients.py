@@ -1,4 +1,4 @@
-"""The history probe on real servers (benchlib.sampling.histories), checked by benchlib's isolation checker: known
+"""The history probe on real servers (benchlib.axes.history.run), checked by benchlib's isolation checker: known
 truth on one MariaDB primary and its async replicas. Under REPEATABLE READ read-then-append transactions that do not
 lock lose updates; under SERIALIZABLE none is lost and nothing else is seen, the refusals counted by error number;
 under REPEATABLE READ with innodb_snapshot_isolation = ON no update is lost and no read skewed (the later writer
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from benchlib.analysis.isolation import check
-from benchlib.sampling.histories import HistoryOptions, HistoryProbe
+from benchlib.axes.history.checker import check
+from benchlib.axes.history.run import HistoryOptions, HistoryProbe
 from benchlib.sampling.probe import Sampler
 from tests.conftest import lab_of
 
