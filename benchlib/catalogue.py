@@ -61,6 +61,10 @@ class SystemFacts:
     #: its server has MariaDB's ``innodb_snapshot_isolation`` (10.6.18+, 10.11.8+): a REPEATABLE READ transaction
     #: that writes a row changed since its snapshot is refused (1020) instead of overwriting it
     snapshot_isolation: bool = False
+    #: a published analysis of its isolation, quoted beside what a campaign's histories show ("" none known) ...
+    published: str = ""
+    #: ... and the anomaly kinds it reported (``benchlib.axes.history.checker.KINDS``; a stale read is "-realtime")
+    published_kinds: tuple[str, ...] = ()
     color: str = ""  # its colour in charts that colour by system ("": its topology's)
     #: how its nodes space out AUTO_INCREMENT ids by default: "" (they do not), "cluster size" (Galera's
     #: wsrep_auto_increment_control), "7 when multi-primary" (group_replication_auto_increment_increment)

@@ -21,8 +21,9 @@ class Layer(tuple):
 
 #: lowest first; a module is in the layer of the most specific name that matches it
 LAYERS: list[Layer] = [
-    Layer(["errors", "schema", "specs", "catalogue", "plugin", "axis", "layers"],
-          "foundations: the root exception, tidy columns, spec basics; the system catalogue (pure data); the plug-in "
+    Layer(["errors", "error_numbers", "schema", "specs", "catalogue", "plugin", "axis", "layers"],
+          "foundations: the root exception, the server's error numbers in words, tidy columns, spec basics; the "
+          "system catalogue (pure data); the plug-in "
           "registry and what an axis is (the axes themselves are plug-ins, at the top)"),
     Layer(["sysbench", "workloads", "store", "packed", "packing", "run_source", "manifest", "traits", "systems",
            "environment", "servers"],
@@ -45,7 +46,7 @@ LAYERS: list[Layer] = [
 #: analysis runs anywhere, on any campaign folder, without a database ...
 ANALYSIS_SIDE = ("analysis", "run_index", "charts", "report", "page", "studies", "notebooks", "explore", "store",
                  "packed", "packing", "run_source", "manifest", "traits", "schema", "sysbench.output", "sysbench.keys", "workloads",
-                 "catalogue", "plugin", "axis",
+                 "catalogue", "error_numbers", "plugin", "axis",
                  "axes", "systems.*.facts")
 #: ... except the axes' planners and run hooks (lab side)
 LAB_ONLY = ("axes.*.plan*", "axes.*.run*")

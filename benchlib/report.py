@@ -282,6 +282,19 @@ def _invalid(a: CampaignAnalysis) -> str:
             f"<ul>{rows}</ul></div>")
 
 
+def _failed(a: CampaignAnalysis) -> str:
+    """Runs that failed (a hung cluster, a node down, a load that did not finish), with the reason each recorded:
+    left out of every statistic, said before them."""
+    bad = a.runs[a.runs.status == "failed"] if "status" in a.runs else a.runs.iloc[0:0]
+    if bad.empty:
+        return ""
+    rows = "".join(f"<li><b>{html.escape(str(r.run_id))}</b>: {html.escape(str(r.reason))}</li>"
+                   for r in bad.itertuples(index=False))
+    n = len(bad)
+    return (f'<div class="invalid"><h2>{n} failed run{"s" if n > 1 else ""}, left out of every statistic and chart'
+            f"</h2><ul>{rows}</ul></div>")
+
+
 def _audited(a: CampaignAnalysis) -> str:
     """What the consistency audit after every run found, in one sentence ("" when no run was audited)."""
     runs = a.runs
@@ -343,7 +356,7 @@ def _page(campaign: Path, a: CampaignAnalysis, figs: dict[str, go.Figure], repor
              f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {html.escape(str(campaign))}. "
              f"{html.escape(_audited(a))} {html.escape(noise_line(campaign))}</p>",
              f"<p>{html.escape(report.load)}</p>" if report.load else "",
-             _invalid(a), *_axis_sections(a, report, first=True), *_findings(a, campaign)]
+             _invalid(a), _failed(a), *_axis_sections(a, report, first=True), *_findings(a, campaign)]
     if not a.comparisons.empty:
         parts.append(f'<p class="how">{html.escape(_method(a))}</p>')
     parts.append(_interference(report, campaign))

@@ -110,12 +110,50 @@ def test_the_power_cut_table_is_its_campaign_and_another_seed_agrees():
            f"({a[0]:g}–{a[1]:g})" in said, said
 
 
+def isolation_rows(table: pd.DataFrame) -> list[str]:
+    """The isolation table's rows as the page prints them, from the per-run table (benchlib's own summary: rates per
+    100,000 committed transactions, intervals with runs as the unit)."""
+    from benchlib.axes.history.analysis import _n, summary
+
+    names = {"async": "MariaDB async, replicas read", "galera": "Galera, every node writes",
+             "gr": "Group Replication single-primary, secondaries read", "grmulti": "Group Replication multi-primary"}
+    out = []
+    for _, r in summary(None, table).iterrows():
+        def cell(k: str) -> str:
+            if not r.wrote:
+                return "–"
+            return (f"{_n(r[f'{k} per_100k'])} ({_n(r[f'{k} low'])}–{_n(r[f'{k} high'])})" if r[k]
+                    else f"none (at most {_n(r[f'{k} upper'])})")
+        kinds = " | ".join(cell(k) for k in ("lost update", "G-single", "G2-item", "G-single-realtime"))
+        out.append(f"| {names[r.cluster]} | {r.isolation.replace('-', ' ').upper()} | {r.committed:,} ({r.runs}) | "
+                   f"{re.sub(r' [(][^)]*[)]', '', r.refused)} | {kinds} |")
+    return out
+
+
+def test_the_isolation_table_and_what_it_says_are_its_csv_recomputed():
+    from benchlib.axes.history.analysis import published, summary
+
+    table = pd.read_csv(ROOT / "data" / "measured" / "isolation.csv", keep_default_na=False, na_values=[""])
+    want = isolation_rows(table)
+    got = [line for line in PAGE.split("## Isolation anomalies")[1].split("\n## ")[0].splitlines()
+           if line.startswith("| ") and not line.startswith("| cluster")]
+    assert got == want
+    said = published(summary(None, table), dict(zip(table.cluster, table.system)))
+    known = {float(f) for text in want + said + ["100,000"] for f in _figures(text)}
+    for start in [k for k, test in COVERED.items() if test == "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed"
+                  and k.startswith("- ")]:
+        bullet = _paragraph(start)
+        missing = [f for f in _figures(bullet) if not _given(f, known)]
+        assert not missing, (start, missing)
+
+
 # Figures on the page that are not measurements (each phrase with what it is). Everything else a block of the page
 # prints is a figure of the campaign that block names (or, in its section, the last one named before it; an indented
 # block adds its own to those), or says that it was "not recorded".
 GIVEN = {
     "95%": "the confidence level of every interval",
     "every 15 s": "Group Replication's expel check, MySQL's own period",
+    "per 100,000": "the unit of every anomaly rate",
 }
 # Blocks (a table: by the start of its header) and sentences that a test of their own recomputes
 COVERED = {
@@ -123,6 +161,10 @@ COVERED = {
     "| innodb_flush_log_at_trx_commit": "test_the_power_cut_table_is_its_campaign_and_another_seed_agrees",
     "- **Where the noise is**": "test_where_the_noise_is_is_what_bench_demo_settle_prints_from_its_campaigns",
     "With another seed": "test_the_power_cut_table_is_its_campaign_and_another_seed_agrees",
+    "| cluster | isolation": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
+    "- **Beside Jepsen's findings.**": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
+    "- **SERIALIZABLE, per system.**": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
+    "- **What this campaign does not say.**": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
 }
 
 

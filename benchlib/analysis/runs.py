@@ -13,7 +13,7 @@ import pandas as pd
 from benchlib.analysis.lag import lag_growth
 from benchlib.analysis.series import batch_means
 from benchlib.analysis.stability import assess
-from benchlib.axis import judged_on_throughput
+from benchlib.axis import AXES, judged_on_throughput
 from benchlib.errors import BenchlibError
 from benchlib.store import RUN_FACTS
 
@@ -165,10 +165,15 @@ def read_side(table: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
 
 
 def config_label(row: pd.Series, keys: list[str]) -> str:
-    """A short name for a configuration: its cluster, then the settings that are set."""
+    """A short name for a configuration: its cluster, then the settings that are set (in an axis's own words where
+    it has them: "REPEATABLE READ", "3 writer nodes")."""
     parts = [str(row["cluster"])] if "cluster" in keys else []
+    named = {k: w for axis in AXES.values() for k, w in axis.setting_words(row).items()}
     for k in keys:
         if k in ("cluster", "topology", "workload") or pd.isna(row[k]):
+            continue
+        if k in named:
+            parts.append(named[k]) if named[k] else None
             continue
         parts.append(f"t{row[k]:g}" if k == "threads" else f"{k}={row[k]:g}" if isinstance(row[k], float) else f"{k}={row[k]}")
     return " ".join(parts)

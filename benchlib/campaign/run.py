@@ -41,6 +41,7 @@ from benchlib.analysis import interference
 from benchlib.axis import AXES, AxisRun, RunContext, Variant
 from benchlib.campaign.folder import CampaignError
 from benchlib.campaign.sampling import LabSampling, sample
+from benchlib.campaign.stuck import longest_statements
 from benchlib.campaign.setup import RunSetup, dataset_tables, nodes_down, wait_serving
 from benchlib.schema import INTERVALS
 from benchlib.store import RunWriter
@@ -216,6 +217,10 @@ class RunEngine:
                 loaded = h.join(loaded)
             if loaded.status != "ok" and not self.breaking:
                 loaded = _name_the_cause(loaded, self.trouble)
+                if loaded.status == "hung":  # what the nodes were doing meanwhile
+                    waiting = longest_statements(self.lab.connect, self.run_setup.nodes, self.stall_s / 2)
+                    loaded = replace(loaded, reason=f"{loaded.reason}; the longest statements then: {waiting}"
+                                     if waiting else loaded.reason)
             self.loaded = loaded
         self.load_end = sampling.now()
 

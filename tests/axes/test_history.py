@@ -32,7 +32,7 @@ def test_repeatable_read_loses_updates_beside_the_load_and_serializable_does_not
     rr = next(line for line in said if line.startswith("solo, repeatable-read:"))
     assert "lost updates (" in rr and "per 100,000, 95%" in rr and "For example: T" in rr, rr
     ser = next(line for line in said if line.startswith("solo, serializable:"))
-    assert "no lost update, G-single" in ser and "one-sided 95%" in ser and "refused by the server: 1213" in ser, ser
+    assert "no lost update, G-single" in ser and "one-sided 95%" in ser and "refused by the server, by error number: 1213: " in ser, ser
 
 
 def test_a_level_no_cluster_has_is_refused_when_planned(tmp_path):

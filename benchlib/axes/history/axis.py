@@ -6,7 +6,7 @@ from typing import Any
 
 from benchlib.axes.history.checker.history import HISTORY
 from benchlib.axes.history import HistoryRecord, HistorySpec
-from benchlib.axis import Axis, AxisAnalysis, AxisRun, RunContext
+from benchlib.axis import Axis, AxisAnalysis, AxisRun, CaptionTable, ChartTable, RunContext
 
 __all__ = ["AXIS", "HistoryAxis"]
 
@@ -36,6 +36,18 @@ class HistoryAxis(Axis):
         from benchlib.axes.history.analysis import HistoryAnalysis
 
         return HistoryAnalysis(a)
+
+    def charts(self) -> tuple[ChartTable, CaptionTable]:
+        from benchlib.axes.history import charts
+
+        return charts.CHARTS, charts.CAPTIONS
+
+    def setting_words(self, params: Any) -> dict[str, str]:
+        level = params.get("isolation")
+        if level is None or level != level:
+            return {}
+        return {"isolation": str(level).replace("-", " ").upper() if level != "snapshot-isolation"
+                else "snapshot isolation"}
 
     def report(self, a: Any, said: list[str]) -> str | None:
         from benchlib.axes.history.report import section

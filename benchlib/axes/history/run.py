@@ -65,7 +65,8 @@ class HistoryOptions:
 
 @dataclass
 class _Shared:
-    """What the clients share: the live keys, the values, the recorded transactions."""
+    """What the clients share: the live keys, the values, the recorded transactions, and whether the load window
+    has ended (``over``: no client begins another transaction; the history spans the load, not the catch-up)."""
 
     keys: list[int]
     per_key: int
@@ -75,6 +76,7 @@ class _Shared:
     txns: Any = field(default_factory=lambda: itertools.count(1))
     rows: list[tuple] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    over: bool = False
 
     def key(self, rng: np.random.Generator, append: bool) -> int:
         with self.lock:
@@ -120,6 +122,8 @@ class _Client(Probe):
         return out
 
     def sample(self, t: float) -> None:
+        if self.shared.over:
+            return
         ops, txn = self._ops(), next(self.shared.txns)
         done: list[tuple[str, int, Any]] = []
         outcome, error, t0 = "ok", "", self.clock()
@@ -251,6 +255,13 @@ class HistoryRun(AxisRun):
         self.probe.prepare()
         self.record.update(nodes=order, read_only=list(ro))
         return list(self.probe.probes)
+
+    def join(self, loaded: Any) -> Any:
+        """The load has ended: the clients begin no more transactions (a replica's catch-up after it is not part
+        of the history: every configuration's history spans its load window alike)."""
+        if self.probe is not None:
+            self.probe.shared.over = True
+        return loaded
 
     def tables(self) -> list[str]:
         return [TABLE]

@@ -23,4 +23,7 @@ FACTS = SystemFacts(
     "galera", "MariaDB Galera Cluster", "MariaDB", "MariaDB", "galera", multi_writer=True, failover="any",
     promise=PROMISE, read_settings=READ_SETTINGS, read_settings_described=READ_SETTINGS_DESCRIBED,
     roles=("writer", "node"), status_probe="galera", spaced_ids="cluster size", applier_variables=APPLIER_VARIABLES,
-    topologies=(TOPOLOGY,), snapshot_isolation=True)
+    topologies=(TOPOLOGY,), snapshot_isolation=True,
+    published=("Jepsen's analysis of MariaDB Galera Cluster 12.1.2 (2026) found lost update and stale reads with no "
+               "fault at all (and lost committed transactions after coordinated crashes)"),
+    published_kinds=("lost update", "G-single-realtime"))

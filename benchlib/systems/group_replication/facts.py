@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchlib.catalogue import SystemFacts, TopologyFacts, Wiring
-from benchlib.systems.mysql.facts import APPLIER_VARIABLES
+from benchlib.systems.mysql.facts import APPLIER_VARIABLES, PUBLISHED
 
 __all__ = ["CONSISTENCY", "FACTS", "TOPOLOGY"]
 
@@ -28,4 +28,5 @@ FACTS = SystemFacts(
             "none is lost.",
     read_settings=tuple(CONSISTENCY), roles=("primary", "secondary"), status_probe="group_replication",
     modes=("single-primary", "multi-primary"), spaced_ids="7 when multi-primary", applier_variables=APPLIER_VARIABLES,
-    topologies=(TOPOLOGY,))
+    topologies=(TOPOLOGY,), published=PUBLISHED.replace("(2023)", "(2023), the server every member runs,"),
+    published_kinds=("lost update", "G-single", "G2-item"))
