@@ -176,7 +176,7 @@ def test_writes_on_three_nodes_conflict_on_shared_rows_and_not_on_their_own(gale
 
 def test_retried_conflicts_complete_the_work_of_one_writer_node_and_given_up_ones_are_the_work_lost(galera_lab,
                                                                                                   tmp_path):
-    """An open loop of 600 transactions a second on the same 10 rows (the same logical work, whoever writes it): on
+    """An open loop of 300 transactions a second on the same 10 rows (the same logical work, whoever writes it): on
     one writer node, and on three retrying every transaction the servers roll back, the same work commits (the rate,
     within an arrival's noise) and every transaction sysbench started committed; with no retry, what the three
     nodes' conflicts cost is the transactions given up: committed + given up = sysbench's events, and it is less."""
@@ -188,15 +188,16 @@ def test_retried_conflicts_complete_the_work_of_one_writer_node_and_given_up_one
                 int(rec["summary"]["events"]))
 
     _, _, kept = measured_writers(galera_lab, tmp_path / "kept", "galera-3.toml", "galera",
-                                  writers='nodes = [1, 3]\nkeys = ["shared"]', rates="[600]")
+                                  writers='nodes = [1, 3]\nkeys = ["shared"]', rates="[300]")
     _, _, lost = measured_writers(galera_lab, tmp_path / "lost", "galera-3.toml", "galera",
-                                  writers='nodes = [3]\nretry = 0', rates="[600]")
+                                  writers='nodes = [3]\nretry = 0', rates="[300]")
     (one, none1, _, events1), (three, none3, errors3, events3) = counted(kept[(1, "shared")]), counted(
         kept[(3, "shared")])
     assert none1 == none3 == 0 and one == events1 and three == events3 and errors3 > 0, kept
-    # each within a fifth of the work offered (600 a second for 4 s): a loaded machine slows the one writer node's
-    # open loop too (1,970 against three nodes' 2,496 once, a clean clone with the edit loop's tests beside it)
-    assert all(0.8 * 600 * 4 < x < 1.2 * 600 * 4 for x in (one, three)), (one, three)
+    # each within a fifth of the work offered (300 a second for 4 s). At 600 a second the 6 threads' open loop fell
+    # behind on a loaded 2-core host (a commit over 10 ms: 1,796 and 1,970 of 2,400 on one writer node in two clean
+    # clones): the rate is half that, so the threads keep up and the comparison is of work, not of the host
+    assert all(0.8 * 300 * 4 < x < 1.2 * 300 * 4 for x in (one, three)), (one, three)
     committed, given_up, errors, events = counted(lost[(3, "shared")])
     assert given_up == errors > 0 and committed + given_up == events, lost
 
