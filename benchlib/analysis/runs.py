@@ -172,8 +172,8 @@ def config_label(row: pd.Series, keys: list[str]) -> str:
     for k in keys:
         if k in ("cluster", "topology", "workload") or pd.isna(row[k]):
             continue
-        if k in named:
-            parts.append(named[k]) if named[k] else None
+        if k in named:  # "" says nothing
+            parts += [named[k]] if named[k] else []
             continue
         parts.append(f"t{row[k]:g}" if k == "threads" else f"{k}={row[k]:g}" if isinstance(row[k], float) else f"{k}={row[k]}")
     return " ".join(parts)
