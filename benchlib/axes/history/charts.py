@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from benchlib.axes.history.analysis import CONFIG
 from benchlib.axes.history.checker import KINDS
 from benchlib.charts.axes import log_axis
 from benchlib.charts.builders import _figure, _need
@@ -22,7 +23,6 @@ __all__ = ["CAPTIONS", "CHARTS", "anomaly_rates", "rates_frame"]
 
 #: the kinds always drawn (a bound when not seen): what Jepsen's analyses report for MySQL and Galera
 SHOWN = ("lost update", "G-single", "G2-item", "G-single-realtime", "G2-item-realtime")
-SETTINGS = ("isolation", "history_consistency", "workload", "threads", "rate", "distribution")
 
 
 def rates_frame(summary: pd.DataFrame) -> pd.DataFrame:
@@ -33,7 +33,7 @@ def rates_frame(summary: pd.DataFrame) -> pd.DataFrame:
     if summary.empty:
         return pd.DataFrame(columns=["label", "kind", "count", "per_100k", "low", "high", "upper", "committed",
                                      "applies"])
-    settings = [c for c in SETTINGS if c in summary and (c == "isolation" or summary[c].nunique(dropna=False) > 1)]
+    settings = [c for c in CONFIG if c in summary]  # the summary's keys: the settings that differ, and the level
     labels = summary[["cluster"] + settings].astype(str).agg(" · ".join, axis=1)
     applies = summary.wrote > 0 if "wrote" in summary else pd.Series(True, index=summary.index)
     labels = labels.where(applies, labels + " (no write committed)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from benchlib.axes.history.analysis import CONFIG
 from benchlib.axes.history.checker import KINDS, MEANING
 from benchlib.page import fold, table
 
@@ -22,8 +23,7 @@ def section(a: Any, said: list[str]) -> str:
            "a transaction whose commit never answered counts once a read saw its appends. Rates are per 100,000 "
            "committed transactions, intervals take runs as the unit.")
     s = a.axis("history").summary
-    keys = [c for c in s.columns if c in ("cluster", "isolation", "history_consistency", "workload", "threads", "rate",
-                                          "distribution")]
+    keys = [c for c in s.columns if c in ("cluster", *CONFIG)]
     cols = keys + ["runs", "committed", "failed", "unknown", "refused"]
     for k in KINDS:
         if k in s and (s[k] > 0).any():
