@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchlib.errors import LabError, MissingDependencyError
 from benchlib.lab import node as nodeops
-from benchlib.lab import secrets, seed, state, wan
+from benchlib.lab import procs, secrets, seed, state, wan
 from benchlib.lab.layout import Layout, NodePlan, build_layout, busy_ports, pick_base_port, ports_needed
 from benchlib.lab.mycnf import render
 from benchlib.lab.spec import LabSpec
@@ -168,6 +168,21 @@ def build(lab, timeout: float, progress: Progress) -> None:
         for f in [pool.submit(t.form, timeout) for t in topologies]:
             f.result()
     progress(f"lab {lab.name} ready in {time.monotonic() - t0:.1f} s")
+
+
+def renew(lab, node: NodePlan, timeout: float = 120.0) -> None:
+    """Give ``node`` (stopped) a fresh datadir, as at the lab's build, and start it: what an operator re-provisioning
+    a server does. Only a flavour whose template takes the lab's passwords at first start can (MySQL)."""
+    procs.wait_gone([p for p in [lab.pid(node)] if p], 60)
+    owner, flavor = lab.record.run_as, lab.flavor(node.cluster)
+    shutil.rmtree(node.datadir, ignore_errors=True)
+    nodeops.copy_datadir(seed.template(flavor, lab.server(node.cluster), lab.dir.parent, owner), node.datadir)
+    nodeops.write_private(node.init_file, seed.init_file(lab.creds), owner)
+    try:
+        lab.start_nodes([node])
+        lab.wait_connectable([node], timeout, "start on a fresh datadir")
+    finally:
+        node.init_file.unlink(missing_ok=True)  # it holds passwords
 
 
 def keep_logs(lab) -> Path | None:

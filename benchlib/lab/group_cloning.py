@@ -13,7 +13,13 @@ found were newer than its donor's log position and than its own after the clone,
 passed its donor's did not help (tried).
 
 A clean shutdown and a start after the first one do: six members cloned and killed in a row, beside the same hogs,
-all recovered cleanly. Their shutdown checkpoints what the clone left; it costs the heal one restart of the member."""
+all recovered cleanly. Their shutdown checkpoints what the clone left; it costs the heal one restart of the member.
+
+It is not enough when the clone went over the member's own old data: a member of the embedded lab cloned a second
+time over its own datadir, then killed after it joined, found undo pages of its earlier life "in the future" and hit
+the trx0purge.cc:180 assertion at every start (two tries in three, beside a CPU and disk hog). A member the lab
+rebuilds on purpose (it held transactions the group lacked) therefore gets a fresh datadir first, when its lab can
+make one (``ClusterContext.renew``): five rebuilds and kills in a row, beside the same hog, all recovered."""
 
 from __future__ import annotations
 

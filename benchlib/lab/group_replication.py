@@ -116,17 +116,27 @@ class GroupReplication(Topology):
     def _rebuild(self, node: NodePlan) -> None:
         """A member holding transactions the group lacks cannot join: none was acknowledged (a commit needs the
         group's majority, and the group has the majority's), so the lab discards them as an operator re-provisioning
-        the member would: its GTID history is reset, and distributed recovery clones a donor's data over its own."""
+        the member would: the member gets a fresh datadir (a lab that cannot: its GTID history is reset) and
+        distributed recovery clones a donor's data over it. A clone over a member's own old data left pages of its
+        old life newer than the clone's log (MySQL 9.7): killed after it joined, such a member crashed at every start
+        ("log sequence number ... is in the future", then "Assertion failure: trx0purge.cc:180")."""
         Joining.settle([node])
         with self.connect(node, read_timeout=self.START_S) as conn:
             extra = sql.scalar(conn, "SELECT @@GLOBAL.gtid_executed")
-            sql.execute(conn, "STOP GROUP_REPLICATION")
-            sql.execute(conn, "SET GLOBAL super_read_only = OFF")
-            sql.execute(conn, "RESET BINARY LOGS AND GTIDS")
+            if self.ctx.renew is not None:
+                sql.execute(conn, "SHUTDOWN")
+            else:
+                sql.execute(conn, "STOP GROUP_REPLICATION", "SET GLOBAL super_read_only = OFF",
+                            "RESET BINARY LOGS AND GTIDS")
+        if self.ctx.renew is not None:
+            self.ctx.renew(node)
+        with self.connect(node, read_timeout=self.START_S) as conn:
             sql.execute(conn, "SET GLOBAL group_replication_clone_threshold = 1")  # this start only: not persisted
         self.__dict__.setdefault("rebuilt", set()).add(node.name)
         self.__dict__.setdefault("notes", {})[node.name] = (
-            f"{node.name} held transactions the group lacked ({extra}): discarded, and cloned from a donor")
+            f"{node.name} held transactions the group lacked ({extra}): discarded, "
+            + ("the member given a fresh datadir and recovered from the group" if self.ctx.renew is not None
+               else "its GTID history reset and a donor cloned over its data"))
 
     CLONING = "SELECT STATE FROM performance_schema.clone_status"  # 'In Progress' until the restarted server recovered
 

@@ -126,7 +126,9 @@ class LocalLab:
         return for_cluster(ClusterContext(cluster, self.spec.clusters[cluster], self.layout.cluster_nodes(cluster),
                                           self.connect, lambda: self.tuning.settings(cluster), self.creds.password,
                                           self.spec.setting_rules(cluster), self.flavor(cluster), self.server(cluster),
-                                          self._restart))
+                                          self._restart,
+                                          (lambda node: build.renew(self, node))
+                                          if self.flavor(cluster).passwords_at_first_start else None))
 
     def _restart(self, nodes: list[NodePlan], timeout: float = 120.0) -> None:
         """Start ``nodes`` that stopped on their own (e.g. a GR member after a clone), once their old process is gone."""

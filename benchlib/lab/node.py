@@ -20,19 +20,21 @@ from benchlib.lab.secrets import Credentials
 from benchlib.servers import Server
 
 NOISE = ("Could not increase number of max_open_files",)
+KEY = ("[ERROR]", "Assertion failure", "got signal")  # what a failure or a crash says of its cause
 
 
 def log_tail(path: Path, lines: int = 12) -> str:
-    """The last meaningful lines of an error log, indented for a message."""
+    """The last meaningful lines of an error log, indented for a message: its last error lines and how a crash
+    began (an assertion, the signal) kept whole before the last lines, which after a crash are a stack trace."""
     try:
         text = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return f"    (no log at {path})"
     keep = [line for line in text if line.strip() and not any(n in line for n in NOISE)]
-    errors = [line for line in keep if "[ERROR]" in line or "WSREP_SST: [ERROR]" in line]
-    chosen = (errors[-6:] if errors else []) + [line for line in keep[-lines:] if line not in errors[-6:]]
+    key = [i for i, line in enumerate(keep) if any(k in line for k in KEY)][-max(1, lines // 2):]
+    rest = [i for i in range(len(keep)) if i not in key][-(lines - len(key)):] if lines > len(key) else []
     # an error line whole (up to 1000 characters: Group Replication's GTID sets are the cause), others cut at 300
-    return "\n".join(f"    {line[:1000 if '[ERROR]' in line else 300]}" for line in chosen[-lines:]) \
+    return "\n".join(f"    {keep[i][:1000 if '[ERROR]' in keep[i] else 300]}" for i in sorted(key + rest)) \
         or f"    (empty log {path})"
 
 

@@ -55,6 +55,8 @@ class ClusterContext:
     flavor: Flavor
     server: Server
     restart: Callable[[list[NodePlan]], None] = lambda nodes: None  # start stopped nodes, wait until connectable
+    #: give a stopped node a fresh datadir (as the lab's build did) and start it; None: this lab cannot
+    renew: Callable[[NodePlan], None] | None = None
 
 
 def for_cluster(ctx: ClusterContext) -> "Topology":
