@@ -115,17 +115,21 @@ def test_applicable_notebooks_follow_what_the_campaign_swept(recorded):
 
 @pytest.mark.kernel
 def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
+    """``benchlib rerun`` executes a notebook with a parameter into a new copy beside the earlier ones."""
     import subprocess
     import sys
 
     run = list_runs(recorded / "topologies")[0].name
     cmd = [sys.executable, "-m", "benchlib.cli", "rerun", str(recorded / "topologies"), "-n", "stability",
            "-p", f'runs=["{run}"]']
-    for _ in range(2):
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
-    copies = sorted((recorded / "topologies" / "notebooks").glob("stability-*.ipynb"))
-    assert len(copies) == 2
+    folder = recorded / "topologies" / "notebooks"
+    earlier = folder / "stability-20260101T000000Z.ipynb"  # a copy an earlier rerun left (one rerun here: each
+    folder.mkdir(exist_ok=True)                            # costs a kernel, minutes on a loaded 2-core host)
+    earlier.write_text('{"earlier": true}')
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    copies = sorted(folder.glob("stability-*.ipynb"))
+    assert len(copies) == 2 and earlier.read_text() == '{"earlier": true}'
     outputs = [o for c in json.loads(copies[-1].read_text())["cells"] for o in c.get("outputs", [])]
     # the chosen run's chart; the report's is left out with its reason (this campaign's runs are too short)
     assert sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs) == 1
@@ -134,3 +138,10 @@ def test_rerun_cli_keeps_earlier_copies_and_takes_parameters(recorded):
     assert bad.returncode == 1 or bad.returncode == 2
     assert "not a campaign folder" in bad.stderr and "Traceback" not in bad.stderr
 
+
+
+def test_two_copies_made_in_the_same_second_get_two_names(tmp_path):
+    first = output_path(tmp_path, "stability")
+    first.write_text("{}")
+    second = output_path(tmp_path, "stability")
+    assert second != first and not second.exists() and second.name.startswith("stability-")

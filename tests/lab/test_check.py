@@ -51,6 +51,7 @@ def test_sql_command_uses_an_option_file(lab):
 @pytest.mark.kernel
 @pytest.mark.lab
 @pytest.mark.heavy
+@pytest.mark.timeout(600)  # 213-226 s on one 2-core VM, over 300 s on a slower one beside the suite's other lanes
 def test_demo_command_is_the_main_job(tmp_path):
     """Up the demo lab, check it, run the quick campaign through its notebook, tear down, publish: the main job's
     every step on its own lab, at its own size (3 s runs; the same 3 clusters, 2 thread counts and 3 planned rounds),
