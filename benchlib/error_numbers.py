@@ -7,9 +7,11 @@ __all__ = ["MEANING", "said"]
 MEANING: dict[int, str] = {
     1020: "record changed since it was read (snapshot isolation)",
     1047: "the node is not ready (a Galera node outside the primary component)",
+    1146: "no such table: not there yet on that node",
     1180: "rolled back at commit",
     1205: "lock wait timeout",
     1213: "deadlock; on Galera also a certification failure",
+    2003: "cannot connect to the server",
     2013: "connection lost during the statement",
     3098: "refused by a plug-in: Group Replication's update-everywhere checks refuse SERIALIZABLE in multi-primary "
           "mode",

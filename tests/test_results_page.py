@@ -135,16 +135,35 @@ def test_the_isolation_table_and_what_it_says_are_its_csv_recomputed():
 
     table = pd.read_csv(ROOT / "data" / "measured" / "isolation.csv", keep_default_na=False, na_values=[""])
     want = isolation_rows(table)
-    got = [line for line in PAGE.split("## Isolation anomalies")[1].split("\n## ")[0].splitlines()
-           if line.startswith("| ") and not line.startswith("| cluster")]
-    assert got == want
+    assert _isolation_rows_on_the_page(0) == want
     said = published(summary(None, table), dict(zip(table.cluster, table.system)))
     known = {float(f) for text in want + said + ["100,000"] for f in _figures(text)}
     for start in [k for k, test in COVERED.items() if test == "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed"
                   and k.startswith("- ")]:
-        bullet = _paragraph(start)
+        bullet = _paragraph(start).split("\n\n")[0]  # the last bullet ends before the next block
         missing = [f for f in _figures(bullet) if not _given(f, known)]
         assert not missing, (start, missing)
+
+
+def _isolation_rows_on_the_page(block: int) -> list[str]:
+    """The rows of the section's first table (``block`` 0: no fault) or of its second (1: a node killed)."""
+    section = PAGE.split("## Isolation anomalies")[1].split("\n## ")[0].split("When a node dies:")[block]
+    return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| cluster")]
+
+
+def test_the_isolation_table_when_a_node_dies_is_its_csv_recomputed():
+    """The second table (the write node killed) and what its bullet says: each figure among the two tables' and the
+    unknown commits of the killed runs."""
+    faults = pd.read_csv(ROOT / "data" / "measured" / "isolation-faults.csv", keep_default_na=False, na_values=[""])
+    clean = pd.read_csv(ROOT / "data" / "measured" / "isolation.csv", keep_default_na=False, na_values=[""])
+    want = isolation_rows(faults)
+    assert _isolation_rows_on_the_page(1) == want
+    assert set(faults.system) == {"galera", "group_replication"} and (faults[["G0", "G1c", "G1a", "G1b"]] == 0).all().all()
+    known = {float(f) for text in want + isolation_rows(clean) for f in _figures(text)}
+    known |= {float(n) for n in faults.groupby("cluster").unknown.sum()}
+    bullet = _paragraph("- **A node's death added no kind of anomaly.**")
+    missing = [f for f in _figures(bullet) if not _given(f, known)]
+    assert not missing, missing
 
 
 # Figures on the page that are not measurements (each phrase with what it is). Everything else a block of the page
@@ -165,6 +184,8 @@ COVERED = {
     "- **Beside Jepsen's findings.**": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
     "- **SERIALIZABLE, per system.**": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
     "- **What this campaign does not say.**": "test_the_isolation_table_and_what_it_says_are_its_csv_recomputed",
+    "| cluster, write node killed": "test_the_isolation_table_when_a_node_dies_is_its_csv_recomputed",
+    "- **A node's death added no kind of anomaly.**": "test_the_isolation_table_when_a_node_dies_is_its_csv_recomputed",
 }
 
 
