@@ -62,7 +62,9 @@ def ran_tpcc_like(lab, cluster: str, tmp_path, *, super_read_only: bool = False)
     from benchlib.systems import sql
 
     secrets = list(lab.creds.passwords.values())
-    opts = SysbenchOptions(workload="tpcc_like", warehouses=2, scale=0.1, threads=4, time_s=120,
+    # the events end the run, not the time: 2,100 took over 120 s on a slow VM beside the suite's other lanes (2,059
+    # done when the time ran out)
+    opts = SysbenchOptions(workload="tpcc_like", warehouses=2, scale=0.1, threads=4, time_s=600,
                            extra=("--events=2100",))
     run = read_run(execute_run(lab, cluster, opts, RunWriter(tmp_path, "tpcc", {}, secrets=secrets),
                                axes={"tpcc": TpccPlan()}))
