@@ -7,7 +7,7 @@ __all__ = ["MEANING", "said"]
 MEANING: dict[int, str] = {
     1020: "record changed since it was read (snapshot isolation)",
     1047: "the node is not ready (a Galera node outside the primary component)",
-    1146: "no such table: not there yet on that node",
+    1146: "no such table on that node",
     1180: "rolled back at commit",
     1205: "lock wait timeout",
     1213: "deadlock; on Galera also a certification failure",
