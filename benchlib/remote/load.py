@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from benchlib.sysbench.driver import prepare_failure
 from benchlib.sysbench.merge import LiveMerge, merge_results
 from benchlib.sysbench.options import RunError, SysbenchOptions
 from benchlib.sysbench.output import Interval, LineParser, SysbenchParseError
@@ -58,8 +59,8 @@ class SSHDriver:
                          script=self._script(opts, [host], opts.prepare_script))
         rc, out, err = self.lab.ssh.run(host, " ".join(shlex.quote(x) for x in argv), input=self._config(node),
                                         timeout=3600)
-        if rc != 0:
-            raise RunError(f"sysbench prepare of {opts.dataset_key} failed on client host {host} (exit {rc})",
+        if why := prepare_failure(rc, out + err):
+            raise RunError(f"sysbench prepare of {opts.dataset_key} failed on client host {host} ({why})",
                            detail="\n".join("    " + line for line in (out + err).splitlines()[-8:]))
 
     def stop_strays(self) -> list[str]:

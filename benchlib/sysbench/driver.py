@@ -19,7 +19,16 @@ from benchlib.sysbench.options import RunError, SysbenchOptions, connection_conf
 from benchlib.sysbench.output import Interval
 from benchlib.sysbench.process import LoadResult, run_sysbench, stop_recorded
 
-__all__ = ["Endpoint", "LoadDriver", "LocalDriver"]
+__all__ = ["Endpoint", "LoadDriver", "LocalDriver", "prepare_failure"]
+
+
+def prepare_failure(returncode: int, output: str) -> str | None:
+    """Why a ``sysbench prepare`` failed, from its exit status and output; None when it did not. sysbench 1.0.20
+    exits 0 when one thread of a parallel prepare fails (its units of work are then missing): only its FATAL line
+    says so."""
+    if returncode != 0:
+        return f"exit {returncode}"
+    return next((line.strip() for line in output.splitlines() if line.startswith("FATAL:")), None)
 
 
 @dataclass(frozen=True)
@@ -63,8 +72,8 @@ class LocalDriver:
     def prepare(self, node: str, opts: SysbenchOptions) -> None:
         argv = self._pinned(node, opts.argv("prepare", *opts.prepare_args(), sysbench=self.sysbench))
         res = subprocess.run(argv, input=self.endpoint(node).config(), capture_output=True, text=True)
-        if res.returncode != 0:
-            raise RunError(f"sysbench prepare of {opts.dataset_key} failed on {node} (exit {res.returncode})",
+        if why := prepare_failure(res.returncode, res.stdout + res.stderr):
+            raise RunError(f"sysbench prepare of {opts.dataset_key} failed on {node} ({why})",
                            detail="\n".join("    " + line for line in (res.stdout + res.stderr).splitlines()[-8:]))
 
     def run(self, node: str, opts: SysbenchOptions, *, on_interval: Callable[[Interval], None] | None = None,

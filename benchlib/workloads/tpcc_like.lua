@@ -245,8 +245,7 @@ function cmd_prepare()
   local items, customers, undelivered = sizes()
   local slice = math.ceil(items / 10)
   local work = units()
-  for k = sysbench.tid + 1, #work, sysbench.opt.threads do
-    local u = work[k]
+  local function load(u)
     con:query("BEGIN")
     if u[1] == "items" then
       load_items(con, (u[2] - 1) * slice + 1, math.min(items, u[2] * slice))
@@ -260,6 +259,22 @@ function cmd_prepare()
       load_district(con, u[2], u[3], customers, undelivered)
     end
     con:query("COMMIT")
+  end
+  for k = sysbench.tid + 1, #work, sysbench.opt.threads do
+    -- a unit the server rolled back (a deadlock, a lock wait, a conflict) is loaded again, up to 5 times; any other
+    -- error ends the prepare (benchlib reads sysbench's FATAL line: sysbench 1.0.20 exits 0 when a thread fails)
+    for try = 1, 5 do
+      local ok, err = pcall(load, work[k])
+      if ok then
+        break
+      end
+      pcall(con.query, con, "ROLLBACK")
+      if type(err) ~= "table" or not RETRY[err.sql_errno] or try == 5 then
+        error(type(err) == "table" and string.format("loading %s %s: error %d: %s", work[k][1],
+                                                     table.concat(work[k], " ", 2), err.sql_errno, err.sql_errmsg)
+              or err, 0)
+      end
+    end
   end
   con:disconnect()
 end
@@ -285,6 +300,19 @@ local function one(sql)  -- the first row of a query, as a table of strings (nil
   local row = rs and rs.nrows > 0 and rs:fetch_row() or nil
   if rs then rs:free() end
   return row
+end
+
+-- the first row of a query a transaction cannot do without (the row is in the dataset): when none comes back, a plain
+-- read looks again, which raises the error of a transaction the server has aborted meanwhile (a Galera brute-force
+-- abort: retried as any); otherwise the thread ends, saying which row and what the second look found
+local function need(sql)
+  local row = one(sql)
+  if row ~= nil then
+    return row
+  end
+  local again = one((sql:gsub(" FOR UPDATE$", "")))
+  error(string.format("no row for %s: %s", sql, again and "a plain read then found it (the locking read missed it)" or
+                      "this node's dataset lacks it (prepare it again)"), 0)
 end
 
 local function remote_warehouse(w)
@@ -330,8 +358,8 @@ local function new_order()
   end)
   con:query("BEGIN")
   one(string.format("SELECT w_tax FROM warehouse WHERE w_id = %d", w))
-  local dist = one(string.format("SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = %d AND d_id = %d FOR UPDATE",
-                                 w, d))
+  local dist = need(string.format("SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = %d AND d_id = %d FOR UPDATE",
+                                  w, d))
   local o = tonumber(dist[2])
   con:query(string.format("UPDATE district SET d_next_o_id = %d WHERE d_w_id = %d AND d_id = %d", o + 1, w, d))
   one(string.format("SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = %d AND c_d_id = %d AND c_id = %d",
@@ -344,8 +372,8 @@ local function new_order()
       con:query("ROLLBACK")
       return "rolled_back"
     end
-    local s = one(string.format("SELECT s_quantity, s_data, s_dist_%02d FROM stock WHERE s_i_id = %d AND s_w_id = %d " ..
-                                "FOR UPDATE", d, line.i, line.supply))
+    local s = need(string.format("SELECT s_quantity, s_data, s_dist_%02d FROM stock WHERE s_i_id = %d AND " ..
+                                 "s_w_id = %d FOR UPDATE", d, line.i, line.supply))
     local q = tonumber(s[1])
     q = q - line.qty >= 10 and q - line.qty or q - line.qty + 91
     con:query(string.format("UPDATE stock SET s_quantity = %d, s_ytd = s_ytd + %d, s_order_cnt = s_order_cnt + 1, " ..
@@ -372,8 +400,8 @@ local function payment()
                     w, d))
   local c = rand(1, 100) <= 60 and customer_by_name(cw, cd) or nil
   c = c or nurand(1023, 1, customers)
-  local cust = one(string.format("SELECT c_first, c_last, c_balance, c_credit FROM customer WHERE c_w_id = %d AND " ..
-                                 "c_d_id = %d AND c_id = %d FOR UPDATE", cw, cd, c))
+  local cust = need(string.format("SELECT c_first, c_last, c_balance, c_credit FROM customer WHERE c_w_id = %d AND " ..
+                                  "c_d_id = %d AND c_id = %d FOR UPDATE", cw, cd, c))
   local data = ""
   if cust[4] == "BC" then
     data = string.format(", c_data = SUBSTRING(CONCAT('%d %d %d %d %d %s ', c_data), 1, 500)", c, cd, cw, d, w, amount)
@@ -411,8 +439,8 @@ local function delivery()
     if no then
       local o = no[1]
       con:query(string.format("DELETE FROM new_order WHERE no_w_id = %d AND no_d_id = %d AND no_o_id = %s", w, d, o))
-      local c = one(string.format("SELECT o_c_id FROM orders WHERE o_w_id = %d AND o_d_id = %d AND o_id = %s", w, d,
-                                  o))[1]
+      local c = need(string.format("SELECT o_c_id FROM orders WHERE o_w_id = %d AND o_d_id = %d AND o_id = %s", w, d,
+                                   o))[1]
       con:query(string.format("UPDATE orders SET o_carrier_id = %d WHERE o_w_id = %d AND o_d_id = %d AND o_id = %s",
                               carrier, w, d, o))
       con:query(string.format("UPDATE order_line SET ol_delivery_d = NOW() WHERE ol_w_id = %d AND ol_d_id = %d AND " ..
@@ -429,8 +457,8 @@ end
 local function stock_level()
   local w, d, threshold = home, home_district, rand(10, 20)
   con:query("BEGIN")
-  local next_o = tonumber(one(string.format("SELECT d_next_o_id FROM district WHERE d_w_id = %d AND d_id = %d", w,
-                                            d))[1])
+  local next_o = tonumber(need(string.format("SELECT d_next_o_id FROM district WHERE d_w_id = %d AND d_id = %d", w,
+                                             d))[1])
   one(string.format("SELECT COUNT(DISTINCT s_i_id) FROM order_line JOIN stock ON s_i_id = ol_i_id AND " ..
                     "s_w_id = ol_w_id WHERE ol_w_id = %d AND ol_d_id = %d AND ol_o_id >= %d AND ol_o_id < %d AND " ..
                     "s_quantity < %d", w, d, next_o - 20, next_o, threshold))

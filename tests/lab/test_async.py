@@ -217,3 +217,19 @@ def test_the_tpcc_like_mix_runs_as_specified_and_its_conditions_hold_on_every_no
     from tests.workloads.test_tpcc import ran_tpcc_like
 
     ran_tpcc_like(async_lab, "async", tmp_path)
+
+
+def test_a_row_the_tpcc_like_mix_needs_and_the_node_lacks_is_named_in_the_run_s_reason(async_lab, tmp_path):
+    """The mix told of 3 warehouses on a dataset of 2: a Payment's customer in warehouse 3 is a row no node has. The
+    run fails naming the query and that the dataset lacks the row, not with a script error on an empty result."""
+    from benchlib.campaign.run import execute_run
+    from benchlib.store import RunWriter, read_run
+    from benchlib.sysbench.options import SysbenchOptions
+
+    opts = SysbenchOptions(workload="tpcc_like", warehouses=2, scale=0.1, threads=1, time_s=20,
+                           extra=("--warehouses=3",))
+    secrets = list(async_lab.creds.passwords.values())
+    m = read_run(execute_run(async_lab, "async", opts, RunWriter(tmp_path, "lacks", {}, secrets=secrets))).manifest
+    assert m.status == "failed", m.reason
+    assert "no row for SELECT" in m.reason and ("c_w_id = 3" in m.reason or "s_w_id = 3" in m.reason), m.reason
+    assert "this node's dataset lacks it (prepare it again)" in m.reason and "nil value" not in m.reason, m.reason
