@@ -191,6 +191,12 @@ class Axis:
         """Its HTML section of the report page (None: its findings as a list)."""
         return None
 
+    def page_notes(self, a: Any) -> dict[str, str]:
+        """What its runs in the analysis ``a`` change on the core's pages, by place: ``findings``, a sentence the
+        throughput findings' lead adds; ``stability``, why the stability chart is left out when no run counts for
+        throughput. Default: nothing."""
+        return {}
+
 
 @dataclass
 class RunContext:

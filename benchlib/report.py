@@ -234,12 +234,10 @@ def _findings(a: CampaignAnalysis, campaign: Path) -> list[str]:
                       f"<ul>{inner}</ul></li>")
     whose = ("the writers', and the read split's readers' on the other nodes"
              if (a.comparisons.metric == "read_tps").any() else "")
-    faulted = "" if a.axis("fault").failover.empty else (
-        " Every run had a fault inside its load window, so these ratios price the fault and the recovery together "
-        "with the replication: the failover section above says what the fault did.")
+    noted = "".join(f" {note}" for axis in AXES.values() if (note := axis.page_notes(a).get("findings")))
     lead = [f'<h2 id="findings">Findings</h2><p>Throughput against the baseline{", " + whose if whose else ""} '
             f"(ratio of mean TPS; margin δ = {a.comparisons.margin.iloc[0]:.0%}: a difference smaller than that is "
-            f"not called real).{faulted}</p>"
+            f"not called real).{noted}</p>"
             f"<ul>{items}</ul>"]
     placed = _placement(a)
     if placed:

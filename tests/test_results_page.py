@@ -79,7 +79,7 @@ def test_the_power_cut_table_is_its_campaign_and_another_seed_agrees():
     """The power cut at random moments: the table's rows recomputed from data/campaigns/power-cut; the second seed's
     cuts (data/measured/power-cut-seed48.csv) give a median loss whose 95% interval overlaps the first's."""
     from benchlib.analysis.campaign import analyze
-    from benchlib.analysis.failover import quantile_interval, share_interval
+    from benchlib.axes.fault.measures import quantile_interval, share_interval
 
     m = analyze(ROOT / "data" / "campaigns" / "power-cut", baseline="async").axis("fault").failover
     assert m.fault_moment_s.between(3, 6).all() and m.fault_moment_s.nunique() > 0.9 * len(m)  # drawn (to the ms)

@@ -48,17 +48,6 @@ class PlannedRun:
         v: Any = self.axes.get("probe")  # benchlib.axes.probe.plan.ProbeVariant (the campaign runner names no axis)
         return v.options if v is not None else None
 
-    @property
-    def read_threads(self) -> int:
-        """The read side of a read-split load: sysbench threads on each other node (0: none)."""
-        v: Any = self.axes.get("read_split")  # benchlib.axes.read_split.plan.ReadSplitVariant
-        return v.threads if v is not None else 0
-
-    @property
-    def fault(self) -> Any:
-        """The fault this run injects (``benchlib.axes.fault.FaultPlan``; None: not a fault run)."""
-        return self.axes.get("fault")
-
     def again(self, index: int, repetition: int) -> "PlannedRun":
         """The same configuration as another repetition, at ``index`` (of the usual length)."""
         from dataclasses import replace

@@ -21,11 +21,9 @@ from benchlib.charts.builders import (
 from benchlib.charts.cost import cost_bars
 from benchlib.charts.consistency import consistency_plane, read_latency, stale_fractions, staleness_ecdf
 from benchlib.charts.errors import ChartError
-from benchlib.charts.failover import (failover_timeline, lost_against_moment, lost_writes, rejoin_times, unavailability,
-                                      unavailability_by_setting)
 from benchlib.charts.export import use_renderer
 from benchlib.charts.theme import topology_color
 
-__all__ = ["ChartError", "axes", "catch_up", "consistency_plane", "cost_bars", "failover_timeline", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads", "lost_against_moment", "lost_writes",
-           "parallel_apply", "ratio_bars", "read_latency", "rejoin_times", "stale_fractions", "staleness_ecdf", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",
-           "unavailability", "unavailability_by_setting", "use_renderer"]
+__all__ = ["ChartError", "axes", "catch_up", "consistency_plane", "cost_bars", "flow_control_sweep", "lag_over_time", "latency_vs_rtt", "latency_vs_threads",
+           "parallel_apply", "ratio_bars", "read_latency", "stale_fractions", "staleness_ecdf", "stability_over_time", "sustained_vs_peak", "throughput_vs_threads", "topology_color",
+           "use_renderer"]

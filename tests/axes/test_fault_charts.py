@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from benchlib import charts
-
 from benchlib.analysis.campaign import analyze
+from benchlib.axes.fault import chart_builders
 from benchlib.charts.catalogue import figures
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "campaigns"
@@ -63,7 +63,7 @@ def test_the_settings_chart_draws_the_prediction_beside_the_faults():
                          "unavailability_s": [6.1, 6.3, 21.2, 21.6], "label": ["gr"] * 4, "topology": ["gr"] * 4})
     expected = pd.DataFrame({"setting": ["gr_member_expel_timeout"] * 2, "value": [0, 5], "expected_s": [6.0, 21.0],
                              "words": ["Group Replication: 5 s to suspect + 1 s + 15 x ceil(E/15) s"] * 2})
-    fig = charts.unavailability_by_setting(runs, expected)
+    fig = chart_builders.unavailability_by_setting(runs, expected)
     dots, medians, line = fig.data
     assert list(dots.y) == [6.1, 6.3, 21.2, 21.6] and list(medians.y) == pytest.approx([6.2, 21.4])
     assert list(line.y) == [6.0, 21.0] and line.line.dash == "dash" and "15 x ceil" in line.hovertemplate
@@ -73,9 +73,9 @@ def test_the_settings_chart_draws_the_prediction_beside_the_faults():
 def test_lost_writes_against_the_moment_draws_a_dot_per_fault_and_a_series_per_configuration():
     runs = pd.DataFrame({"label": ["galera flush 0"] * 3 + ["galera flush 1"] * 2, "topology": "galera",
                          "fault_moment_s": [3.2, 4.7, 5.9, 3.5, 5.1], "lost": [4, 31, 12, 0, 0]})
-    fig = charts.lost_against_moment(runs)
+    fig = chart_builders.lost_against_moment(runs)
     assert [tr.name for tr in fig.data] == ["galera flush 0", "galera flush 1"]
     assert list(fig.data[0].x) == [3.2, 4.7, 5.9] and list(fig.data[0].y) == [4, 31, 12]
     assert "moment" in fig.layout.xaxis.title.text
     with pytest.raises(charts.ChartError):
-        charts.lost_against_moment(runs.assign(fault_moment_s=float("nan")))
+        chart_builders.lost_against_moment(runs.assign(fault_moment_s=float("nan")))

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.analysis.failover import in_words, measures, quantile_interval, share_interval, summary
-from benchlib.schema import FAULT_EVENTS, INTERVALS, LEDGER
+from benchlib.axes.fault.frames import FAULT_EVENTS, LEDGER
+from benchlib.axes.fault.measures import in_words, measures, quantile_interval, share_interval, summary
+from benchlib.schema import INTERVALS
 
 
 @pytest.mark.long

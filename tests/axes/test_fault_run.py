@@ -157,7 +157,7 @@ def test_a_killed_group_replication_primary_records_the_elected_member_and_the_u
     events = run.frames["fault_events"]
     elected = events[events.event == "primary"]
     assert len(elected) == 1 and elected.node.item() in ("gr-2", "gr-3") and m.axis("fault").survivor == elected.node.item()
-    from benchlib.analysis.failover import measures
+    from benchlib.axes.fault.measures import measures
     from benchlib.store import load_campaign
 
     c = load_campaign(tmp_path)
@@ -194,7 +194,7 @@ def test_a_frozen_galera_node_stalls_the_cluster_until_released_and_is_back_afte
     assert m.status == "ok", m.reason
     ev = run.frames["fault_events"].set_index("event")
     assert ev.loc["fault", "detail"] == "froze galera-3 (SIGSTOP)" and ev.loc["released", "detail"] == "SIGCONT"
-    from benchlib.analysis.failover import measures
+    from benchlib.axes.fault.measures import measures
     from benchlib.store import load_campaign
 
     c = load_campaign(tmp_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchlib.analysis.failover_settings import by_setting, curve, in_words
+from benchlib.axes.fault.setting_curves import by_setting, curve, in_words
 
 
 def _runs(seed: int = 5) -> pd.DataFrame:

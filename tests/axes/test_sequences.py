@@ -70,10 +70,10 @@ def test_the_planner_resolves_sequences_per_cluster_and_keys_them_by_their_steps
     async_runs = [r for r in runs if r.cluster == "async" and r.repetition == 1]
     assert sorted(r.params["fault"] for r in async_runs) == ["host_loss", "isolation", "kill replica",
                                                               "kill write_node"]
-    hl = next(r.fault for r in async_runs if r.fault.kind == "host_loss")
+    hl = next(r.axes["fault"] for r in async_runs if r.axes["fault"].kind == "host_loss")
     assert hl.promote and hl.as_dict()["steps"][1] == {"at_s": 4.0, "do": "kill", "target": "write_node"}
-    assert "steps" not in next(r.fault for r in async_runs if r.fault.kind == "kill").as_dict()
-    gr = next(r.fault for r in runs if r.cluster == "gr" and r.fault.kind == "host_loss")
+    assert "steps" not in next(r.axes["fault"] for r in async_runs if r.axes["fault"].kind == "kill").as_dict()
+    gr = next(r.axes["fault"] for r in runs if r.cluster == "gr" and r.axes["fault"].kind == "host_loss")
     assert not gr.promote  # Group Replication elects its own primary
     sched = schedule_of(hl, ["async-1", "async-2", "async-3"])
     assert [(p.step.do, p.fault.kind, p.fault.nodes) for p in sched] == [

@@ -199,7 +199,7 @@ def test_the_semisync_wait_point_is_swept_where_semisync_is_on():
 
 def test_a_read_split_load_reads_on_the_other_nodes_of_oltp_tables():
     runs = plan(spec(repetitions=1, load={"threads": [4], "read_threads": 2, "workloads": ["oltp_write_only"]}), DEMO)
-    assert all(r.read_threads == 2 and r.params["read_threads"] == 2 for r in runs)
+    assert all(r.axes["read_split"].threads == 2 and r.params["read_threads"] == 2 for r in runs)
     assert {r.config_key for r in runs}.isdisjoint(r.config_key for r in plan(spec(repetitions=1, load={
         "threads": [4], "workloads": ["oltp_write_only"]}), DEMO))  # a read split is another configuration
     single = load_spec(EXAMPLES / "single.toml")
@@ -222,7 +222,7 @@ def test_the_fault_is_an_axis_and_promotion_goes_where_the_system_has_no_failove
     runs = plan(fault_spec({"kind": ["kill", "freeze"], "failover": "promote"},
                            matrix={"clusters": ["semisync", "gr", "galera"]}), CONSISTENCY)
     assert len(runs) == 3 * 2 * 2
-    by = {(r.cluster, r.fault.kind): r.fault for r in runs}
+    by = {(r.cluster, r.axes["fault"].kind): r.axes["fault"] for r in runs}
     assert by[("semisync", "kill")].promote and not by[("gr", "kill")].promote and not by[("galera", "freeze")].promote
     assert runs[0].params["fault"] in ("kill write_node", "freeze write_node")
 
@@ -231,15 +231,16 @@ def test_a_fault_moment_drawn_from_a_range_is_seeded_per_run_and_recorded():
     """at_s = [from, to]: each run's moment is drawn uniformly within it, from the campaign's seed and the run (a
     rerun draws the same; another seed others); the configuration is the range, the run's manifest its moment."""
     runs = plan(fault_spec({"kind": "power_cut", "at_s": [3, 6]}, matrix={"clusters": ["galera"]}), CONSISTENCY)
-    drawn = [r.fault.drawn(r.run_id) for r in runs]
+    drawn = [r.axes["fault"].drawn(r.run_id) for r in runs]
     assert all(3 <= d.at_s <= 6 for d in drawn) and len({d.at_s for d in drawn}) == len(drawn)
-    assert [d.at_s for d in drawn] == [r.fault.drawn(r.run_id).at_s for r in runs]  # the same seed, the same moments
-    assert runs[0].fault.identity() == runs[1].fault.identity() == drawn[0].identity()  # one configuration
+    # the same seed, the same moments; one configuration
+    assert [d.at_s for d in drawn] == [r.axes["fault"].drawn(r.run_id).at_s for r in runs]
+    assert runs[0].axes["fault"].identity() == runs[1].axes["fault"].identity() == drawn[0].identity()
     assert drawn[0].as_dict()["at_s"] == drawn[0].at_s and drawn[0].as_dict()["at_range"] == [3, 6]
     other = plan(fault_spec({"kind": "power_cut", "at_s": [3, 6]}, matrix={"clusters": ["galera"]}, seed=2),
                  CONSISTENCY)
-    assert [r.fault.drawn(r.run_id).at_s for r in other] != [d.at_s for d in drawn]
-    fixed = plan(fault_spec({"kind": "kill"}), CONSISTENCY)[0].fault
+    assert [r.axes["fault"].drawn(r.run_id).at_s for r in other] != [d.at_s for d in drawn]
+    fixed = plan(fault_spec({"kind": "kill"}), CONSISTENCY)[0].axes["fault"]
     assert fixed.drawn("x") is fixed and "at_range" not in fixed.as_dict()  # a fixed moment: as before
 
 
@@ -269,7 +270,8 @@ def test_a_multi_primary_group_takes_a_kill_and_refuses_a_switchover():
     survivor), a switchover has no primary role to move."""
     multi = load_spec(EXAMPLES / "gr-3-multi.toml")
     runs = plan(fault_spec({"kind": "kill"}, matrix={"clusters": ["gr"]}), multi)
-    assert {(r.fault.kind, r.fault.target, r.fault.promote) for r in runs} == {("kill", "write_node", False)}
+    faults = [r.axes["fault"] for r in runs]
+    assert {(f.kind, f.target, f.promote) for f in faults} == {("kill", "write_node", False)}
     with pytest.raises(SpecError, match="a switchover moves the primary role to another node: group_replication "
                                         "cluster gr has none to move"):
         plan(fault_spec({"kind": "switchover"}, matrix={"clusters": ["gr"]}), multi)
@@ -284,13 +286,13 @@ def test_what_a_promotion_does_with_relay_logs_is_an_axis_of_the_promoted_cluste
     runs = plan(fault_spec({"relay_logs": ["apply", "discard"], "failover": "promote",
                             "target": ["write_node", "replica"]},
                            matrix={"clusters": ["semisync", "gr"]}), lab)
-    semi_runs = {(r.fault.target, r.fault.relay_logs) for r in runs if r.cluster == "semisync"}
+    semi_runs = {(r.axes["fault"].target, r.axes["fault"].relay_logs) for r in runs if r.cluster == "semisync"}
     assert semi_runs == {("write_node", "apply"), ("write_node", "discard"), ("replica", "apply")}
-    assert {r.fault.relay_logs for r in runs if r.cluster == "gr"} == {"apply"}
-    discarding = next(r for r in runs if r.fault.discards)
+    assert {r.axes["fault"].relay_logs for r in runs if r.cluster == "gr"} == {"apply"}
+    discarding = next(r for r in runs if r.axes["fault"].discards)
     assert discarding.params["failover"] == "promote, relay logs discarded"
     assert discarding.params["fault"] == "kill write_node, relay logs discarded"
-    assert "relay_logs" not in next(r for r in runs if r.cluster == "gr").fault.as_dict()  # old keys unchanged
+    assert "relay_logs" not in next(r for r in runs if r.cluster == "gr").axes["fault"].as_dict()  # old keys unchanged
 
 
 def test_a_fault_on_a_remote_lab_is_refused():
@@ -308,10 +310,10 @@ def test_a_power_cut_kills_every_node_and_promotes_nothing():
     (no replica survives), and asking for its promotion by name is refused."""
     runs = plan(fault_spec({"kind": "power_cut", "failover": "promote", "relay_logs": ["apply", "discard"]},
                            matrix={"clusters": ["semisync", "galera"]}), CONSISTENCY)
-    assert sorted({r.cluster: r.fault.as_dict()["kind"] for r in runs}.items()) == [("galera", "power_cut"), (
+    assert sorted({r.cluster: r.axes["fault"].as_dict()["kind"] for r in runs}.items()) == [("galera", "power_cut"), (
         "semisync", "power_cut")] and len(runs) == 2 * 2  # two repetitions, no discard twin: nothing is promoted
     for r in runs:
-        assert not r.fault.promote and [s.as_dict() for s in r.fault.steps] == [
+        assert not r.axes["fault"].promote and [s.as_dict() for s in r.axes["fault"].steps] == [
             {"at_s": 0.0, "do": "kill", "target": "all_nodes"}]
         assert r.params["fault"] == "power_cut"
     with pytest.raises(Exception, match="kills every node: there is no replica to promote"):
@@ -326,9 +328,9 @@ def test_a_switchover_has_the_idle_transaction_as_its_axis_and_promotes_by_its_o
     assert labels == [("gr", "kill write_node"), ("gr", "switchover"), ("gr", "switchover, an idle transaction open"),
                       ("semisync", "kill write_node"), ("semisync", "switchover"),
                       ("semisync", "switchover, an idle transaction open")], labels
-    sw = [r for r in runs if r.fault.kind == "switchover"]
-    assert not any(r.fault.promote for r in sw) and all(r.fault.steps[0].do == "switchover" for r in sw)
-    assert "open_transaction" not in next(r for r in runs if r.fault.kind == "kill").fault.as_dict()
+    sw = [r for r in runs if r.axes["fault"].kind == "switchover"]
+    assert not any(r.axes["fault"].promote for r in sw) and all(r.axes["fault"].steps[0].do == "switchover" for r in sw)
+    assert "open_transaction" not in next(r for r in runs if r.axes["fault"].kind == "kill").axes["fault"].as_dict()
 
 
 def test_reads_through_router_go_where_a_group_has_one_and_are_refused_where_none_has():

@@ -1,6 +1,6 @@
 """The fault, an axis: ``[fault]`` makes every run inject a fault under load (kill, freeze or cut of the write node,
 a replica or a site) and measure what follows: the failover, the unavailability a client saw, acknowledged writes
-lost, the heal and the rejoin (``benchlib.axes.fault.run`` runs it, ``benchlib.analysis.failover`` measures it).
+lost, the heal and the rejoin (``benchlib.axes.fault.run`` runs it, ``benchlib.axes.fault.measures`` measures it).
 Its kinds, targets and rejoin paths are axes of their own. A fault run has its own writer, so the probe, the read
 split and the sustained search cannot run beside it."""
 

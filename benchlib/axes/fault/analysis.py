@@ -1,6 +1,6 @@
 """The fault axis's analysis: per fault run what the fault cost (unavailability, new primary, lost writes, recovery:
-``benchlib.analysis.failover``), its distribution per configuration with intervals, and that in words. ``FaultAnalysis``
-is ``a.axis("fault")``: each computed once."""
+``benchlib.axes.fault.measures``), its distribution per configuration with intervals, and that in words.
+``FaultAnalysis`` is ``a.axis("fault")``: each computed once."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from benchlib.analysis import failover as measured
-from benchlib.analysis import failover_settings as settings
+from benchlib.axes.fault import measures as measured
+from benchlib.axes.fault import setting_curves as settings
 from benchlib.axis import AxisAnalysis
 
 __all__ = ["FaultAnalysis", "failover", "failover_findings", "failover_summary"]

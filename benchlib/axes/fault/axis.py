@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.axes.fault import FaultSpec, _facts
+from benchlib.axes.fault import FaultRecord, FaultSpec, _facts
+from benchlib.axes.fault.frames import FAULT_EVENTS, LEDGER, LEDGER_READS
 from benchlib.axis import Axis, AxisAnalysis, AxisRun, CaptionTable, ChartTable, RunContext
-from benchlib.axes.fault import FaultRecord
 from benchlib.schema import Cell
 
 __all__ = ["AXIS", "FaultAxis"]
@@ -31,6 +31,7 @@ class FaultAxis(Axis):
                      "ledger_failed", "ledger_unknown", "lost_writes", "phantom_writes", "heal_s", "heal_how",
                      "reads_of_lost", "fell_back_s", "no_ack_commits", "errant", "switchover_s")
     record = FaultRecord
+    frames = (LEDGER, LEDGER_READS, FAULT_EVENTS)
     section = "failover"
     report_first = True
     notebook = "failover"
@@ -63,6 +64,15 @@ class FaultAxis(Axis):
         from benchlib.axes.fault.report import section
 
         return section(a, said)
+
+    def page_notes(self, a: Any) -> dict[str, str]:
+        if a.axis(self.name).failover.empty:
+            return {}
+        return {"findings": "Every run had a fault inside its load window, so these ratios price the fault and the "
+                            "recovery together with the replication: the failover section above says what the fault "
+                            "did.",
+                "stability": "every run had a fault in its load: the failover timeline shows its throughput around "
+                             "the fault instead"}
 
 
 AXIS = FaultAxis()

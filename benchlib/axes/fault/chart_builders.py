@@ -1,5 +1,5 @@
 """What a fault cost: the failover timeline, unavailability by configuration, acknowledged writes lost. Frames from
-``benchlib.analysis.views`` (``failover_timeline``, ``failover_runs``, ``failover_summary``); one row per
+``benchlib.axes.fault.views`` (``failover_timeline``, ``failover_runs``, ``failover_summary``); one row per
 configuration, labelled ``label``, coloured by its ``topology``."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from benchlib import charts
+from benchlib.axes.fault import chart_builders as builders
 from benchlib.axes.fault import views as fault_views
 from benchlib.charts.left_out import LeftOut
 
@@ -13,15 +13,15 @@ __all__ = ["CAPTIONS", "CHARTS"]
 
 
 def _failover_timeline(a):
-    return charts.failover_timeline(*fault_views.failover_timeline(a))
+    return builders.failover_timeline(*fault_views.failover_timeline(a))
 
 
 def _unavailability(a):
-    return charts.unavailability(fault_views.unavailability_runs(a), fault_views.unavailability_summary(a))
+    return builders.unavailability(fault_views.unavailability_runs(a), fault_views.unavailability_summary(a))
 
 
 def _lost(a):
-    return charts.lost_writes(fault_views.failover_summary(a))
+    return builders.lost_writes(fault_views.failover_summary(a))
 
 
 def _moment(a):
@@ -29,15 +29,15 @@ def _moment(a):
     if "fault_moment_s" not in runs or not (runs.groupby("label").fault_moment_s.nunique() > 1).any():
         raise LeftOut("lost writes against the moment need fault moments drawn within a range; each configuration's "
                       "faults came at one moment", hint="fault.at_s = [from, to] in the campaign spec")
-    return charts.lost_against_moment(runs)
+    return builders.lost_against_moment(runs)
 
 
 def _settings(a):
-    return charts.unavailability_by_setting(*fault_views.unavailability_by_setting(a))
+    return builders.unavailability_by_setting(*fault_views.unavailability_by_setting(a))
 
 
 def _rejoin(a):
-    return charts.rejoin_times(fault_views.rejoins(a))
+    return builders.rejoin_times(fault_views.rejoins(a))
 
 
 CHARTS: dict[str, tuple[str, Callable[[Any], Any]]] = {

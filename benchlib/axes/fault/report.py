@@ -41,7 +41,7 @@ def section(a: Any, said: list[str]) -> str:
            + (f"<p>What each system promises when the node taking writes fails:</p><ul>{promises}</ul>"
               if promises else ""))
     s = a.axis("fault").summary
-    from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
+    from benchlib.axes.fault.measures import LOAD_KEYS, SETTING_PREFIXES
 
     keys = [c for c in s.columns if c in ("cluster", "fault", *LOAD_KEYS) or c.startswith(SETTING_PREFIXES)]
     out += fold("Failover by configuration", table(s, [*keys, "runs", "unavail_median_s", "unavail_median_low_s",

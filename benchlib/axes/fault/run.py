@@ -4,7 +4,7 @@ it, the ledger table, a proxy) -> probes (the ledger writers and reader, the sem
 and the rejoin, on threads of their own) -> the load, which follows the writes -> join -> after_load (the heal) ->
 audit (the ledger on every node) -> frames and manifest.
 
-The load is sysbench on the node that takes the writes, with the ledger writer (``benchlib.sampling.ledger``) beside
+The load is sysbench on the node that takes the writes, with the ledger writer (``run_ledger``) beside
 it at a fixed rate: the client that never stops writing. At ``at_s`` into the load the lab injects the fault
 (``benchlib.lab.base.Fault``, through the lab's ``faults()`` capability): kill, freeze or cut of the write node, a
 replica or a site. Then:
@@ -44,8 +44,8 @@ from benchlib.campaign.folder import CampaignError
 from benchlib.campaign.run import RunEngine
 from benchlib.errors import BenchlibError
 from benchlib.lab.base import Fault
-from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
-from benchlib.sampling.ledger import LedgerReader, LedgerWriter, Router, create_table
+from benchlib.axes.fault.run_ledger import TABLE as LEDGER_TABLE
+from benchlib.axes.fault.run_ledger import LedgerReader, LedgerWriter, Router, create_table
 from benchlib.sampling.probe import Sampler
 from benchlib.sampling.status import SemisyncWatch, StatusLog
 from benchlib.store import RunWriter

@@ -1,7 +1,7 @@
 """A fault run's controller (``FaultHook`` runs it on a thread of its own beside the load): each step of the fault when
 it is due (``benchlib.axes.fault.sequences``), each timed against its plan; where the lab promotes, the promotion once
 the write node is lost to its cluster; which node takes the writes, followed every 100 ms. A client beside a write node
-cut off from its cluster stays with it until the cut ends (``benchlib.sampling.ledger.Router.hold``)."""
+cut off from its cluster stays with it until the cut ends (``benchlib.axes.fault.run_ledger.Router.hold``)."""
 
 from __future__ import annotations
 

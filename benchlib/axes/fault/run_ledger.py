@@ -25,7 +25,7 @@ import pandas as pd
 import pymysql
 
 from benchlib.sampling.probe import Probe
-from benchlib.schema import LEDGER, LEDGER_READS
+from benchlib.axes.fault.frames import LEDGER, LEDGER_READS
 from benchlib.systems.failover import Failover
 
 __all__ = ["LedgerReader", "LedgerWriter", "Router", "TABLE", "create_table"]

@@ -13,8 +13,8 @@ import pymysql
 from benchlib.axes.fault.sequences import Step, steps_of
 from benchlib.errors import BenchlibError
 from benchlib.lab.base import Fault
-from benchlib.sampling.ledger import TABLE as LEDGER_TABLE
-from benchlib.schema import FAULT_EVENTS
+from benchlib.axes.fault.run_ledger import TABLE as LEDGER_TABLE
+from benchlib.axes.fault.frames import FAULT_EVENTS
 from benchlib.systems import sql
 
 if TYPE_CHECKING:

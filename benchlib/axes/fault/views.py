@@ -16,11 +16,11 @@ __all__ = ["failover_runs", "failover_summary", "failover_timeline", "rejoins", 
 def _fault_labels(a: CampaignAnalysis, df: pd.DataFrame) -> pd.DataFrame:
     """``df`` (rows per fault configuration or run) with ``topology`` (the colour) and ``label`` (the cluster, what
     else differs, and the fault when the campaign varied it: "semisync AFTER_SYNC", "gr freeze write_node")."""
-    from benchlib.analysis.failover import label as fault_label
+    from benchlib.axes.fault.measures import label as fault_label
 
     out = df.copy()
     out["topology"] = out.cluster.map(a.runs.drop_duplicates("cluster").set_index("cluster").topology)
-    from benchlib.analysis.failover import LOAD_KEYS, SETTING_PREFIXES
+    from benchlib.axes.fault.measures import LOAD_KEYS, SETTING_PREFIXES
 
     keys = [c for c in FaultAnalysis.of(a).summary.columns if c in out.columns and (
         c == "cluster" or c in LOAD_KEYS or c.startswith(SETTING_PREFIXES))]
@@ -79,7 +79,7 @@ def failover_timeline(a: CampaignAnalysis, bin_s: float = 0.1) -> tuple[pd.DataF
     """Per fault configuration, its median run by unavailability: the ledger writer's acknowledged writes per
     second in ``bin_s`` bins around the fault (t = 0), and that run's marks (unavailability window, new primary,
     sysbench restarted) as (label, what, t_s) rows."""
-    from benchlib.analysis.failover import timeline
+    from benchlib.axes.fault.measures import timeline
 
     runs = failover_runs(a)
     ledger, events = a.frames["ledger"], a.frames["fault_events"]
@@ -125,8 +125,8 @@ def rejoins(a: CampaignAnalysis) -> pd.DataFrame:
 def unavailability_by_setting(a: CampaignAnalysis) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each fault run of a swept setting that decides failover time (Group Replication's member_expel_timeout,
     Galera's suspect_timeout) with its value, and the prediction over the swept range
-    (``benchlib.analysis.failover_settings``)."""
-    from benchlib.analysis.failover_settings import EXPECTED, by_setting, curve
+    (``benchlib.axes.fault.setting_curves``)."""
+    from benchlib.axes.fault.setting_curves import EXPECTED, by_setting, curve
 
     runs, expected = by_setting(failover_runs(a))
     if runs.empty:
