@@ -138,8 +138,11 @@ def test_a_group_replication_primary_cut_off_from_its_group_stops_acknowledging_
     # sent within the timeout before the release can be acknowledged just after it (seen 0.16 s after)
     during = acked[(acked.t_done_s > cut + plan.timeout_s) & (acked.t_done_s < back)]
     assert during.empty, during
-    assert (ledger[(ledger.t_sent_s > cut + 0.2) & (ledger.t_sent_s < back - plan.timeout_s)].outcome
-            .isin(["unknown", "failed"])).all()
+    # every write sent during the cut and done before its release went unacknowledged; one still in flight at the
+    # release may be acknowledged after it (a write whose connection was made again first: sent 1.5 s before the
+    # release by the ledger's clock, which counts the reconnection, acknowledged 0.85 s after it, on a loaded VM)
+    cut_writes = ledger[(ledger.t_sent_s > cut + 0.2) & (ledger.t_done_s < back)]
+    assert len(cut_writes) and cut_writes.outcome.isin(["unknown", "failed"]).all(), cut_writes
     assert (ledger[ledger.t_sent_s > cut].node == "gr-1").all()  # the client stayed beside it
     after = acked[acked.t_sent_s > back]
     assert after.shape[0] > 25, (back, after.t_sent_s.min(), m.axis("fault").ledger)  # acknowledged again once the cut ended
