@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("install")  # one fresh environment for the module, on one worker
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "campaigns"
 

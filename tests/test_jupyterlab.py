@@ -25,7 +25,7 @@ import pytest
 from benchlib.charts.export import find_browser, static_export_available
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
-pytestmark = [pytest.mark.browser, pytest.mark.kernel,
+pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.xdist_group("jupyterlab"),  # one server
               pytest.mark.skipif(not static_export_available(), reason="needs kaleido and Chromium")]
 
 

@@ -16,7 +16,8 @@ from benchlib.report import publish
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaigns"
 needs_browser = pytest.mark.skipif(not static_export_available(), reason="needs kaleido and Chromium")
-pytestmark = [pytest.mark.browser, pytest.mark.kernel]  # publishing exports images and executes notebooks
+# publishing exports images and executes notebooks; its one publish (a module fixture, a minute) on one worker
+pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.xdist_group("report")]
 
 
 def png_size_and_colours(path: Path) -> tuple[int, int, int]:
