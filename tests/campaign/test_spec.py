@@ -133,7 +133,7 @@ def test_stability_s_is_refused_where_it_means_nothing(load, extra, words):
 
 @pytest.mark.parametrize("name, runs", [("consistency.toml", 84), ("read-split.toml", 15), ("resources.toml", None),
                                         ("isolation.toml", 24), ("isolation-multi.toml", 10),
-                                        ("isolation-faults.toml", 6)])
+                                        ("isolation-faults.toml", 6), ("isolation-grmulti.toml", 3)])
 def test_every_example_campaign_loads_and_plans_what_its_comment_says(name, runs):
     cspec, lab = load_campaign_spec(ROOT / "examples" / "campaigns" / name)
     planned = plan(cspec, lab)
